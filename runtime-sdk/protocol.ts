@@ -1,0 +1,145 @@
+/**
+ * The signed protocol between the license authority and the runtime: compact JWS (RFC 7515) with
+ * `alg: EdDSA` (RFC 8037, Ed25519) and a `kid` naming a key of the authority's JWK Set.
+ *
+ * The server imports this module to build what it signs; the SDK uses it to verify. Verification
+ * uses tweetnacl so every app carries a small, auditable verifier.
+ */
+import nacl from 'tweetnacl';
+
+/** What a signed document is for; a token can never pass as a manifest or the reverse. */
+export const DOCUMENT_TYPES = { runtimeToken: 'latchkey-runtime+jwt' } as const;
+export type DocumentType = (typeof DOCUMENT_TYPES)[keyof typeof DOCUMENT_TYPES];
+
+export interface Ed25519PublicJwk {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  x: string;
+  kid: string;
+  alg?: 'EdDSA';
+  use?: 'sig';
+}
+
+export interface JwkSet {
+  keys: Ed25519PublicJwk[];
+}
+
+export interface JwsHeader {
+  alg: 'EdDSA';
+  kid: string;
+  typ: DocumentType;
+}
+
+export type LicenseType = 'perpetual' | 'subscription' | 'trial';
+
+export interface RuntimePolicy {
+  device_limit: number;
+  offline_grace_hours: number;
+}
+
+/** Claims of the runtime token issued at activation and refresh. */
+export interface RuntimeTokenClaims {
+  iss: 'latchkey';
+  /** License id (`lic_...`). */
+  sub: string;
+  app_id: string;
+  /** The device fingerprint hash the token is bound to (64 hex, already salted by the SDK). */
+  device: string;
+  license_type: LicenseType;
+  features: Record<string, unknown>;
+  policy: RuntimePolicy;
+  /** License expiry (seconds since epoch), null when perpetual or not yet started. */
+  license_expires_at: number | null;
+  iat: number;
+  /** `iat` + offline grace: the last moment the token may be used without contacting the authority. */
+  exp: number;
+}
+
+/** Stable reasons a signed document is refused; callers map them to their own errors. */
+export const PROTOCOL_FAILURES = [
+  'malformed',
+  'unsupported_alg',
+  'wrong_type',
+  'unknown_key',
+  'bad_signature',
+  'wrong_app',
+  'wrong_device',
+  'expired',
+] as const;
+export type ProtocolFailure = (typeof PROTOCOL_FAILURES)[number];
+
+export class ProtocolError extends Error {
+  constructor(
+    readonly failure: ProtocolFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProtocolError';
+  }
+}
+
+const b64url = (data: Uint8Array | string): string => Buffer.from(data).toString('base64url');
+
+/** The bytes a signer signs: `base64url(header) "." base64url(claims)`. */
+export function signingInput(header: JwsHeader, claims: object): string {
+  return `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
+}
+
+export function assembleJws(input: string, signature: Uint8Array): string {
+  return `${input}.${b64url(signature)}`;
+}
+
+function decodeJson(part: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+  } catch {
+    throw new ProtocolError('malformed', 'not valid base64url JSON');
+  }
+}
+
+const B64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * Checks a compact JWS against pinned keys and returns its claims. Only EdDSA is accepted (no
+ * `none`, no HMAC confusion); the key is chosen by `kid` from the caller's set, never from the token.
+ */
+export function verifyJws<T>(compact: string, keys: JwkSet | Ed25519PublicJwk[], type: DocumentType): { header: JwsHeader; claims: T } {
+  const parts = typeof compact === 'string' ? compact.split('.') : [];
+  if (parts.length !== 3 || !parts.every((p) => p.length > 0 && B64URL.test(p))) {
+    throw new ProtocolError('malformed', 'not a compact JWS');
+  }
+  const header = decodeJson(parts[0]!) as Partial<JwsHeader>;
+  if (!header || typeof header !== 'object') throw new ProtocolError('malformed', 'header is not an object');
+  if (header.alg !== 'EdDSA') throw new ProtocolError('unsupported_alg', `alg ${String(header.alg)} is not accepted`);
+  if (header.typ !== type) throw new ProtocolError('wrong_type', `expected a ${type}`);
+  const list = Array.isArray(keys) ? keys : keys.keys;
+  const jwk = list.find((k) => k.kid === header.kid && k.kty === 'OKP' && k.crv === 'Ed25519');
+  if (!jwk) throw new ProtocolError('unknown_key', `no pinned key with kid ${String(header.kid)}`);
+  const publicKey = Buffer.from(jwk.x, 'base64url');
+  const signature = Buffer.from(parts[2]!, 'base64url');
+  if (publicKey.length !== 32 || signature.length !== 64) throw new ProtocolError('malformed', 'bad key or signature length');
+  const ok = nacl.sign.detached.verify(Buffer.from(`${parts[0]}.${parts[1]}`, 'ascii'), signature, publicKey);
+  if (!ok) throw new ProtocolError('bad_signature', 'signature does not verify');
+  const claims = decodeJson(parts[1]!);
+  if (!claims || typeof claims !== 'object' || Array.isArray(claims)) throw new ProtocolError('malformed', 'claims are not an object');
+  return { header: header as JwsHeader, claims: claims as T };
+}
+
+/** Verifies a runtime token and that it belongs to this app and this device and is within its life. */
+export function verifyRuntimeToken(
+  token: string,
+  keys: JwkSet | Ed25519PublicJwk[],
+  expect: { appId: string; device: string; /** Omit to leave the expiry decision to the caller (offline grace). */ nowSeconds?: number },
+): RuntimeTokenClaims {
+  const { claims } = verifyJws<RuntimeTokenClaims>(token, keys, DOCUMENT_TYPES.runtimeToken);
+  if (claims.iss !== 'latchkey' || typeof claims.sub !== 'string' || typeof claims.exp !== 'number' || typeof claims.iat !== 'number') {
+    throw new ProtocolError('malformed', 'missing required claims');
+  }
+  if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'token was issued for another app');
+  if (claims.device !== expect.device) throw new ProtocolError('wrong_device', 'token was issued for another device');
+  if (expect.nowSeconds !== undefined && claims.exp <= expect.nowSeconds) throw new ProtocolError('expired', 'token has expired');
+  return claims;
+}
+
+/** A device fingerprint as the authority accepts it: a SHA-256 (HMAC) output in lower-case hex. */
+export const FINGERPRINT_PATTERN = /^[0-9a-f]{64}$/;

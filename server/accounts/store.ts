@@ -1,0 +1,111 @@
+import type { Db } from '../db/knex.js';
+
+export interface DeveloperRow {
+  id: string;
+  email: string;
+  password_hash: string;
+  company_name: string;
+  plan: 'free' | 'pro';
+  two_factor_enabled: boolean;
+  totp_secret_sealed: string | null;
+  totp_pending_sealed: string | null;
+  totp_last_step: number | null;
+  created_at: Date;
+}
+
+export interface RefreshTokenRow {
+  id: string;
+  family_id: string;
+  developer_id: string;
+  secret_hash: string;
+  expires_at: Date;
+  rotated_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export function createAccountsStore(db: Db) {
+  return {
+    insertDeveloper: (row: Pick<DeveloperRow, 'id' | 'email' | 'password_hash' | 'company_name'>) =>
+      db('developers').insert(row).returning('*').then((r: DeveloperRow[]) => r[0]!),
+
+    findDeveloper: (id: string) => db<DeveloperRow>('developers').where({ id }).first(),
+
+    findDeveloperByEmail: (email: string) =>
+      db<DeveloperRow>('developers').whereRaw('lower(email) = ?', [email.toLowerCase()]).first(),
+
+    setPlan: (id: string, plan: DeveloperRow['plan']) =>
+      db('developers').where({ id }).update({ plan }).returning('*').then((r: DeveloperRow[]) => r[0]),
+
+    /** Stores a not-yet-confirmed TOTP secret and its backup codes, replacing any earlier pending setup. */
+    startTwoFactorSetup: (id: string, pendingSealed: string, codeHashes: string[]) =>
+      db.transaction(async (trx) => {
+        await trx('developers').where({ id }).update({ totp_pending_sealed: pendingSealed });
+        await trx('backup_codes').where({ developer_id: id, pending: true }).delete();
+        await trx('backup_codes').insert(codeHashes.map((code_hash) => ({ developer_id: id, code_hash, pending: true })));
+      }),
+
+    enableTwoFactor: (id: string, secretSealed: string, step: number) =>
+      db.transaction(async (trx) => {
+        await trx('developers')
+          .where({ id })
+          .update({ two_factor_enabled: true, totp_secret_sealed: secretSealed, totp_pending_sealed: null, totp_last_step: step });
+        await trx('backup_codes').where({ developer_id: id, pending: false }).delete();
+        await trx('backup_codes').where({ developer_id: id, pending: true }).update({ pending: false });
+      }),
+
+    disableTwoFactor: (id: string) =>
+      db.transaction(async (trx) => {
+        await trx('developers')
+          .where({ id })
+          .update({ two_factor_enabled: false, totp_secret_sealed: null, totp_pending_sealed: null, totp_last_step: null });
+        await trx('backup_codes').where({ developer_id: id }).delete();
+      }),
+
+    /** Records a used TOTP step; false when that step (or a later one) was already used: a replay. */
+    advanceTotpStep: async (id: string, step: number) =>
+      (await db('developers')
+        .where({ id })
+        .andWhere((q) => q.whereNull('totp_last_step').orWhere('totp_last_step', '<', step))
+        .update({ totp_last_step: step })) === 1,
+
+    /** Spends a confirmed backup code once; false when it does not exist or was used. */
+    useBackupCode: async (developerId: string, codeHash: string) =>
+      (await db('backup_codes')
+        .where({ developer_id: developerId, code_hash: codeHash, pending: false })
+        .whereNull('used_at')
+        .update({ used_at: db.fn.now() })) === 1,
+
+    countUnusedBackupCodes: (developerId: string) =>
+      db('backup_codes')
+        .where({ developer_id: developerId, pending: false })
+        .whereNull('used_at')
+        .count<{ count: string }[]>('* as count')
+        .then((r) => Number(r[0]!.count)),
+
+    /** Revokes the active key and stores the new one, atomically: exactly one key works afterwards. */
+    rotateApiKey: (developerId: string, keyId: string, secretHash: string) =>
+      db.transaction(async (trx) => {
+        await trx('api_keys').where({ developer_id: developerId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+        await trx('api_keys').insert({ id: keyId, developer_id: developerId, secret_hash: secretHash });
+      }),
+
+    findActiveApiKey: (keyId: string) =>
+      db('api_keys').where({ id: keyId }).whereNull('revoked_at').first<{ developer_id: string; secret_hash: string } | undefined>(
+        'developer_id',
+        'secret_hash',
+      ),
+
+    insertRefreshToken: (row: Omit<RefreshTokenRow, 'rotated_at' | 'revoked_at'>, db_: Db = db) => db_('refresh_tokens').insert(row),
+
+    transaction: db.transaction.bind(db),
+
+    lockRefreshToken: (trx: Db, id: string) => trx<RefreshTokenRow>('refresh_tokens').where({ id }).forUpdate().first(),
+
+    markRotated: (trx: Db, id: string) => trx('refresh_tokens').where({ id }).update({ rotated_at: trx.fn.now() }),
+
+    revokeFamily: (familyId: string) =>
+      db('refresh_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() }),
+  };
+}
+
+export type AccountsStore = ReturnType<typeof createAccountsStore>;

@@ -1,0 +1,62 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import { accountRoutes, adminRoutes } from './accounts/routes.js';
+import { createAccountsService } from './accounts/service.js';
+import { createAccountsStore } from './accounts/store.js';
+import { appRoutes } from './apps/routes.js';
+import { createAppsService } from './apps/service.js';
+import { createAppsStore } from './apps/store.js';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { MasterKey } from './crypto/master-key.js';
+import type { Db } from './db/knex.js';
+import { createAuthenticator } from './http/auth.js';
+import { errorHandler } from './http/error-handler.js';
+import { requestLogging } from './http/logging.js';
+import { createMetrics } from './http/metrics.js';
+import { buildOpenApi } from './http/openapi.js';
+import { createRateLimiter } from './http/rate-limit.js';
+import { mountRoutes, type RouteDef } from './http/route.js';
+import { opsRouter } from './ops/routes.js';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  masterKey: MasterKey;
+}
+
+export const API_VERSION = '1.0.0';
+
+/** Builds the Koa application; no listening here, so tests and `main.ts` share it. */
+export function createApp(deps: AppDeps) {
+  const { config, db, clock, log, masterKey } = deps;
+  const accounts = createAccountsService({ store: createAccountsStore(db), clock, masterKey });
+  const apps = createAppsService({ store: createAppsStore(db) });
+  const rateLimiter = createRateLimiter(db, clock, config.rateLimitMultiplier);
+  const authenticator = createAuthenticator(
+    { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey },
+    config.adminToken,
+  );
+
+  const routes: RouteDef[] = [...accountRoutes(accounts), ...adminRoutes(accounts), ...appRoutes(apps)];
+  let openApi: unknown;
+  const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
+
+  const api = new Router();
+  mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes });
+  const metrics = createMetrics();
+  const ops = opsRouter(db, metrics, getOpenApi);
+
+  // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For.
+  const app = new Koa({ proxy: config.trustProxy });
+  app.use(metrics.middleware);
+  app.use(requestLogging(log));
+  app.use(errorHandler());
+  app.use(ops.routes());
+  app.use(api.routes());
+  app.use(api.allowedMethods());
+  return { app, routes, rateLimiter, getOpenApi };
+}

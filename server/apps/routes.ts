@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { PageQuery, setPageHeaders } from '../http/pagination.js';
+import { defineRoute } from '../http/route.js';
+import * as s from './schemas.js';
+import type { AppsService } from './service.js';
+import type { AppRow } from './store.js';
+
+export const appView = ({ developer_id: _owner, created_at, updated_at, ...rest }: AppRow) => ({
+  ...rest,
+  created_at: created_at.toISOString(),
+  updated_at: updated_at.toISOString(),
+});
+
+export function appRoutes(apps: AppsService) {
+  const tag = 'Apps';
+  return [
+    defineRoute({
+      method: 'get', path: '/v1/apps', operationId: 'listApps', tag, auth: 'developer', rateLimit: 'apps',
+      summary: 'List your apps, oldest first', query: PageQuery, response: z.array(s.App), paginated: true,
+      handler: async ({ actor, query, ctx }) => {
+        const { rows, total } = await apps.list(actor.developerId, query);
+        setPageHeaders(ctx, query, total);
+        return rows.map(appView);
+      },
+    }),
+    defineRoute({
+      method: 'post', path: '/v1/apps', operationId: 'createApp', tag, auth: 'developer', rateLimit: 'apps',
+      summary: 'Register an app', body: s.CreateAppBody, response: s.App, status: 201, errors: [409],
+      handler: async ({ actor, body }) => appView(await apps.create(actor.developerId, body)),
+    }),
+    defineRoute({
+      method: 'get', path: '/v1/apps/{app_id}', operationId: 'getApp', tag, auth: 'developer', rateLimit: 'apps',
+      summary: 'App details and settings', params: s.AppIdParams, response: s.App, errors: [404],
+      handler: async ({ actor, params }) => appView(await apps.get(actor.developerId, params.app_id)),
+    }),
+    defineRoute({
+      method: 'put', path: '/v1/apps/{app_id}', operationId: 'updateApp', tag, auth: 'developer', rateLimit: 'apps',
+      summary: 'Change an app; only the fields sent change', params: s.AppIdParams, body: s.UpdateAppBody, response: s.App, errors: [404, 409],
+      handler: async ({ actor, params, body }) => appView(await apps.update(actor.developerId, params.app_id, body)),
+    }),
+    defineRoute({
+      method: 'delete', path: '/v1/apps/{app_id}', operationId: 'deleteApp', tag, auth: 'developer', rateLimit: 'apps',
+      summary: 'Delete an app with all its builds and licenses (irreversible)', params: s.AppIdParams, errors: [404],
+      handler: ({ actor, params }) => apps.remove(actor.developerId, params.app_id),
+    }),
+  ];
+}

@@ -1,0 +1,53 @@
+import { newId, randomSecret } from '../crypto/secrets.js';
+import { isUniqueViolation } from '../db/knex.js';
+import { RequestError, assertThat } from '../errors.js';
+import type { Page } from '../http/pagination.js';
+import type { CreateAppInput, UpdateAppInput } from './schemas.js';
+import type { AppRow, AppsStore } from './store.js';
+
+function priceIdConflict(err: unknown): never {
+  if (isUniqueViolation(err, 'apps_price_id_key')) {
+    throw new RequestError('PRICE_ID_IN_USE', 'This Price ID is already used by another app; one Price ID backs one app');
+  }
+  throw err;
+}
+
+export function createAppsService(deps: { store: AppsStore }) {
+  const { store } = deps;
+
+  async function get(developerId: string, appId: string): Promise<AppRow> {
+    const app = await store.find(developerId, appId);
+    assertThat(app, 'APP_NOT_FOUND', 'No such app');
+    return app;
+  }
+
+  return {
+    get,
+    list: (developerId: string, page: Page) => store.list(developerId, page),
+
+    create: (developerId: string, input: CreateAppInput) =>
+      store
+        .insert({
+          ...input,
+          price_id: input.price_id ?? null,
+          product_key: input.product_key ?? null,
+          download_limit: input.download_limit ?? null,
+          id: newId('app'),
+          developer_id: developerId,
+          fingerprint_salt: randomSecret(32),
+        })
+        .catch(priceIdConflict),
+
+    async update(developerId: string, appId: string, patch: UpdateAppInput): Promise<AppRow> {
+      const app = await store.update(developerId, appId, patch).catch(priceIdConflict);
+      assertThat(app, 'APP_NOT_FOUND', 'No such app');
+      return app;
+    },
+
+    async remove(developerId: string, appId: string): Promise<void> {
+      assertThat(await store.remove(developerId, appId), 'APP_NOT_FOUND', 'No such app');
+    },
+  };
+}
+
+export type AppsService = ReturnType<typeof createAppsService>;

@@ -1,0 +1,49 @@
+import type { Db } from '../db/knex.js';
+import type { Page } from '../http/pagination.js';
+import type { CreateAppInput, UpdateAppInput } from './schemas.js';
+
+export interface AppRow extends Required<Omit<CreateAppInput, 'price_id' | 'product_key' | 'download_limit'>> {
+  id: string;
+  developer_id: string;
+  price_id: string | null;
+  product_key: string | null;
+  download_limit: number | null;
+  fingerprint_salt: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Every query is scoped by developer: another tenant's app is simply not found. */
+export function createAppsStore(db: Db) {
+  return {
+    insert: (row: Omit<AppRow, 'created_at' | 'updated_at'>) =>
+      db('apps').insert(row).returning('*').then((r: AppRow[]) => r[0]!),
+
+    /** One round trip: the page and, through a window function, the total. */
+    async list(developerId: string, page: Page): Promise<{ rows: AppRow[]; total: number }> {
+      const rows: (AppRow & { total: number })[] = await db('apps')
+        .select('*', db.raw('count(*) OVER () AS total'))
+        .where({ developer_id: developerId })
+        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .limit(page.limit)
+        .offset(page.offset);
+      if (rows.length > 0) return { rows, total: rows[0]!.total };
+      const counted = await db('apps').where({ developer_id: developerId }).count<{ count: string }[]>('* as count');
+      return { rows, total: Number(counted[0]!.count) };
+    },
+
+    find: (developerId: string, id: string) => db<AppRow>('apps').where({ id, developer_id: developerId }).first(),
+
+    update: (developerId: string, id: string, patch: UpdateAppInput) =>
+      db('apps')
+        .where({ id, developer_id: developerId })
+        .update({ ...patch, updated_at: db.fn.now() })
+        .returning('*')
+        .then((r: AppRow[]) => r[0]),
+
+    /** Builds, licenses and everything under them go with the app (ON DELETE CASCADE). */
+    remove: async (developerId: string, id: string) => (await db('apps').where({ id, developer_id: developerId }).delete()) === 1,
+  };
+}
+
+export type AppsStore = ReturnType<typeof createAppsStore>;

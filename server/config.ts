@@ -1,0 +1,68 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Every setting the server reads, parsed once at start. Nothing else reads `process.env`.
+ * A bad value stops the process with a message naming the variable.
+ */
+const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().url().optional(),
+  LATCHKEY_DATA_DIR: z.string().min(1).default('./.data'),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  /** 32 bytes, base64. Generated into the data directory when absent (embedded mode only). */
+  LATCHKEY_MASTER_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes encoded as base64')
+    .optional(),
+  /** Bearer token of the operator endpoints under /v1/admin; those are disabled when unset. */
+  LATCHKEY_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
+  /** Multiplies every rate limit; load tests raise it, production leaves it at 1. */
+  LATCHKEY_RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
+  /** Largest JSON request body accepted, in bytes. */
+  LATCHKEY_MAX_JSON_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Trust X-Forwarded-For for client addresses (set only behind a proxy that overwrites it). */
+  LATCHKEY_TRUST_PROXY: z.stringbool().default(false),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.input<typeof ConfigSchema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  publicBaseUrl: string;
+  masterKey: Buffer | undefined;
+  adminToken: string | undefined;
+  rateLimitMultiplier: number;
+  maxJsonBytes: number;
+  trustProxy: boolean;
+  logLevel: z.infer<typeof ConfigSchema>['LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = parsed.data;
+  return {
+    port: c.PORT,
+    host: c.HOST,
+    databaseUrl: c.DATABASE_URL,
+    dataDir: path.resolve(c.LATCHKEY_DATA_DIR),
+    publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, ''),
+    masterKey: c.LATCHKEY_MASTER_KEY ? Buffer.from(c.LATCHKEY_MASTER_KEY, 'base64') : undefined,
+    adminToken: c.LATCHKEY_ADMIN_TOKEN,
+    rateLimitMultiplier: c.LATCHKEY_RATE_LIMIT_MULTIPLIER,
+    maxJsonBytes: c.LATCHKEY_MAX_JSON_BYTES,
+    trustProxy: c.LATCHKEY_TRUST_PROXY,
+    logLevel: c.LOG_LEVEL,
+  };
+}

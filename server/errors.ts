@@ -1,0 +1,61 @@
+/**
+ * The one closed list of error codes the API answers with, each bound to its HTTP status.
+ * Every error body is `{ detail, error_code, status_code }` (plus `reason` where SPEC.md names one).
+ */
+export const ERROR_CODES = {
+  VALIDATION_FAILED: 400,
+  INVALID_JSON: 400,
+  UNAUTHORIZED: 401,
+  INVALID_CREDENTIALS: 401,
+  INVALID_TWO_FACTOR_CODE: 401,
+  INVALID_REFRESH_TOKEN: 401,
+  FORBIDDEN: 403,
+  PLAN_REQUIRED: 403,
+  NOT_FOUND: 404,
+  APP_NOT_FOUND: 404,
+  DEVELOPER_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  EMAIL_IN_USE: 409,
+  PRICE_ID_IN_USE: 409,
+  TWO_FACTOR_ALREADY_ENABLED: 409,
+  TWO_FACTOR_NOT_ENABLED: 409,
+  TWO_FACTOR_SETUP_REQUIRED: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  detail: string;
+  error_code: ErrorCode;
+  status_code: number;
+  reason?: string;
+}
+
+/** The one error type routes and services raise; the error middleware renders it. */
+export class RequestError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    detail: string,
+    readonly extra: { reason?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.status = ERROR_CODES[code];
+  }
+
+  toBody(): ErrorBody {
+    const body: ErrorBody = { detail: this.message, error_code: this.code, status_code: this.status };
+    if (this.extra.reason) body.reason = this.extra.reason;
+    return body;
+  }
+}
+
+/** One-line guard: `assertThat(app, 'APP_NOT_FOUND', 'No such app')`. */
+export function assertThat(condition: unknown, code: ErrorCode, detail: string): asserts condition {
+  if (!condition) throw new RequestError(code, detail);
+}

@@ -1,0 +1,50 @@
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { RequestError } from '../errors.js';
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03', '08006', '08001']);
+
+/** The database is down or restarting: the client should retry, not treat it as a bug. */
+function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; name?: string; message?: string };
+  return (
+    UNAVAILABLE_CODES.has(e?.code ?? '') ||
+    e?.name === 'KnexTimeoutError' ||
+    /Connection terminated|connect ECONNREFUSED/.test(e?.message ?? '')
+  );
+}
+
+function toRequestError(err: unknown, log: Logger): RequestError {
+  if (err instanceof RequestError) return err;
+  if (isDatabaseUnavailable(err)) {
+    log.warn({ err }, 'database unavailable');
+    return new RequestError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; retry shortly', {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  log.error({ err }, 'unhandled error');
+  return new RequestError('INTERNAL_ERROR', 'Internal server error');
+}
+
+/**
+ * Renders every failure as `{ detail, error_code, status_code }`: raised errors, unknown routes
+ * (404), known routes with another method (405), and anything unexpected (500, logged).
+ */
+export function errorHandler(): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) throw new RequestError('NOT_FOUND', `No route for ${ctx.method} ${ctx.path}`);
+        if (ctx.status === 405 || ctx.status === 501) {
+          throw new RequestError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}`);
+        }
+      }
+    } catch (err) {
+      const error = toRequestError(err, ctx.state.log);
+      for (const [name, value] of Object.entries(error.extra.headers ?? {})) ctx.set(name, value);
+      ctx.status = error.status;
+      ctx.body = error.toBody();
+    }
+  };
+}

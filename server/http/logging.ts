@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
+import pino, { type Logger } from 'pino';
+
+/** Query parameters whose values are secrets (checkout sessions, codes, tokens) never reach a log line. */
+const SECRET_QUERY_PARAMS = new Set(['session_id', 'code', 'token', 'key', 'license_key', 'email', 'signature', 'sig']);
+
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers["x-api-key"]',
+        'req.headers["x-merchantops-secret"]',
+        'req.headers.cookie',
+        '*.password',
+        '*.license_key',
+        '*.refresh_token',
+        '*.access_token',
+      ],
+      censor: '[redacted]',
+    },
+  });
+}
+
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const params = new URLSearchParams(url.slice(q + 1));
+  for (const name of [...params.keys()]) if (SECRET_QUERY_PARAMS.has(name)) params.set(name, '[redacted]');
+  return `${url.slice(0, q)}?${params.toString()}`;
+}
+
+const REQUEST_ID = /^[\w.-]{1,128}$/;
+
+/** Gives each request an id (the caller's `X-Request-Id` when well-formed), a child logger and one access-log line. */
+export function requestLogging(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    const incoming = ctx.get('x-request-id');
+    const id = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.set('X-Request-Id', id);
+    ctx.state.log = log.child({ req_id: id });
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      ctx.state.log.info({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    }
+  };
+}

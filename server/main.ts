@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createApp } from './app.js';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { MasterKey } from './crypto/master-key.js';
+import { randomSecret } from './crypto/secrets.js';
+import { lockDataDir } from './db/data-dir-lock.js';
+import { startEmbeddedPostgres, type EmbeddedCluster } from './db/embedded.js';
+import { createDb } from './db/knex.js';
+import { migrateToLatest } from './db/migrate.js';
+import { createLogger } from './http/logging.js';
+
+/** The configured master key, or in embedded mode one generated once into the data directory. */
+function resolveMasterKey(config: Config): MasterKey {
+  if (config.masterKey) return new MasterKey(config.masterKey);
+  if (config.databaseUrl) {
+    throw new ConfigError('LATCHKEY_MASTER_KEY is required when DATABASE_URL is set (32 bytes, base64)');
+  }
+  const file = path.join(config.dataDir, 'master.key');
+  if (!fs.existsSync(file)) fs.writeFileSync(file, randomSecret(32), { mode: 0o600 });
+  return new MasterKey(Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64url'));
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const log = createLogger(config.logLevel);
+  const unlock = lockDataDir(config.dataDir);
+  let cluster: EmbeddedCluster | undefined;
+  const cleanups: (() => Promise<void> | void)[] = [unlock];
+  try {
+    const masterKey = resolveMasterKey(config);
+    let databaseUrl = config.databaseUrl;
+    if (!databaseUrl) {
+      log.info({ dir: config.dataDir }, 'starting embedded PostgreSQL');
+      cluster = await startEmbeddedPostgres(config.dataDir, (line) => log.debug({ component: 'postgres' }, line));
+      cleanups.unshift(() => cluster!.stop());
+      databaseUrl = cluster.url;
+    }
+    const db = createDb(databaseUrl);
+    cleanups.unshift(() => db.destroy());
+    await migrateToLatest(db);
+
+    const { app, rateLimiter } = createApp({ config, db, clock: systemClock, log, masterKey });
+    const server = app.listen(config.port, config.host);
+    await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+    cleanups.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    log.info({ url: `http://${config.host}:${config.port}`, embedded: Boolean(cluster) }, 'latchkey is listening');
+
+    const sweeper = setInterval(() => rateLimiter.sweep().catch((err) => log.warn({ err }, 'rate-limit sweep failed')), 300_000);
+    sweeper.unref();
+    cleanups.unshift(() => clearInterval(sweeper));
+  } catch (err) {
+    await shutdown(cleanups);
+    throw err;
+  }
+
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      shutdown(cleanups).then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+/** Runs cleanups newest first: stop accepting requests, close the pool, stop PostgreSQL, unlock. */
+async function shutdown(cleanups: (() => Promise<void> | void)[]): Promise<void> {
+  for (const cleanup of cleanups) await cleanup();
+}
+
+main().catch((err) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

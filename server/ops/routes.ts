@@ -1,0 +1,31 @@
+import Router from '@koa/router';
+import type { Db } from '../db/knex.js';
+import { RequestError } from '../errors.js';
+import type { Metrics } from '../http/metrics.js';
+
+/**
+ * Liveness, readiness and Prometheus metrics. Outside the rate limits: load balancers and
+ * scrapers poll them.
+ */
+export function opsRouter(db: Db, metrics: Metrics, openApi: () => unknown): Router {
+  const router = new Router();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    try {
+      await db.raw('select 1');
+    } catch {
+      throw new RequestError('SERVICE_UNAVAILABLE', 'The database is not reachable', { headers: { 'Retry-After': '1' } });
+    }
+    ctx.body = { status: 'ready' };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+  router.get('/v1/openapi.json', (ctx) => {
+    ctx.body = openApi();
+  });
+  return router;
+}
