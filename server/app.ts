@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
 import { createAccountsStore } from './accounts/store.js';
+import { activationRoutes } from './activations/routes.js';
+import { createActivationsService, type BuildLookup } from './activations/service.js';
+import { createActivationsStore } from './activations/store.js';
 import { appRoutes } from './apps/routes.js';
 import { createAppsService } from './apps/service.js';
 import { createAppsStore } from './apps/store.js';
@@ -16,9 +19,14 @@ import { errorHandler } from './http/error-handler.js';
 import { requestLogging } from './http/logging.js';
 import { createMetrics } from './http/metrics.js';
 import { buildOpenApi } from './http/openapi.js';
-import { createRateLimiter } from './http/rate-limit.js';
+import { createRateLimiter, limitUnhandledRequests } from './http/rate-limit.js';
 import { mountRoutes, type RouteDef } from './http/route.js';
+import { licenseRoutes } from './licenses/routes.js';
+import { createLicensesService } from './licenses/service.js';
+import { createLicensesStore } from './licenses/store.js';
 import { opsRouter } from './ops/routes.js';
+import type { Keyring } from './signing/keyring.js';
+import { signingRoutes } from './signing/routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -26,22 +34,42 @@ export interface AppDeps {
   clock: Clock;
   log: Logger;
   masterKey: MasterKey;
+  /** Signs runtime tokens; its public keys are served at /v1/public/keys. */
+  keyring: Keyring;
 }
+
+// No build exists until the builds domain lands; it replaces this with its own lookup.
+const noBuildsYet: BuildLookup = async () => false;
 
 export const API_VERSION = '1.0.0';
 
 /** Builds the Koa application; no listening here, so tests and `main.ts` share it. */
 export function createApp(deps: AppDeps) {
-  const { config, db, clock, log, masterKey } = deps;
+  const { config, db, clock, log, masterKey, keyring } = deps;
   const accounts = createAccountsService({ store: createAccountsStore(db), clock, masterKey });
   const apps = createAppsService({ store: createAppsStore(db) });
   const rateLimiter = createRateLimiter(db, clock, config.rateLimitMultiplier);
+  const licenses = createLicensesService({ store: createLicensesStore(db), clock });
+  const activations = createActivationsService({
+    store: createActivationsStore(db),
+    clock,
+    keyring,
+    rateLimiter,
+    buildExists: noBuildsYet,
+  });
   const authenticator = createAuthenticator(
     { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey },
     config.adminToken,
   );
 
-  const routes: RouteDef[] = [...accountRoutes(accounts), ...adminRoutes(accounts), ...appRoutes(apps)];
+  const routes: RouteDef[] = [
+    ...accountRoutes(accounts),
+    ...adminRoutes(accounts),
+    ...appRoutes(apps),
+    ...licenseRoutes(licenses),
+    ...activationRoutes(activations),
+    ...signingRoutes(keyring),
+  ];
   let openApi: unknown;
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
 
@@ -55,6 +83,7 @@ export function createApp(deps: AppDeps) {
   app.use(metrics.middleware);
   app.use(requestLogging(log));
   app.use(errorHandler());
+  app.use(limitUnhandledRequests(rateLimiter));
   app.use(ops.routes());
   app.use(api.routes());
   app.use(api.allowedMethods());

@@ -1,5 +1,7 @@
+import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseSigningKeys } from './signing/keyring.js';
 
 /**
  * Every setting the server reads, parsed once at start. Nothing else reads `process.env`.
@@ -16,6 +18,22 @@ const ConfigSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes encoded as base64')
     .optional(),
+  /**
+   * Ed25519 keys that sign runtime tokens: base64 PKCS#8 DER values separated by commas, or PKCS#8
+   * PEM blocks. The first signs; the rest stay published for rotation. Required with DATABASE_URL;
+   * in embedded mode one is generated into the data directory.
+   */
+  LATCHKEY_SIGNING_KEYS: z
+    .string()
+    .transform((value, ctx) => {
+      try {
+        return parseSigningKeys(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `must be Ed25519 PKCS#8 keys (${(err as Error).message})` });
+        return z.NEVER;
+      }
+    })
+    .optional(),
   /** Bearer token of the operator endpoints under /v1/admin; those are disabled when unset. */
   LATCHKEY_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
   /** Multiplies every rate limit; load tests raise it, production leaves it at 1. */
@@ -27,7 +45,8 @@ const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export type Env = z.input<typeof ConfigSchema>;
+/** The environment as a process sees it: every variable a string. */
+export type Env = Partial<Record<keyof z.input<typeof ConfigSchema>, string>>;
 
 export interface Config {
   port: number;
@@ -36,6 +55,7 @@ export interface Config {
   dataDir: string;
   publicBaseUrl: string;
   masterKey: Buffer | undefined;
+  signingKeys: KeyObject[] | undefined;
   adminToken: string | undefined;
   rateLimitMultiplier: number;
   maxJsonBytes: number;
@@ -59,6 +79,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir: path.resolve(c.LATCHKEY_DATA_DIR),
     publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, ''),
     masterKey: c.LATCHKEY_MASTER_KEY ? Buffer.from(c.LATCHKEY_MASTER_KEY, 'base64') : undefined,
+    signingKeys: c.LATCHKEY_SIGNING_KEYS,
     adminToken: c.LATCHKEY_ADMIN_TOKEN,
     rateLimitMultiplier: c.LATCHKEY_RATE_LIMIT_MULTIPLIER,
     maxJsonBytes: c.LATCHKEY_MAX_JSON_BYTES,

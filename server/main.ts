@@ -5,11 +5,12 @@ import { systemClock } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { MasterKey } from './crypto/master-key.js';
 import { randomSecret } from './crypto/secrets.js';
-import { lockDataDir } from './db/data-dir-lock.js';
+import { DataDirLockedError, lockDataDir } from './db/data-dir-lock.js';
 import { startEmbeddedPostgres, type EmbeddedCluster } from './db/embedded.js';
 import { createDb } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './http/logging.js';
+import { loadKeyring } from './signing/load.js';
 
 /** The configured master key, or in embedded mode one generated once into the data directory. */
 function resolveMasterKey(config: Config): MasterKey {
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
   const cleanups: (() => Promise<void> | void)[] = [unlock];
   try {
     const masterKey = resolveMasterKey(config);
+    const keyring = loadKeyring(config);
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       log.info({ dir: config.dataDir }, 'starting embedded PostgreSQL');
@@ -41,7 +43,7 @@ async function main(): Promise<void> {
     cleanups.unshift(() => db.destroy());
     await migrateToLatest(db);
 
-    const { app, rateLimiter } = createApp({ config, db, clock: systemClock, log, masterKey });
+    const { app, rateLimiter } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
     const server = app.listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     cleanups.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -78,6 +80,8 @@ async function shutdown(cleanups: (() => Promise<void> | void)[]): Promise<void>
 }
 
 main().catch((err) => {
-  console.error(err instanceof ConfigError ? err.message : err);
+  // Operator mistakes get their message alone; anything else keeps its stack for the bug report.
+  const expected = err instanceof ConfigError || err instanceof DataDirLockedError;
+  console.error(expected ? err.message : err);
   process.exit(1);
 });

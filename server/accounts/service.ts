@@ -133,11 +133,16 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
 
     isApiKey: (credential: string) => credential.startsWith('lk_'),
 
-    async verifyApiKey(key: string): Promise<string | null> {
+    /**
+     * The developer of the active API key, else null. The request is counted in that developer's
+     * rate-limit bucket by the same query (`hits`), as the guard would count it next anyway.
+     */
+    async verifyApiKey(key: string, hit: { bucketPrefix: string; windowStart: Date }): Promise<{ developerId: string; hits: number | null } | null> {
       const m = API_KEY.exec(key);
       if (!m) return null;
-      const row = await store.findActiveApiKey(m[1]!);
-      return row && safeEqual(row.secret_hash, sha256Hex(m[2]!)) ? row.developer_id : null;
+      const secretHash = sha256Hex(m[2]!);
+      const row = await store.findActiveApiKeyCountingHit(m[1]!, secretHash, hit);
+      return row && safeEqual(row.secret_hash, secretHash) ? { developerId: row.developer_id, hits: row.hits } : null;
     },
 
     verifyAccessToken: (token: string) => tokens.verify(token, 'access', clock.now().getTime()),

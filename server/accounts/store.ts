@@ -1,4 +1,4 @@
-import type { Db } from '../db/knex.js';
+import { hotQuery, type Db } from '../db/knex.js';
 
 export interface DeveloperRow {
   id: string;
@@ -85,15 +85,36 @@ export function createAccountsStore(db: Db) {
     /** Revokes the active key and stores the new one, atomically: exactly one key works afterwards. */
     rotateApiKey: (developerId: string, keyId: string, secretHash: string) =>
       db.transaction(async (trx) => {
+        // Concurrent rotations queue on the developer row; otherwise each would revoke only the key
+        // it saw and both inserts would collide on the one-active-key index.
+        await trx('developers').where({ id: developerId }).forUpdate().first('id');
         await trx('api_keys').where({ developer_id: developerId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
         await trx('api_keys').insert({ id: keyId, developer_id: developerId, secret_hash: secretHash });
       }),
 
-    findActiveApiKey: (keyId: string) =>
-      db('api_keys').where({ id: keyId }).whereNull('revoked_at').first<{ developer_id: string; secret_hash: string } | undefined>(
-        'developer_id',
-        'secret_hash',
-      ),
+    /**
+     * The active key's owner and secret hash and, in the same statement, one request counted in the
+     * owner's rate-limit bucket (`bucketPrefix` + developer id) when the hash matches: every API-key
+     * request costs one round trip for both. `hits` is null when nothing was counted. Comparing the
+     * hash in SQL (not in constant time) only decides the counting and reveals nothing usable: it is
+     * the SHA-256 of a 256-bit secret; the service still decides validity with `safeEqual`.
+     */
+    findActiveApiKeyCountingHit: async (keyId: string, secretHash: string, hit: { bucketPrefix: string; windowStart: Date }) => {
+      const rows = await hotQuery<{ developer_id: string; secret_hash: string; hits: number | null }>(
+        db,
+        `WITH api_key AS (
+           SELECT developer_id, secret_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL
+         ), hit AS (
+           INSERT INTO rate_limit_hits (bucket, window_start, hits)
+           SELECT $2 || developer_id, $3, 1 FROM api_key WHERE secret_hash = $4
+           ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
+           RETURNING hits
+         )
+         SELECT developer_id, secret_hash, (SELECT hits FROM hit) AS hits FROM api_key`,
+        [keyId, hit.bucketPrefix, hit.windowStart, secretHash],
+      );
+      return rows[0];
+    },
 
     insertRefreshToken: (row: Omit<RefreshTokenRow, 'rotated_at' | 'revoked_at'>, db_: Db = db) => db_('refresh_tokens').insert(row),
 

@@ -1,4 +1,4 @@
-import type { Db } from '../db/knex.js';
+import { hotQuery, type Db } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
 import type { CreateAppInput, UpdateAppInput } from './schemas.js';
 
@@ -21,12 +21,11 @@ export function createAppsStore(db: Db) {
 
     /** One round trip: the page and, through a window function, the total. */
     async list(developerId: string, page: Page): Promise<{ rows: AppRow[]; total: number }> {
-      const rows: (AppRow & { total: number })[] = await db('apps')
-        .select('*', db.raw('count(*) OVER () AS total'))
-        .where({ developer_id: developerId })
-        .orderBy([{ column: 'created_at' }, { column: 'id' }])
-        .limit(page.limit)
-        .offset(page.offset);
+      const rows = await hotQuery<AppRow & { total: number }>(
+        db,
+        'SELECT *, count(*) OVER () AS total FROM apps WHERE developer_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3',
+        [developerId, page.limit, page.offset],
+      );
       if (rows.length > 0) return { rows, total: rows[0]!.total };
       const counted = await db('apps').where({ developer_id: developerId }).count<{ count: string }[]>('* as count');
       return { rows, total: Number(counted[0]!.count) };

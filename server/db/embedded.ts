@@ -50,7 +50,8 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
   };
 }
 
-function freePort(): Promise<number> {
+/** Any free loopback port (released again, so a short race with other processes remains). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();

@@ -19,3 +19,18 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string };
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
+
+/**
+ * A statement with `$1, $2...` parameters sent straight to a pooled pg connection. For the few
+ * queries every request runs (API key, rate limit, lists): there, knex's per-query machinery
+ * (bindings, runner, events) cost nearly as much CPU as pg itself. In a transaction, `db` is the
+ * transaction and its connection is the one used.
+ */
+export async function hotQuery<T>(db: Db, sql: string, values: unknown[]): Promise<T[]> {
+  const connection: pg.ClientBase = await db.client.acquireConnection();
+  try {
+    return (await connection.query(sql, values)).rows;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}

@@ -31,9 +31,31 @@ export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<unk
   if (!ctx.is('application/json', '+json')) {
     throw new RequestError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
   }
+  let body: unknown;
   try {
-    return JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new RequestError('INVALID_JSON', 'Request body is not valid JSON');
   }
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    throw new RequestError('VALIDATION_FAILED', `body: must not nest deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return body;
+}
+
+/**
+ * Far deeper than any body the API defines. A 1 MB body can nest some 500,000 levels, which would
+ * overflow the stack of recursive validators (zod's `z.json()`) and answer 500 instead of 400.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [item, depth] = next;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > maxDepth) return true;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return false;
 }

@@ -17,9 +17,10 @@ export type Page = z.infer<typeof PageQuery>;
 export function setPageHeaders(ctx: Koa.Context, page: Page, total: number): void {
   ctx.set('X-Total-Count', String(total));
   const links: string[] = [];
+  // One parse per list, not per link: lists are the hottest reads.
+  const url = new URL(ctx.originalUrl, 'http://x');
+  url.searchParams.set('limit', String(page.limit));
   const link = (offset: number, rel: string) => {
-    const url = new URL(ctx.originalUrl, 'http://x');
-    url.searchParams.set('limit', String(page.limit));
     url.searchParams.set('offset', String(offset));
     links.push(`<${url.pathname}${url.search}>; rel="${rel}"`);
   };

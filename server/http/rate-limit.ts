@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { RequestError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import type { Db } from '../db/knex.js';
+import { hotQuery, type Db } from '../db/knex.js';
 
 /** SPEC.md's Limits table; one entry per class of operation. */
 export const RATE_LIMITS = {
@@ -24,9 +24,27 @@ export interface RateDecision {
   resetSeconds: number;
 }
 
+/** Who a request counts against: the developer behind any of their credentials, else the address. */
+export const rateSubject = {
+  developer: (developerId: string) => `dev:${developerId}`,
+  address: (ip: string) => `ip:${ip}`,
+};
+
+/** The current fixed window of one class of operation, taken once per request. */
+export interface RateWindow {
+  start: Date;
+  /** The bucket of a subject in this class. */
+  bucket(subject: string): string;
+  /** Counts one request of `subject`; sets the RateLimit headers; throws 429 past the limit. */
+  count(ctx: Koa.Context, subject: string): Promise<void>;
+  /** Does what `count` does with a count some other statement took (see `verifyApiKey`). */
+  settle(ctx: Koa.Context, hits: number): void;
+}
+
 export interface RateLimiter {
   /** Counts one request of `cls` for `key`; sets the RateLimit headers; throws 429 past the limit. */
   hit(ctx: Koa.Context, cls: RateLimitClass, key: string): Promise<void>;
+  window(cls: RateLimitClass): RateWindow;
   /** Counts one event in a named bucket under an explicit rule (services' own limits). */
   consume(bucket: string, rule: RateRule): Promise<RateDecision>;
   /** Forgets windows that ended long ago. */
@@ -38,38 +56,74 @@ export interface RateLimiter {
  * request on an UNLOGGED table keeps the cost to a single round trip with no WAL flush.
  */
 export function createRateLimiter(db: Db, clock: Clock, multiplier: number): RateLimiter {
-  async function consume(bucket: string, rule: RateRule): Promise<RateDecision> {
+  /** The window `rule` is in now, and how a count in it turns into a decision. */
+  function currentWindow(rule: RateRule) {
     const limit = Math.max(1, Math.floor(rule.limit * multiplier));
     const windowMs = rule.windowSeconds * 1000;
     const now = clock.now().getTime();
-    const windowStart = Math.floor(now / windowMs) * windowMs;
-    const { rows } = await db.raw<{ rows: { hits: number }[] }>(
-      `INSERT INTO rate_limit_hits (bucket, window_start, hits) VALUES (?, ?, 1)
-       ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
-       RETURNING hits`,
-      [bucket, new Date(windowStart)],
-    );
-    const hits = rows[0]!.hits;
+    const start = Math.floor(now / windowMs) * windowMs;
     return {
-      allowed: hits <= limit,
-      limit,
-      remaining: Math.max(0, limit - hits),
-      resetSeconds: Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000)),
+      start: new Date(start),
+      decide: (hits: number): RateDecision => ({
+        allowed: hits <= limit,
+        limit,
+        remaining: Math.max(0, limit - hits),
+        resetSeconds: Math.max(1, Math.ceil((start + windowMs - now) / 1000)),
+      }),
     };
   }
 
-  return {
-    consume,
-    async hit(ctx, cls, key) {
-      const d = await consume(`${cls}:${key}`, RATE_LIMITS[cls]);
+  async function countHit(bucket: string, windowStart: Date): Promise<number> {
+    const rows = await hotQuery<{ hits: number }>(
+      db,
+      `INSERT INTO rate_limit_hits (bucket, window_start, hits) VALUES ($1, $2, 1)
+       ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
+       RETURNING hits`,
+      [bucket, windowStart],
+    );
+    return rows[0]!.hits;
+  }
+
+  function window(cls: RateLimitClass): RateWindow {
+    const current = currentWindow(RATE_LIMITS[cls]);
+    const bucket = (subject: string) => `${cls}:${subject}`;
+    const settle = (ctx: Koa.Context, hits: number) => {
+      const d = current.decide(hits);
       ctx.set('RateLimit-Limit', String(d.limit));
       ctx.set('RateLimit-Remaining', String(d.remaining));
       ctx.set('RateLimit-Reset', String(d.resetSeconds));
       if (!d.allowed) throw rateLimited(d.resetSeconds);
+    };
+    return {
+      start: current.start,
+      bucket,
+      settle,
+      count: async (ctx, subject) => settle(ctx, await countHit(bucket(subject), current.start)),
+    };
+  }
+
+  return {
+    window,
+    hit: (ctx, cls, key) => window(cls).count(ctx, key),
+    async consume(bucket, rule) {
+      const current = currentWindow(rule);
+      return current.decide(await countHit(bucket, current.start));
     },
     async sweep() {
       await db.raw(`DELETE FROM rate_limit_hits WHERE window_start < ?`, [new Date(clock.now().getTime() - 86_400_000)]);
     },
+  };
+}
+
+/**
+ * Requests that no operation handled (unknown routes, wrong methods) count as general traffic of
+ * their address too: every response carries the RateLimit headers, and probing is not free.
+ * Placed before the routers; operations and the ops endpoints are left alone.
+ */
+export function limitUnhandledRequests(rateLimiter: RateLimiter): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.state.routePath === undefined && ctx.body == null) await rateLimiter.hit(ctx, 'general', rateSubject.address(ctx.ip));
   };
 }
 

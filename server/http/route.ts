@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import type { Actor, Authenticator, AuthMode } from './auth.js';
 import { readJsonBody } from './body.js';
-import type { RateLimitClass, RateLimiter } from './rate-limit.js';
+import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
 
@@ -67,8 +67,36 @@ export interface RouteDeps {
   maxJsonBytes: number;
 }
 
+interface Visit {
+  key: string;
+  value: unknown;
+  parent: Visit | null;
+}
+
+/**
+ * Path to the first string (value or key) holding U+0000, which PostgreSQL text and jsonb cannot
+ * store. Iterative, because a 1 MB body can nest deeper than the call stack.
+ */
+function findNulCharacter(value: unknown, where: string): string | null {
+  const pending: Visit[] = [{ key: where, value, parent: null }];
+  for (let visit = pending.pop(); visit; visit = pending.pop()) {
+    if (visit.key.includes('\0') || (typeof visit.value === 'string' && visit.value.includes('\0'))) {
+      const path: string[] = [];
+      for (let v: Visit | null = visit; v; v = v.parent) path.unshift(v.key);
+      return path.join('.');
+    }
+    if (visit.value !== null && typeof visit.value === 'object') {
+      for (const [key, child] of Object.entries(visit.value)) pending.push({ key, value: child, parent: visit });
+    }
+  }
+  return null;
+}
+
 function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
+  // Refused here as bad input, for every field at once, rather than failing later in the database.
+  const nulAt = findNulCharacter(value, where);
+  if (nulAt) throw new RequestError('VALIDATION_FAILED', `${nulAt}: must not contain NUL characters`);
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
@@ -85,8 +113,10 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
   for (const route of routes) {
     router[route.method](route.operationId, toKoaPath(route.path), async (ctx) => {
       ctx.state.routePath = route.path;
-      const actor = await deps.authenticator.resolve(ctx, route.auth);
-      await deps.rateLimiter.hit(ctx, route.rateLimit, actor ? `dev:${actor.developerId}` : `ip:${ctx.ip}`);
+      const rateWindow = deps.rateLimiter.window(route.rateLimit);
+      const actor = await deps.authenticator.resolve(ctx, route.auth, rateWindow);
+      if (actor?.rateLimitHits !== undefined) rateWindow.settle(ctx, actor.rateLimitHits);
+      else await rateWindow.count(ctx, actor ? rateSubject.developer(actor.developerId) : rateSubject.address(ctx.ip));
       if (route.auth !== 'none' && !actor) await deps.authenticator.reject(ctx, route.auth);
 
       const params = parseOrThrow(route.params, ctx.params, 'path');

@@ -41,3 +41,14 @@ export async function setPlan(call: Call, adminToken: string, developerId: strin
   const res = await call('PUT', `/v1/admin/developers/${developerId}/plan`, { token: adminToken, body: { plan } });
   expect(res.status).toBe(200);
 }
+
+/** A device fingerprint as the runtime SDK sends it: a salted SHA-256, 64 lower-case hex characters. */
+export function randomFingerprint(): string {
+  return randomBytes(32).toString('hex');
+}
+
+export async function createLicense(call: Call, dev: TestDeveloper, body: Record<string, unknown>) {
+  const res = await call('POST', '/v1/licenses', { apiKey: dev.apiKey, body });
+  expect(res.status).toBe(201);
+  return res.body as { license_id: string; license_key: string } & Record<string, unknown>;
+}

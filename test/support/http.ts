@@ -4,12 +4,15 @@ export interface ApiResponse<T = any> {
   headers: Headers;
 }
 
+/** What fetch sends as is; `Buffer.from(...)` qualifies. */
+type RawBody = string | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
+
 export interface CallOptions {
   token?: string;
   apiKey?: string;
   body?: unknown;
-  /** Sent as is, with the given content type (malformed JSON, wrong types). */
-  raw?: { data: string | Buffer; contentType: string };
+  /** Sent as is, with the given content type (malformed JSON, wrong types); a stream goes chunked. */
+  raw?: { data: RawBody; contentType: string };
   headers?: Record<string, string>;
 }
 
@@ -19,7 +22,7 @@ export function client(baseUrl: string) {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
-    let body: string | Buffer | undefined;
+    let body: RawBody | undefined;
     if (opts.raw) {
       body = opts.raw.data;
       headers['content-type'] = opts.raw.contentType;
@@ -27,7 +30,8 @@ export function client(baseUrl: string) {
       body = JSON.stringify(opts.body);
       headers['content-type'] = 'application/json';
     }
-    const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
+    // Node's fetch needs `duplex` to send a streamed request body.
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) });
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

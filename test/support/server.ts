@@ -6,6 +6,7 @@ import type { Clock } from '../../server/clock.js';
 import { loadConfig, type Env } from '../../server/config.js';
 import { MasterKey } from '../../server/crypto/master-key.js';
 import { createLogger } from '../../server/http/logging.js';
+import { generateSigningKey, Keyring } from '../../server/signing/keyring.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 /** System time plus an offset the test can move forward: expiry, windows and TOTP steps on demand. */
@@ -52,7 +53,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     db: database.db,
     clock,
     log: createLogger(config.logLevel),
-    masterKey: new MasterKey(randomBytes(32)),
+    // LATCHKEY_MASTER_KEY in `env` for servers that must accept each other's tokens (several processes).
+    masterKey: new MasterKey(config.masterKey ?? randomBytes(32)),
+    // LATCHKEY_SIGNING_KEYS in `env` when a test needs known keys (rotation, several processes).
+    keyring: new Keyring(config.signingKeys ?? [generateSigningKey()]),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));

@@ -1,5 +1,6 @@
 import type { Migration } from '../migrate.js';
 import { foundation } from './001_foundation.js';
+import { licensing } from './002_licensing.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation];
+export const migrations: Migration[] = [foundation, licensing];

@@ -1,0 +1,60 @@
+import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimeTokenClaims } from '@latchkey/runtime-sdk/protocol';
+import { z } from 'zod';
+import { RequestError } from '../errors.js';
+import type { LicenseRead } from '../licenses/store.js';
+import type { Keyring } from '../signing/keyring.js';
+import type { ActivationResult } from './schemas.js';
+
+const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * Signs the runtime token for one device of a license. It lives `offline_grace_hours`: the app
+ * runs offline that long, then needs the authority again.
+ */
+export function issueRuntimeToken(
+  keyring: Keyring,
+  license: Pick<LicenseRead, 'id' | 'app_id' | 'license_type' | 'features' | 'device_limit' | 'expires_at'>,
+  offlineGraceHours: number,
+  device: string,
+  now: Date,
+): ActivationResult {
+  const policy = { device_limit: license.device_limit, offline_grace_hours: offlineGraceHours };
+  const iat = seconds(now);
+  const exp = iat + offlineGraceHours * 3600;
+  const claims: RuntimeTokenClaims = {
+    iss: 'latchkey',
+    sub: license.id,
+    app_id: license.app_id,
+    device,
+    license_type: license.license_type,
+    features: license.features,
+    policy,
+    license_expires_at: license.expires_at ? seconds(license.expires_at) : null,
+    iat,
+    exp,
+  };
+  return { token: keyring.sign(DOCUMENT_TYPES.runtimeToken, claims), expires_at: new Date(exp * 1000).toISOString(), policy };
+}
+
+/** What refresh needs from a presented token; the signature already vouches for the rest. */
+const PresentedClaims = z.object({
+  iss: z.literal('latchkey'),
+  sub: z.string().min(1).max(64),
+  device: z.string().regex(FINGERPRINT_PATTERN),
+});
+
+/**
+ * The license and device a token this authority signed was issued for. Its expiry is deliberately
+ * not checked: an app past its offline grace comes back online with the token it has.
+ */
+export function readRuntimeToken(keyring: Keyring, token: string): { licenseId: string; device: string } {
+  try {
+    const claims = PresentedClaims.parse(keyring.verify(token, DOCUMENT_TYPES.runtimeToken));
+    return { licenseId: claims.sub, device: claims.device };
+  } catch (err) {
+    if (err instanceof ProtocolError || err instanceof z.ZodError) {
+      throw new RequestError('INVALID_RUNTIME_TOKEN', 'The runtime token is not one this authority signed; activate with the license key');
+    }
+    throw err;
+  }
+}

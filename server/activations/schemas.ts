@@ -1,0 +1,58 @@
+import { FINGERPRINT_PATTERN } from '@latchkey/runtime-sdk/protocol';
+import { z } from 'zod';
+import { Platform } from '../apps/schemas.js';
+import { LicenseKeyInput } from '../licenses/license-key.js';
+
+// Runtime bodies use z.object (unknown fields dropped, not refused): apps in the field run SDKs
+// older and newer than this server, and a new optional field must not lock them out.
+
+const Fingerprint = z
+  .string()
+  .regex(FINGERPRINT_PATTERN, 'must be the SDK fingerprint hash: 64 lower-case hex characters')
+  .describe('Salted SHA-256 of the device, computed by the SDK; raw hardware identifiers are never sent');
+
+const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
+
+/** What the runtime tells about the device on each activation and refresh, all optional. */
+const DeviceReport = z.object({
+  platform: Platform.optional(),
+  engine_version: Version.optional().describe('Version of the runtime engine in the protected build'),
+  app_version: Version.optional().describe('Installed app version; recorded on the first launch after an install'),
+});
+export type DeviceReport = z.infer<typeof DeviceReport>;
+
+export const ActivateBody = DeviceReport.extend({
+  license_key: LicenseKeyInput,
+  device_fingerprint: Fingerprint,
+  build_id: z.string().min(1).max(64).nullable().default(null).describe('null: an app embedding the SDK without a protected build'),
+});
+export type ActivateInput = z.infer<typeof ActivateBody>;
+
+const MAX_TOKEN_CHARS = 16_384;
+
+export const RefreshBody = DeviceReport.extend({
+  token: z.string().min(1).max(MAX_TOKEN_CHARS).optional().describe('The current runtime token; an expired one is accepted if genuine'),
+  license_key: LicenseKeyInput.optional(),
+  device_fingerprint: Fingerprint.optional(),
+})
+  .transform(({ token, license_key, device_fingerprint, ...report }, ctx) => {
+    if (token !== undefined) return { credential: { kind: 'token' as const, token }, report };
+    if (license_key !== undefined && device_fingerprint !== undefined) {
+      return { credential: { kind: 'license_key' as const, license_key, device_fingerprint }, report };
+    }
+    ctx.addIssue({ code: 'custom', message: 'send either token, or license_key and device_fingerprint' });
+    return z.NEVER;
+  });
+export type RefreshInput = z.infer<typeof RefreshBody>;
+
+const Policy = z.object({
+  device_limit: z.number().int(),
+  offline_grace_hours: z.number().int(),
+});
+
+export const ActivationResult = z.object({
+  token: z.string().describe('Compact JWS (EdDSA); verify with the JWK Set at /v1/public/keys'),
+  expires_at: z.iso.datetime().describe('When the token stops working offline: issue time plus offline_grace_hours'),
+  policy: Policy,
+});
+export type ActivationResult = z.infer<typeof ActivationResult>;

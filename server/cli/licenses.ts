@@ -1,0 +1,114 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { ApiClient } from './api-client.js';
+import { renderJson, renderRecord, renderTable } from './output.js';
+
+interface License extends Record<string, unknown> {
+  license_id: string;
+  license_key: string;
+  status: string;
+  license_type: string;
+  device_limit: number;
+  email: string | null;
+  expires_at: string | null;
+}
+
+interface Device extends Record<string, unknown> {
+  fingerprint_hash: string;
+}
+
+function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number');
+  return n;
+}
+
+function jsonObject(value: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // reported below, like any other non-object
+  }
+  throw new InvalidArgumentError('must be a JSON object, e.g. \'{"tier":"pro"}\'');
+}
+
+const licenseSummary = (l: License) => {
+  const { devices: _devices, ...fields } = l;
+  return renderRecord(fields);
+};
+
+/** `latchkey licenses ...`: the SPEC.md CLI operations on licenses, over the public API. */
+export function licensesCommand(api: ApiClient, print: (out: string) => void): Command {
+  const licenses = new Command('licenses').description('Create, inspect and revoke license keys');
+  const withJson = (cmd: Command) => cmd.option('--json', 'print the API response as JSON');
+
+  withJson(licenses.command('create').description('Create a license key'))
+    .requiredOption('--app <app_id>', 'the app the license is for')
+    .option('--email <email>', "the customer's email")
+    .option('--device-limit <n>', "devices it may run on (default: the app's)", wholeNumber)
+    .addOption(new Option('--type <type>', 'license type').choices(['perpetual', 'subscription', 'trial']))
+    .option('--expiry-days <n>', 'expire this many days from now', wholeNumber)
+    .option('--features <json>', 'features object the runtime reads, e.g. \'{"tier":"pro"}\'', jsonObject)
+    .action(async (opts) => {
+      const { body } = await api.request('POST', '/v1/licenses', {
+        app_id: opts.app,
+        email: opts.email,
+        device_limit: opts.deviceLimit,
+        license_type: opts.type,
+        expiry_days: opts.expiryDays,
+        features: opts.features,
+      });
+      print(opts.json ? renderJson(body) : licenseSummary(body as License));
+    });
+
+  withJson(licenses.command('list').description('List licenses, oldest first'))
+    .option('--app <app_id>', 'only licenses of this app')
+    .addOption(new Option('--status <status>', 'only licenses with this status').choices(['active', 'revoked', 'expired', 'demo']))
+    .option('--limit <n>', 'at most this many (default 20, at most 100)', wholeNumber)
+    .option('--offset <n>', 'skip this many', wholeNumber)
+    .action(async (opts) => {
+      const query = new URLSearchParams();
+      for (const [name, value] of [['app_id', opts.app], ['status', opts.status], ['limit', opts.limit], ['offset', opts.offset]]) {
+        if (value !== undefined) query.set(name, String(value));
+      }
+      const { body, headers } = await api.request('GET', `/v1/licenses${query.size ? `?${query}` : ''}`);
+      if (opts.json) return print(renderJson(body));
+      const rows = body as License[];
+      print(
+        renderTable(
+          ['LICENSE ID', 'LICENSE KEY', 'STATUS', 'TYPE', 'DEVICE LIMIT', 'EMAIL', 'EXPIRES AT'],
+          rows.map((l) => [l.license_id, l.license_key, l.status, l.license_type, l.device_limit, l.email, l.expires_at]),
+        ) + `${rows.length} of ${headers.get('x-total-count') ?? rows.length} license(s)\n`,
+      );
+    });
+
+  withJson(licenses.command('get').description('Show a license and its devices'))
+    .requiredOption('--license <license_id>', 'the license')
+    .action(async (opts) => {
+      const { body } = await api.request('GET', `/v1/licenses/${encodeURIComponent(opts.license)}`);
+      if (opts.json) return print(renderJson(body));
+      const devices = (body as { devices: Device[] }).devices;
+      const table = renderTable(
+        ['FINGERPRINT HASH', 'PLATFORM', 'APP VERSION', 'ENGINE', 'FIRST SEEN', 'LAST SEEN'],
+        devices.map((d) => [d.fingerprint_hash, d.platform, d.app_version, d.engine_version, d.first_seen_at, d.last_seen_at]),
+      );
+      print(`${licenseSummary(body as License)}\nDevices (${devices.length})\n${devices.length ? table : ''}`);
+    });
+
+  withJson(licenses.command('revoke').description('Revoke a license; it stops working at the next start or refresh'))
+    .requiredOption('--license <license_id>', 'the license')
+    .action(async (opts) => {
+      const { body } = await api.request('POST', `/v1/licenses/${encodeURIComponent(opts.license)}/revoke`);
+      print(opts.json ? renderJson(body) : licenseSummary(body as License));
+    });
+
+  withJson(licenses.command('reset-devices').description('Deactivate every device of a license'))
+    .requiredOption('--license <license_id>', 'the license')
+    .action(async (opts) => {
+      const { body } = await api.request('POST', `/v1/licenses/${encodeURIComponent(opts.license)}/reset-devices`);
+      const { license_id, devices_removed } = body as { license_id: string; devices_removed: number };
+      print(opts.json ? renderJson(body) : `Removed ${devices_removed} device(s) from ${license_id}\n`);
+    });
+
+  return licenses;
+}

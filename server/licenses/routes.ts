@@ -1,0 +1,72 @@
+import { setPageHeaders } from '../http/pagination.js';
+import { defineRoute } from '../http/route.js';
+import * as s from './schemas.js';
+import type { LicensesService } from './service.js';
+import type { DeviceRow, LicenseRead } from './store.js';
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+export const licenseView = (l: LicenseRead) => ({
+  license_id: l.id,
+  license_key: l.license_key,
+  app_id: l.app_id,
+  status: l.effective_status,
+  license_type: l.license_type,
+  device_limit: l.device_limit,
+  email: l.email,
+  expires_at: iso(l.expires_at),
+  features: l.features,
+  source: l.source,
+  payment_session_id: l.payment_session_id,
+  download_limit: l.download_limit,
+  revoked_at: iso(l.revoked_at),
+  created_at: l.created_at.toISOString(),
+});
+
+const deviceView = ({ license_id: _license, first_seen_at, last_seen_at, ...rest }: DeviceRow) => ({
+  ...rest,
+  first_seen_at: first_seen_at.toISOString(),
+  last_seen_at: last_seen_at.toISOString(),
+});
+
+export function licenseRoutes(licenses: LicensesService) {
+  const tag = 'Licenses';
+  return [
+    defineRoute({
+      method: 'post', path: '/v1/licenses', operationId: 'createLicense', tag, auth: 'developer', rateLimit: 'general',
+      summary: 'Create a license key for one of your apps', body: s.CreateLicenseBody, response: s.License, status: 201, errors: [403, 404],
+      handler: async ({ actor, body }) => licenseView(await licenses.create(actor.developerId, body, 'api')),
+    }),
+    defineRoute({
+      method: 'get', path: '/v1/licenses', operationId: 'listLicenses', tag, auth: 'developer', rateLimit: 'general',
+      summary: 'List your licenses, oldest first', query: s.ListLicensesQuery, response: s.License.array(), paginated: true,
+      handler: async ({ actor, query, ctx }) => {
+        const { rows, total } = await licenses.list(actor.developerId, query);
+        setPageHeaders(ctx, query, total);
+        return rows.map(licenseView);
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/v1/licenses/{license_id}', operationId: 'getLicense', tag, auth: 'developer', rateLimit: 'general',
+      summary: 'A license with its activated devices', params: s.LicenseIdParams, response: s.LicenseWithDevices, errors: [404],
+      handler: async ({ actor, params }) => {
+        const { license, devices } = await licenses.getWithDevices(actor.developerId, params.license_id);
+        return { ...licenseView(license), devices: devices.map(deviceView) };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: '/v1/licenses/{license_id}/revoke', operationId: 'revokeLicense', tag, auth: 'developer', rateLimit: 'general',
+      summary: 'Revoke a license at once: its next activation or token refresh fails', params: s.LicenseIdParams, response: s.License, errors: [404],
+      handler: async ({ actor, params }) => licenseView(await licenses.revoke(actor.developerId, params.license_id)),
+    }),
+    defineRoute({
+      method: 'post', path: '/v1/licenses/{license_id}/reset-devices', operationId: 'resetLicenseDevices', tag, auth: 'developer', rateLimit: 'general',
+      summary: 'Deactivate every device of a license; a computer that used a free trial still cannot start another',
+      params: s.LicenseIdParams, response: s.ResetDevicesResult, errors: [404],
+      handler: async ({ actor, params }) => ({
+        license_id: params.license_id,
+        devices_removed: await licenses.resetDevices(actor.developerId, params.license_id),
+      }),
+    }),
+  ];
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { PageQuery } from '../http/pagination.js';
+import { LICENSE_STATUSES, LICENSE_TYPES } from './rules.js';
+
+const MAX_FEATURES_JSON_BYTES = 4096;
+
+/** Read by the runtime from every token, so it is kept small. */
+export const Features = z
+  .record(z.string().min(1).max(64), z.json())
+  .refine((f) => Buffer.byteLength(JSON.stringify(f)) <= MAX_FEATURES_JSON_BYTES, `must serialise to at most ${MAX_FEATURES_JSON_BYTES} bytes`);
+
+export const CreateLicenseBody = z
+  .strictObject({
+    app_id: z.string().max(64),
+    email: z.email().max(254).nullable().optional(),
+    device_limit: z.number().int().min(1).max(10_000).optional().describe("Default: the app's default_device_limit"),
+    license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may create trial licenses only'),
+    expires_at: z.iso.datetime({ offset: true }).optional().describe('Must be in the future'),
+    expiry_days: z.number().int().min(1).max(36_500).optional(),
+    features: Features.default({}),
+    download_limit: z.number().int().min(1).max(1_000_000).nullable().optional().describe('null: the default allowance'),
+  })
+  .refine((b) => b.expires_at === undefined || b.expiry_days === undefined, 'give expires_at or expiry_days, not both')
+  .describe('A trial without expires_at or expiry_days runs 14 days from its first activation');
+export type CreateLicenseInput = z.infer<typeof CreateLicenseBody>;
+
+export const LICENSE_STATUS_FILTERS = ['active', 'revoked', 'expired', 'demo'] as const;
+export type LicenseStatusFilter = (typeof LICENSE_STATUS_FILTERS)[number];
+
+export const ListLicensesQuery = PageQuery.extend({
+  app_id: z.string().max(64).optional(),
+  status: z.enum(LICENSE_STATUS_FILTERS).optional(),
+});
+export type ListLicensesFilter = z.infer<typeof ListLicensesQuery>;
+
+export const LicenseIdParams = z.object({ license_id: z.string().max(64) });
+
+export const License = z.object({
+  license_id: z.string(),
+  license_key: z.string(),
+  app_id: z.string(),
+  status: z.enum(LICENSE_STATUSES),
+  license_type: z.enum(LICENSE_TYPES),
+  device_limit: z.number().int(),
+  email: z.string().nullable(),
+  expires_at: z.iso.datetime().nullable().describe('null: perpetual, or a trial whose clock has not started'),
+  features: z.record(z.string(), z.unknown()),
+  source: z.string().describe('The channel that created the license'),
+  payment_session_id: z.string().nullable(),
+  download_limit: z.number().int().nullable(),
+  revoked_at: z.iso.datetime().nullable(),
+  created_at: z.iso.datetime(),
+});
+
+export const Device = z.object({
+  fingerprint_hash: z.string(),
+  platform: z.string().nullable(),
+  engine_version: z.string().nullable(),
+  app_version: z.string().nullable().describe('Installed version, as reported on the latest launch'),
+  first_seen_at: z.iso.datetime(),
+  last_seen_at: z.iso.datetime(),
+});
+
+export const LicenseWithDevices = License.extend({ devices: z.array(Device) });
+
+export const ResetDevicesResult = z.object({ license_id: z.string(), devices_removed: z.number().int() });

@@ -1,0 +1,112 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex.js';
+import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from './rules.js';
+import type { ListLicensesFilter, LicenseStatusFilter } from './schemas.js';
+
+export interface LicenseRow {
+  id: string;
+  developer_id: string;
+  app_id: string;
+  license_key: string;
+  status: LicenseStatus;
+  license_type: LicenseType;
+  device_limit: number;
+  email: string | null;
+  expires_at: Date | null;
+  features: Record<string, unknown>;
+  source: string;
+  payment_session_id: string | null;
+  download_limit: number | null;
+  revoked_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A license as read at a moment: the stored row plus the status it has at that moment. */
+export interface LicenseRead extends LicenseRow {
+  effective_status: LicenseStatus;
+}
+
+export interface DeviceRow {
+  license_id: string;
+  fingerprint_hash: string;
+  platform: string | null;
+  engine_version: string | null;
+  app_version: string | null;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+export type NewLicense = Omit<LicenseRow, 'status' | 'revoked_at' | 'created_at' | 'updated_at'>;
+
+/** `licenses.*` and `effective_status` at `now`: for SELECT lists and RETURNING clauses alike. */
+export function licenseColumns(q: Knex, now: Date): Knex.Raw[] {
+  return [q.raw('licenses.*'), q.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now])];
+}
+
+function whereStatus(query: Knex.QueryBuilder, status: LicenseStatusFilter, now: Date): void {
+  query.whereRaw(`(${EFFECTIVE_STATUS_SQL}) = ?`, [now, status.toUpperCase()]);
+}
+
+/** Developer operations on licenses; every query is scoped by developer, so another tenant's license is not found. */
+export function createLicensesStore(db: Db) {
+  return {
+    /** The app a license is created for, with what creation needs to know about it and its owner. */
+    findAppForCreation: (developerId: string, appId: string) =>
+      db('apps')
+        .join('developers', 'developers.id', 'apps.developer_id')
+        .where({ 'apps.id': appId, 'apps.developer_id': developerId })
+        .first<{ default_device_limit: number; plan: 'free' | 'pro' } | undefined>('apps.default_device_limit', 'developers.plan'),
+
+    insert: (row: NewLicense, now: Date) =>
+      db('licenses')
+        .insert({ ...row, features: JSON.stringify(row.features) })
+        .returning(licenseColumns(db, now))
+        .then((r: LicenseRead[]) => r[0]!),
+
+    /** One round trip: the page and, through a window function, the total. */
+    async list(developerId: string, filter: ListLicensesFilter, now: Date): Promise<{ rows: LicenseRead[]; total: number }> {
+      const scoped = () => {
+        const q = db('licenses').where('licenses.developer_id', developerId);
+        if (filter.app_id) q.where('licenses.app_id', filter.app_id);
+        if (filter.status) whereStatus(q, filter.status, now);
+        return q;
+      };
+      const rows: (LicenseRead & { total: number })[] = await scoped()
+        .select(...licenseColumns(db, now), db.raw('count(*) OVER () AS total'))
+        .orderBy([{ column: 'licenses.created_at' }, { column: 'licenses.id' }])
+        .limit(filter.limit)
+        .offset(filter.offset);
+      if (rows.length > 0) return { rows, total: rows[0]!.total };
+      const counted = await scoped().count<{ count: string }[]>('* as count');
+      return { rows, total: Number(counted[0]!.count) };
+    },
+
+    find: (developerId: string, id: string, now: Date) =>
+      db('licenses').where({ id, developer_id: developerId }).first<LicenseRead | undefined>(licenseColumns(db, now)),
+
+    listDevices: (licenseId: string) =>
+      db<DeviceRow>('devices').where({ license_id: licenseId }).orderBy([{ column: 'first_seen_at' }, { column: 'fingerprint_hash' }]),
+
+    /** Idempotent: revoking a revoked license keeps its first revocation time. */
+    revoke: (developerId: string, id: string, now: Date) =>
+      db('licenses')
+        .where({ id, developer_id: developerId })
+        .update({ status: 'REVOKED', revoked_at: db.raw('coalesce(revoked_at, ?)', [now]), updated_at: now })
+        .returning(licenseColumns(db, now))
+        .then((r: LicenseRead[]) => r[0]),
+
+    /**
+     * Deactivates every device of the license; undefined when the license is not the developer's.
+     * Takes the license's row lock, like activation, so the two never interleave.
+     */
+    removeDevices: (developerId: string, id: string) =>
+      db.transaction(async (trx) => {
+        const license = await trx('licenses').where({ id, developer_id: developerId }).forUpdate().first('id');
+        if (!license) return undefined;
+        return trx('devices').where({ license_id: id }).delete();
+      }),
+  };
+}
+
+export type LicensesStore = ReturnType<typeof createLicensesStore>;

@@ -1,0 +1,105 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomFingerprint } from '../support/fixtures.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { tenant, type Tenant } from './world.js';
+
+const run = promisify(execFile);
+const BIN = path.resolve('server/cli/bin.js');
+
+let server: TestServer;
+let t: Tenant;
+beforeAll(async () => {
+  server = await startTestServer();
+  t = await tenant(server);
+});
+afterAll(() => server.close());
+
+/** Runs the real `latchkey` executable against the test server; never throws, returns the exit code. */
+async function latchkey(args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH, LATCHKEY_URL: server.url, LATCHKEY_API_KEY: t.dev.apiKey, ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+// Each case starts the real executable several times (a TypeScript load each): generous time, no timing asserted.
+describe('latchkey licenses', { timeout: 120_000 }, () => {
+  it('creates, lists, gets, resets and revokes, as tables and as JSON', async () => {
+    const created = await latchkey(['licenses', 'create', '--app', t.app.id, '--email', 'buyer@example.com', '--device-limit', '3', '--json']);
+    expect(created.code).toBe(0);
+    const license = JSON.parse(created.stdout);
+    expect(license).toMatchObject({ status: 'ACTIVE', device_limit: 3, email: 'buyer@example.com', license_key: expect.stringMatching(/^(\w{4}-){3}\w{4}$/) });
+
+    const human = await latchkey(['licenses', 'create', '--app', t.app.id, '--type', 'trial', '--features', '{"tier":"basic"}']);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^license_id\s+lic_/m);
+    expect(human.stdout).toMatch(/^status\s+ACTIVE$/m);
+    expect(human.stdout).toMatch(/^license_type\s+trial$/m);
+    expect(human.stdout).toMatch(/^features\s+\{"tier":"basic"\}$/m);
+
+    const device = randomFingerprint();
+    await t.call('POST', '/v1/licenses/activate', { body: { license_key: license.license_key, device_fingerprint: device, platform: 'win-x64' } });
+
+    const list = await latchkey(['licenses', 'list', '--app', t.app.id]);
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^LICENSE ID\s+LICENSE KEY\s+STATUS\s+TYPE\s+DEVICE LIMIT\s+EMAIL\s+EXPIRES AT$/);
+    expect(lines[1]).toContain(license.license_key);
+    expect(lines.at(-1)).toBe('2 of 2 license(s)');
+    const listJson = await latchkey(['licenses', 'list', '--app', t.app.id, '--status', 'active', '--json']);
+    expect(JSON.parse(listJson.stdout)).toHaveLength(2);
+
+    const got = await latchkey(['licenses', 'get', '--license', license.license_id]);
+    expect(got.code).toBe(0);
+    expect(got.stdout).toContain('Devices (1)');
+    expect(got.stdout).toMatch(new RegExp(`^${device}\\s+win-x64`, 'm'));
+
+    const reset = await latchkey(['licenses', 'reset-devices', '--license', license.license_id]);
+    expect(reset).toMatchObject({ code: 0, stdout: `Removed 1 device(s) from ${license.license_id}\n` });
+
+    const revoked = await latchkey(['licenses', 'revoke', '--license', license.license_id, '--json']);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(revoked.stdout).status).toBe('REVOKED');
+  });
+
+  it("exits non-zero with the server's detail on errors", async () => {
+    const missing = await latchkey(['licenses', 'get', '--license', 'lic_000000000000000000000000']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('latchkey: No such license (LICENSE_NOT_FOUND)\n');
+    expect(missing.stdout).toBe('');
+
+    const badKey = await latchkey(['licenses', 'list'], { LATCHKEY_API_KEY: 'lk_000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
+    expect(badKey.code).toBe(1);
+    expect(badKey.stderr).toContain('The access token or API key is invalid or expired');
+
+    const invalid = await latchkey(['licenses', 'create', '--app', t.app.id, '--email', 'nope']);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/^latchkey: body\.email: .*\(VALIDATION_FAILED\)\n$/);
+  });
+
+  it('refuses bad arguments and a missing API key before calling the server', async () => {
+    const noApp = await latchkey(['licenses', 'create']);
+    expect(noApp.code).not.toBe(0);
+    expect(noApp.stderr).toContain("required option '--app <app_id>' not specified");
+
+    const badLimit = await latchkey(['licenses', 'create', '--app', t.app.id, '--device-limit', 'two']);
+    expect(badLimit.code).not.toBe(0);
+    expect(badLimit.stderr).toContain('must be a whole number');
+
+    const noKey = await latchkey(['licenses', 'list'], { LATCHKEY_API_KEY: '' });
+    expect(noKey.code).toBe(1);
+    expect(noKey.stderr).toContain('LATCHKEY_API_KEY');
+
+    const unreachable = await latchkey(['licenses', 'list'], { LATCHKEY_URL: 'http://127.0.0.1:1' });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain('cannot reach http://127.0.0.1:1');
+  });
+});

@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { expectError } from '../support/assertions.js';
+import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
+import { client, type CallOptions } from '../support/http.js';
+import { startTestServer } from '../support/server.js';
+
+// One routine runs the same credential and tenant checks against every secured operation of the
+// OpenAPI document, so routes added later are swept without anyone remembering to. The operations
+// are read before the tests are collected (top-level await), so each gets its own named tests.
+
+const server = await startTestServer();
+afterAll(() => server.close());
+const call = client(server.url);
+
+// Credentials that must never work: an access token past its hour and an API key rotated away.
+const stale = await registerDeveloper(call);
+const revokedApiKey = stale.apiKey;
+expect((await call('POST', '/v1/auth/api-keys/rotate', { token: stale.accessToken })).status).toBe(200);
+server.clock.advance(3600 * 1000 + 1000);
+const expiredAccessToken = stale.accessToken;
+
+// Developer A owns the resources; developer B tries to reach them.
+const devA = await registerDeveloper(call);
+const devB = await registerDeveloper(call);
+
+interface Operation {
+  method: string;
+  path: string;
+  operationId: string;
+  security: Record<string, string[]>[];
+  hasBody: boolean;
+}
+
+async function securedOperations(): Promise<Operation[]> {
+  const res = await call('GET', '/v1/openapi.json');
+  expect(res.status).toBe(200);
+  const operations: Operation[] = [];
+  for (const [path, methods] of Object.entries<Record<string, any>>(res.body.paths)) {
+    for (const [method, op] of Object.entries<any>(methods)) {
+      if (!op.security?.length) continue;
+      operations.push({ method: method.toUpperCase(), path, operationId: op.operationId, security: op.security, hasBody: Boolean(op.requestBody) });
+    }
+  }
+  return operations;
+}
+
+const operations = await securedOperations();
+const pathParams = (op: Operation) => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+const isDeveloperOperation = (op: Operation) => op.security.some((scheme) => 'bearerAuth' in scheme);
+
+/** Lazily created resources of one owner; a fixture asks for its parents through `get`. */
+class OwnedResources {
+  readonly ids = new Map<string, string>();
+  constructor(readonly owner: TestDeveloper) {}
+
+  async get(param: string, operationId: string): Promise<string> {
+    const existing = this.ids.get(param);
+    if (existing) return existing;
+    const fixture = RESOURCE_FIXTURES[param];
+    if (!fixture) {
+      throw new Error(
+        `${operationId} names {${param}}, which the auth sweep cannot create: add a fixture for "${param}" to RESOURCE_FIXTURES in test/server/auth-sweep.test.ts`,
+      );
+    }
+    const id = await fixture.create(this.owner, (parent) => this.get(parent, operationId));
+    this.ids.set(param, id);
+    return id;
+  }
+
+  /** The owner's view of every resource created so far, to show that nobody else changed it. */
+  async snapshot(): Promise<Record<string, unknown>> {
+    const views: Record<string, unknown> = {};
+    for (const [param, id] of this.ids) {
+      const res = await call('GET', RESOURCE_FIXTURES[param]!.readPath(id), { token: this.owner.accessToken });
+      expect(res.status).toBe(200);
+      views[param] = res.body;
+    }
+    return views;
+  }
+}
+
+type Parent = (param: string) => Promise<string>;
+
+interface ResourceFixture {
+  /** Creates the resource for `owner` and returns its id. */
+  create(owner: TestDeveloper, parent: Parent): Promise<string>;
+  /** Where the owner reads it back. */
+  readPath(id: string): string;
+}
+
+/** Path-parameter name -> how to make one for developer A. Add one when a route names a new kind of id. */
+const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
+  app_id: {
+    create: async (owner) => (await createApp(call, owner)).id,
+    readPath: (id) => `/v1/apps/${id}`,
+  },
+  license_id: {
+    async create(owner, parent) {
+      const res = await call('POST', '/v1/licenses', { token: owner.accessToken, body: { app_id: await parent('app_id'), license_type: 'trial' } });
+      expect(res.status).toBe(201);
+      return res.body.license_id;
+    },
+    readPath: (id) => `/v1/licenses/${id}`,
+  },
+};
+
+/**
+ * operationId -> a valid request body. An id of developer A's in the body (through `resource`) makes
+ * the operation subject to the tenant check, like an id in the path.
+ */
+const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
+  confirmTwoFactor: () => ({ code: '123456' }),
+  disableTwoFactor: () => ({ password: 'correct horse battery', code: '123456' }),
+  createApp: () => ({ name: 'Sweep', platforms: ['linux-x64'] }),
+  updateApp: () => ({ name: 'Renamed by someone else', price_id: `price_sweep${randomBytes(6).toString('hex')}` }),
+  createLicense: async (resource) => ({ app_id: await resource('app_id'), license_type: 'trial' }),
+};
+
+/** Developer A's request for `op`: real ids of A's (created on demand) and a valid body. */
+async function requestOf(op: Operation, resources: OwnedResources): Promise<{ path: string; body: unknown }> {
+  let path = op.path;
+  for (const param of pathParams(op)) path = path.replace(`{${param}}`, await resources.get(param, op.operationId));
+  if (!op.hasBody) return { path, body: undefined };
+  const sample = SAMPLE_BODIES[op.operationId];
+  if (!sample) throw new Error(`${op.operationId} takes a body: add a valid sample to SAMPLE_BODIES in test/server/auth-sweep.test.ts`);
+  return { path, body: await sample((param) => resources.get(param, op.operationId)) };
+}
+
+const BAD_CREDENTIALS: [string, CallOptions][] = [
+  ['no credentials', {}],
+  ['a garbage bearer token', { token: 'garbage' }],
+  ['a garbage API key', { apiKey: `lk_${'0'.repeat(24)}_${'A'.repeat(43)}` }],
+  ['an expired access token', { token: expiredAccessToken }],
+  ['a revoked API key as bearer', { token: revokedApiKey }],
+  ['a revoked API key as X-API-Key', { apiKey: revokedApiKey }],
+];
+
+it('sweeps the secured operations of the OpenAPI document', () => {
+  // Guards against a sweep that silently finds nothing to check.
+  expect(operations.map((op) => op.operationId)).toEqual(expect.arrayContaining(['getMe', 'listApps', 'updateApp', 'setDeveloperPlan']));
+});
+
+describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))('%s', (_name, op) => {
+  it.each(BAD_CREDENTIALS)('refuses %s with 401', async (_case, credentials) => {
+    // Authentication comes before anything else, so no real ids or body are needed to reach it.
+    const path = op.path.replace(/\{\w+\}/g, 'placeholder');
+    expectError(await call(op.method, path, { ...credentials, body: op.hasBody ? {} : undefined }), 401);
+  });
+
+  it.runIf(isDeveloperOperation(op))("answers 404 to another developer naming A's resources, and changes nothing", async ({ skip }) => {
+    const resources = new OwnedResources(devA);
+    const { path, body } = await requestOf(op, resources);
+    if (resources.ids.size === 0) skip('the request names no resource: it acts on the caller only');
+
+    const before = await resources.snapshot();
+    for (const credentials of [{ token: devB.accessToken }, { apiKey: devB.apiKey }]) {
+      expectError(await call(op.method, path, { ...credentials, body }), 404);
+    }
+    expect(await resources.snapshot()).toEqual(before);
+
+    // The same request from the owner succeeds: the 404 was about the tenant, not the request.
+    const own = await call(op.method, path, { token: devA.accessToken, body });
+    expect(own.status, `${op.operationId} as the owner: ${JSON.stringify(own.body)}`).toBeLessThan(300);
+  });
+});
+
+describe('operator endpoint', () => {
+  const planPath = (id: string) => `/v1/admin/developers/${id}/plan`;
+
+  it('does not exist when LATCHKEY_ADMIN_TOKEN is unset', async () => {
+    const bare = await startTestServer({ env: { LATCHKEY_ADMIN_TOKEN: undefined } });
+    try {
+      const bareCall = client(bare.url);
+      const dev = await registerDeveloper(bareCall);
+      for (const credentials of [{}, { token: 'x'.repeat(48) }, { token: dev.accessToken }]) {
+        expectError(await bareCall('PUT', planPath(dev.id), { ...credentials, body: { plan: 'pro' } }), 404, 'NOT_FOUND');
+      }
+      expect((await bareCall('GET', '/v1/auth/me', { token: dev.accessToken })).body.plan).toBe('free');
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('refuses a wrong token and a developer credential with 401', async () => {
+    for (const credentials of [{ token: `${server.adminToken}x` }, { token: devA.accessToken }, { apiKey: devA.apiKey }]) {
+      expectError(await call('PUT', planPath(devA.id), { ...credentials, body: { plan: 'pro' } }), 401, 'UNAUTHORIZED');
+    }
+    expect((await call('GET', '/v1/auth/me', { token: devA.accessToken })).body.plan).toBe('free');
+  });
+
+  it('sets the plan with the right token', async () => {
+    const dev = await registerDeveloper(call);
+    const res = await call('PUT', planPath(dev.id), { token: server.adminToken, body: { plan: 'pro' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ id: dev.id, plan: 'pro' });
+    expect((await call('GET', '/v1/auth/me', { token: dev.accessToken })).body.plan).toBe('pro');
+    expectError(await call('PUT', planPath('dev_missing'), { token: server.adminToken, body: { plan: 'pro' } }), 404, 'DEVELOPER_NOT_FOUND');
+    expectError(await call('PUT', planPath(dev.id), { token: server.adminToken, body: { plan: 'gold' } }), 400, 'VALIDATION_FAILED');
+  });
+});
