@@ -1,4 +1,5 @@
 import { hotQuery, type Db } from '../db/knex.js';
+import { countHitCte } from '../http/rate-limit.js';
 
 export interface DeveloperRow {
   id: string;
@@ -105,10 +106,7 @@ export function createAccountsStore(db: Db) {
         `WITH api_key AS (
            SELECT developer_id, secret_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL
          ), hit AS (
-           INSERT INTO rate_limit_hits (bucket, window_start, hits)
-           SELECT $2 || developer_id, $3, 1 FROM api_key WHERE secret_hash = $4
-           ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
-           RETURNING hits
+           ${countHitCte({ bucket: '$2 || developer_id', windowStart: '$3', from: 'api_key WHERE secret_hash = $4' })}
          )
          SELECT developer_id, secret_hash, (SELECT hits FROM hit) AS hits FROM api_key`,
         [keyId, hit.bucketPrefix, hit.windowStart, secretHash],

@@ -47,6 +47,8 @@ export interface RateLimiter {
   window(cls: RateLimitClass): RateWindow;
   /** Counts one event in a named bucket under an explicit rule (services' own limits). */
   consume(bucket: string, rule: RateRule): Promise<RateDecision>;
+  /** The current window of `rule`, for a service that counts the hit inside a query of its own. */
+  windowOf(rule: RateRule): { start: Date; decide(hits: number): RateDecision };
   /** Forgets windows that ended long ago. */
   sweep(): Promise<void>;
 }
@@ -76,9 +78,7 @@ export function createRateLimiter(db: Db, clock: Clock, multiplier: number): Rat
   async function countHit(bucket: string, windowStart: Date): Promise<number> {
     const rows = await hotQuery<{ hits: number }>(
       db,
-      `INSERT INTO rate_limit_hits (bucket, window_start, hits) VALUES ($1, $2, 1)
-       ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
-       RETURNING hits`,
+      countHitCte({ bucket: '$1::text', windowStart: '$2::timestamptz', from: '(VALUES (1)) AS one' }),
       [bucket, windowStart],
     );
     return rows[0]!.hits;
@@ -105,6 +105,7 @@ export function createRateLimiter(db: Db, clock: Clock, multiplier: number): Rat
   return {
     window,
     hit: (ctx, cls, key) => window(cls).count(ctx, key),
+    windowOf: currentWindow,
     async consume(bucket, rule) {
       const current = currentWindow(rule);
       return current.decide(await countHit(bucket, current.start));
@@ -125,6 +126,17 @@ export function limitUnhandledRequests(rateLimiter: RateLimiter): Koa.Middleware
     await next();
     if (ctx.state.routePath === undefined && ctx.body == null) await rateLimiter.hit(ctx, 'general', rateSubject.address(ctx.ip));
   };
+}
+
+/**
+ * A CTE body that counts one hit, for hot paths that fold the count into the query they run
+ * anyway: `bucket` and `windowStart` are SQL expressions, `from` the row source (no row, no hit).
+ */
+export function countHitCte(parts: { bucket: string; windowStart: string; from: string }): string {
+  return `INSERT INTO rate_limit_hits (bucket, window_start, hits)
+          SELECT ${parts.bucket}, ${parts.windowStart}, 1 FROM ${parts.from}
+          ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
+          RETURNING hits`;
 }
 
 export function rateLimited(retryAfterSeconds: number, detail = 'Too many requests; retry later'): RequestError {

@@ -104,6 +104,7 @@ export function createLicensesStore(db: Db) {
       db.transaction(async (trx) => {
         const license = await trx('licenses').where({ id, developer_id: developerId }).forUpdate().first('id');
         if (!license) return undefined;
+        await trx('licenses').where({ id }).update({ device_count: 0 });
         return trx('devices').where({ license_id: id }).delete();
       }),
   };

@@ -104,4 +104,19 @@ describe('concurrent activations', () => {
     const license = await t.call('GET', `/v1/licenses/${lic.license_id}`, { apiKey: t.dev.apiKey });
     expect(license.body.devices).toHaveLength(1);
   });
+
+  it.each([1, 2])('a burst of one new device (device_limit %i) activates every time and takes one slot', async (deviceLimit) => {
+    const lic = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: deviceLimit });
+    const device = randomFingerprint();
+    const call = client(inProcess.url);
+    const activate = (fingerprint: string) =>
+      call('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: fingerprint, build_id: null } });
+    const results = await Promise.all(Array.from({ length: 30 }, () => activate(device)));
+    expect(results.map((r) => r.status)).toEqual(Array(30).fill(200));
+    const license = await t.call('GET', `/v1/licenses/${lic.license_id}`, { apiKey: t.dev.apiKey });
+    expect(license.body.devices).toHaveLength(1);
+    // The slot count stayed exact: exactly the remaining slots are still free.
+    const others = await Promise.all(Array.from({ length: 3 }, () => activate(randomFingerprint())));
+    expect(others.filter((r) => r.status === 200)).toHaveLength(deviceLimit - 1);
+  });
 });
