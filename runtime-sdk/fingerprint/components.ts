@@ -1,0 +1,76 @@
+/**
+ * Raw hardware identifiers, read locally with bounded time. Nothing here leaves the process: the
+ * values only feed the salted hash in `canonical.ts`.
+ */
+import type { Platform } from '../platform.js';
+
+/** Loaded on the first probe: a warm start (remembered fingerprint) never pays for it. */
+const systemInformation = async () => (await import('systeminformation')).default;
+
+/** Closed list of what a fingerprint may be built from. */
+export const COMPONENT_NAMES = ['system.uuid', 'system.serial', 'board.serial', 'disk.serial', 'cpu', 'os.machine_id', 'net.primary_mac'] as const;
+export type ComponentName = (typeof COMPONENT_NAMES)[number];
+export type Components = Partial<Record<ComponentName, string>>;
+
+/** One source of components; a probe that fails or overruns its time contributes nothing. */
+export type Probe = () => Promise<Components>;
+
+/** Identifiers of the hardware itself: when any is present the network card is left out (it comes and goes). */
+export const HARDWARE_COMPONENTS: readonly ComponentName[] = ['system.uuid', 'system.serial', 'board.serial', 'disk.serial'];
+
+const EMPTY_MAC = /^(00[:-]?){5}00$/;
+
+export function systemInformationProbes(platform: Platform): Probe[] {
+  return [
+    async () => {
+      const system = await (await systemInformation()).system();
+      return { 'system.uuid': system.uuid, 'system.serial': system.serial };
+    },
+    async () => ({ 'board.serial': (await (await systemInformation()).baseboard()).serial }),
+    async () => {
+      const cpu = await (await systemInformation()).cpu();
+      return { cpu: [cpu.manufacturer, cpu.brand, cpu.family, cpu.model, cpu.stepping].join('|') };
+    },
+    async () => {
+      // The first fixed disk only: USB sticks and added drives must not change the device.
+      const fixed = (await (await systemInformation()).diskLayout())
+        .filter((disk) => !/usb/i.test(disk.interfaceType) && disk.serialNum.trim())
+        .sort((a, b) => a.device.localeCompare(b.device));
+      return { 'disk.serial': fixed[0]?.serialNum };
+    },
+    async () => {
+      // Lowest-named physical interface rather than the default route's, which changes with Wi-Fi.
+      const physical = (await (await systemInformation()).networkInterfaces())
+        .filter((nic) => !nic.internal && !nic.virtual && nic.mac && !EMPTY_MAC.test(nic.mac))
+        .sort((a, b) => a.iface.localeCompare(b.iface));
+      return { 'net.primary_mac': physical[0]?.mac };
+    },
+    async () => ({ 'os.machine_id': await platform.machineId() }),
+  ];
+}
+
+export interface ComponentReading {
+  components: Components;
+  /** False when a probe failed or ran out of time: the hash may differ from this machine's usual one. */
+  complete: boolean;
+}
+
+/** Runs the probes in parallel; each gets `timeoutMs`, so a hung WMI or dmidecode cannot stall start-up. */
+export async function readComponents(probes: Probe[], timeoutMs: number): Promise<ComponentReading> {
+  const results = await Promise.all(probes.map((probe) => withDeadline(probe(), timeoutMs)));
+  const components: Components = {};
+  for (const result of results) Object.assign(components, result ?? {});
+  return { components, complete: results.every((r) => r !== undefined) };
+}
+
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms).unref();
+  });
+  try {
+    return await Promise.race([work.catch(() => undefined), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

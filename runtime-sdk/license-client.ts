@@ -1,0 +1,280 @@
+/**
+ * The SDK's entry point: `createLicenseClient(options)`, then `activate(key)` once and `check()` on
+ * every start. `check()` never touches the network; the authority is reached by `activate`,
+ * `refresh` and the background refresh, whose outcomes arrive as `change` events.
+ */
+import { createAuthorityClient, type AuthorityClient } from './authority/authority-client.js';
+import { normalizeLicenseKey } from './authority/license-key.js';
+import { LicenseError, type LicenseErrorCode } from './errors.js';
+import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events.js';
+import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
+import { resolveOptions, type LicenseClientOptions, type ResolvedOptions } from './options.js';
+import { platformLabel } from './platform.js';
+import { verifyRuntimeToken, type RuntimeTokenClaims } from './protocol.js';
+import { RefreshScheduler, type RefreshOutcome } from './refresh/scheduler.js';
+import { isUsable, type LicenseStatus } from './status.js';
+import { LicenseVault, probeFingerprint, type Verdict } from './token-store/license-vault.js';
+import { loadSodiumMemory, maskedMemory } from './token-store/secret-memory.js';
+
+const SDK_VERSION = '0.1.0';
+
+/** A grant whose issue time is further than this from the local clock is refused: replay or a broken clock. */
+const MAX_CLOCK_SKEW_MS = 24 * 3_600_000;
+
+/** Authority answers that settle the license's fate until the authority says otherwise. */
+const VERDICTS: Partial<Record<LicenseErrorCode, Verdict>> = {
+  INVALID_LICENSE_KEY: { state: 'revoked', reason: 'revoked_by_vendor' },
+  DEVICE_DEACTIVATED: { state: 'unlicensed', reason: 'device_deactivated' },
+  LICENSE_EXPIRED: { state: 'expired', reason: 'license_expired' },
+  TRIAL_ALREADY_USED: { state: 'expired', reason: 'trial_used' },
+};
+
+export async function createLicenseClient(options: LicenseClientOptions): Promise<LicenseClient> {
+  const resolved = resolveOptions(options);
+  const vault = await LicenseVault.open(resolved, maskedMemory);
+  const platform = platformLabel(resolved.platform);
+  const authority = createAuthorityClient({
+    serverUrl: resolved.serverUrl,
+    report: { app_version: resolved.appVersion, ...(platform ? { platform } : {}) },
+    userAgent: `latchkey-runtime-sdk/${SDK_VERSION} ${resolved.appId}/${resolved.appVersion}`,
+    requestTimeoutMs: resolved.requestTimeoutMs,
+    retryLimit: resolved.retryLimit,
+    retryBaseDelayMs: resolved.retryBaseDelayMs,
+  });
+  const client = new LicenseClient(resolved, vault, authority);
+  client.start();
+  return client;
+}
+
+export class LicenseClient {
+  private readonly events: TypedEvents;
+  private readonly scheduler: RefreshScheduler;
+  private lastStatus: LicenseStatus;
+  private queue: Promise<unknown> = Promise.resolve();
+  private recheck: NodeJS.Timeout | undefined;
+  private sodiumUpgrade: NodeJS.Immediate | undefined;
+  private disposed = false;
+
+  /** Use `createLicenseClient`. */
+  constructor(
+    private readonly options: ResolvedOptions,
+    private readonly vault: LicenseVault,
+    private readonly authority: AuthorityClient,
+  ) {
+    this.events = new TypedEvents((err) => options.logger.warn('a license event listener threw', { error: String(err) }));
+    this.scheduler = new RefreshScheduler(
+      { intervalMs: options.refreshIntervalMs, backoffBaseMs: options.offlineBackoffMs, jitterRatio: 0.1 },
+      () => this.backgroundRefresh(),
+    );
+    this.lastStatus = this.computeStatus();
+  }
+
+  /** The license state now, from memory and the clock only: instant, and the same offline. */
+  async check(): Promise<LicenseStatus> {
+    this.assertOpen();
+    const status = this.evaluate();
+    // A clock rollback just seen must be on disk before the app can exit and reset the clock.
+    if (status.reason === 'clock_rollback') await this.vault.flush();
+    return status;
+  }
+
+  /** Activates this device with a license key (as typed by the user) and saves the grant for offline starts. */
+  async activate(licenseKey: string): Promise<LicenseStatus> {
+    this.assertOpen();
+    const key = normalizeLicenseKey(licenseKey);
+    return this.exclusive(async () => {
+      const device = await this.verifiedFingerprint();
+      const grant = await this.authority.activate({ license_key: key, device_fingerprint: device, build_id: this.options.buildId });
+      await this.acceptGrant(grant.token, device, key);
+      this.scheduler.reset('ok');
+      return this.evaluate();
+    });
+  }
+
+  /**
+   * Asks the authority now. Resolves with the new status when it answered (including revoked or
+   * expired); rejects with a `LicenseError` when it could not be reached or its answer did not verify.
+   */
+  async refresh(): Promise<LicenseStatus> {
+    this.assertOpen();
+    try {
+      const status = await this.exclusive(() => this.refreshOnce());
+      this.scheduler.reset('ok');
+      return status;
+    } catch (err) {
+      this.scheduler.reset(err instanceof LicenseError && err.retryable ? 'retry' : 'ok');
+      throw err;
+    }
+  }
+
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<E extends LicenseEventName>(event: E, listener: LicenseEvents[E]): () => void {
+    return this.events.on(event, listener);
+  }
+
+  /** Stops the background work, finishes pending cache writes and zeroes the secrets. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.scheduler.stop();
+    clearTimeout(this.recheck);
+    clearImmediate(this.sodiumUpgrade);
+    this.events.clear();
+    await this.vault.flush();
+    this.vault.dispose();
+  }
+
+  /** @internal called once by `createLicenseClient`. */
+  start(): void {
+    const { startupDelayMs, refreshOnStart, refreshIntervalMs, memoryProtection } = this.options;
+    // Right after the first answer, not before it: see secret-memory.ts.
+    if (memoryProtection === 'auto') {
+      this.sodiumUpgrade = setImmediate(() => {
+        const sodium = loadSodiumMemory();
+        if (sodium && !this.disposed) this.vault.rehome(sodium);
+      });
+    }
+    // A warm start used the remembered fingerprint: confirm it against the hardware, off the start path.
+    if (!this.vault.fingerprintVerified) {
+      this.recheck = setTimeout(() => {
+        this.exclusive(() => this.verifiedFingerprint()).catch((err: unknown) =>
+          this.options.logger.warn('fingerprint check failed', { error: String(err) }),
+        );
+      }, startupDelayMs).unref();
+    }
+    if (this.vault.hasToken || this.vault.hasLicenseKey) this.scheduler.schedule(refreshOnStart ? startupDelayMs : refreshIntervalMs);
+  }
+
+  private async refreshOnce(): Promise<LicenseStatus> {
+    if (!this.vault.hasToken && !this.vault.hasLicenseKey) throw new LicenseError('NOT_ACTIVATED');
+    try {
+      const grant = await this.requestRefresh();
+      await this.acceptGrant(grant.token, grant.device);
+    } catch (err) {
+      const verdict = err instanceof LicenseError ? VERDICTS[err.code] : undefined;
+      if (!verdict || this.disposed) throw err;
+      await this.vault.storeVerdict(verdict);
+    }
+    return this.evaluate();
+  }
+
+  /**
+   * By token while one is held (the authority accepts an expired one), so the key stays off the wire;
+   * by license key and probed fingerprint when there is no token or the authority no longer knows it.
+   */
+  private async requestRefresh(): Promise<{ token: string; device: string }> {
+    const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
+    if (token !== undefined) {
+      const device = this.vault.fingerprint.hash;
+      try {
+        return { token: (await this.authority.refresh({ token })).token, device };
+      } catch (err) {
+        if (!(err instanceof LicenseError && err.code === 'TOKEN_NOT_RECOGNISED' && this.vault.hasLicenseKey)) throw err;
+      }
+    }
+    const device = await this.verifiedFingerprint();
+    const licenseKey = this.vault.readLicenseKey((k) => k);
+    if (licenseKey === undefined) throw new LicenseError('NOT_ACTIVATED', 'the device changed since activation; the key must be entered again');
+    return { token: (await this.authority.refresh({ license_key: licenseKey, device_fingerprint: device })).token, device };
+  }
+
+  private async acceptGrant(token: string, device: string, licenseKey?: string): Promise<void> {
+    // The answer arrived after dispose(): the secrets are gone and nothing may be written.
+    if (this.disposed) throw new LicenseError('DISPOSED');
+    let claims: RuntimeTokenClaims;
+    try {
+      claims = verifyRuntimeToken(token, this.options.publicKeys, { appId: this.options.appId, device });
+    } catch (err) {
+      throw new LicenseError('INVALID_SERVER_RESPONSE', `the issued token does not verify: ${(err as Error).message}`, { cause: err });
+    }
+    const now = this.options.clock.now().getTime();
+    if (claims.exp <= claims.iat) throw new LicenseError('INVALID_SERVER_RESPONSE', 'the issued token is already expired');
+    if (Math.abs(claims.iat * 1000 - now) > MAX_CLOCK_SKEW_MS) throw new LicenseError('CLOCK_INCORRECT', 'token issue time and local clock differ by over a day');
+    await this.vault.storeGrant({ token, claims, now, ...(licenseKey === undefined ? {} : { licenseKey }) });
+  }
+
+  /** Probes the hardware when the fingerprint in use is only remembered or was read incompletely. */
+  private async verifiedFingerprint(): Promise<string> {
+    if (!this.vault.fingerprintVerified) {
+      const probed = await probeFingerprint(this.options, this.vault.activatedComponents);
+      if (!this.disposed && (await this.vault.adoptFingerprint(probed)) === 'changed') this.evaluate();
+    }
+    return this.vault.fingerprint.hash;
+  }
+
+  private async backgroundRefresh(): Promise<RefreshOutcome> {
+    if (this.disposed || (!this.vault.hasToken && !this.vault.hasLicenseKey)) return 'stop';
+    try {
+      await this.exclusive(() => this.refreshOnce());
+      return 'ok';
+    } catch (err) {
+      if (this.disposed) return 'stop';
+      if (!(err instanceof LicenseError)) {
+        // Not an answer from the authority (a cache write, a bug): try again later, loudly.
+        this.options.logger.warn('background license refresh failed unexpectedly', { error: String(err) });
+        return 'retry';
+      }
+      this.options.logger.debug?.('background license refresh failed', { code: err.code, message: err.message });
+      this.events.emit('refresh-failed', err);
+      this.evaluate();
+      return err.retryable ? 'retry' : 'ok';
+    }
+  }
+
+  private evaluate(): LicenseStatus {
+    const status = this.computeStatus();
+    const previous = this.lastStatus;
+    this.lastStatus = status;
+    if (status.state !== previous.state || status.reason !== previous.reason) this.events.emit('change', status, previous);
+    return status;
+  }
+
+  /** Grace for the current token, or null when a verdict (or no activation) decides instead. */
+  private graceNow(now: number): GraceOutcome | null {
+    const { claims, record, verdict } = this.vault;
+    if (verdict || !claims || !record) return null;
+    return evaluateGrace({
+      now,
+      claims,
+      ...record,
+      toleranceMs: this.options.clockToleranceMs,
+      // One missed refresh does not yet count as running offline.
+      freshForMs: 2 * this.options.refreshIntervalMs,
+    });
+  }
+
+  /** A clock rollback becomes a sticky verdict; any other evaluation advances the high-water mark. */
+  private computeStatus(): LicenseStatus {
+    const now = this.options.clock.now().getTime();
+    const grace = this.graceNow(now);
+    if (grace?.state === 'tampered') void this.vault.storeVerdict({ state: 'tampered', reason: 'clock_rollback' });
+    else if (grace) this.vault.observe(now);
+    const { claims, record } = this.vault;
+    const { state, reason } = grace ?? this.vault.verdict ?? { state: 'unlicensed', reason: 'not_activated' };
+    const usable = isUsable(state);
+    return {
+      state,
+      reason,
+      usable,
+      licenseId: claims?.sub ?? null,
+      licenseType: claims?.license_type ?? null,
+      features: usable && claims ? claims.features : {},
+      policy: claims?.policy ?? null,
+      graceEndsAt: grace && grace.state !== 'tampered' ? new Date(grace.graceEndsAt) : null,
+      lastOnlineAt: record ? new Date(record.lastOnlineAt) : null,
+      licenseExpiresAt: claims?.license_expires_at == null ? null : new Date(claims.license_expires_at * 1000),
+      memoryProtection: this.vault.memoryProtection,
+    };
+  }
+
+  /** Network operations one at a time: a background refresh never races an activation. */
+  private exclusive<T>(operation: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(operation, operation);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private assertOpen(): void {
+    if (this.disposed) throw new LicenseError('DISPOSED');
+  }
+}

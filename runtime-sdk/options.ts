@@ -1,0 +1,157 @@
+import path from 'node:path';
+import { systemClock, type Clock } from './clock.js';
+import { LicenseError } from './errors.js';
+import type { Probe } from './fingerprint/index.js';
+import { hostPlatform, type Platform } from './platform.js';
+import type { Ed25519PublicJwk } from './protocol.js';
+
+/** Anything with `warn` (console, a pino child wrapped in a lambda); the SDK never logs keys or tokens. */
+export interface LicenseLogger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+  debug?(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** A JWK as read from JSON; checked at start to be an Ed25519 public key (`kty` OKP, `crv` Ed25519, `x`, `kid`). */
+export interface PublicJwkInput {
+  kty: string;
+  crv?: string;
+  x?: string;
+  kid?: string;
+  alg?: string;
+  use?: string;
+}
+
+export interface LicenseClientOptions {
+  appId: string;
+  /** Origin of the license authority, e.g. `https://licensing.example.com`. */
+  serverUrl: string;
+  /** The JWK Set from `GET /v1/public/keys` (or its `keys` array), pinned in the app. */
+  publicKeys: { keys: readonly PublicJwkInput[] } | readonly PublicJwkInput[];
+  /** The app's `fingerprint_salt`. */
+  fingerprintSalt: string;
+  appVersion: string;
+  /** The protected build this app is, when it is one. */
+  buildId?: string | null;
+  /** Where the encrypted license cache lives; default: the per-user app-data folder. */
+  cacheDir?: string;
+  clock?: Clock;
+  platform?: Platform;
+  logger?: LicenseLogger;
+  /** Per HTTP attempt. Default 10 s. */
+  requestTimeoutMs?: number;
+  /** Retries on network errors and 5xx. Default 2. */
+  retryLimit?: number;
+  /** First retry delay, doubled per retry. Default 500 ms. */
+  retryBaseDelayMs?: number;
+  /** Background refresh interval while online. Default 1 hour. */
+  refreshIntervalMs?: number;
+  /** First wait after a failed background refresh, doubled per failure up to the interval. Default 30 s. */
+  offlineBackoffMs?: number;
+  /** Refresh in the background soon after start (revocations are seen at the next start). Default true. */
+  refreshOnStart?: boolean;
+  /**
+   * How long after start the background work (that refresh, and re-probing a remembered fingerprint)
+   * waits, so it does not compete with the app's own start-up. Default 2 s.
+   */
+  startupDelayMs?: number;
+  /** Clock steps backwards smaller than this are not tampering. Default 5 minutes. */
+  clockToleranceMs?: number;
+  /** Time allowed to each hardware probe. Default 3 s. */
+  fingerprintTimeoutMs?: number;
+  /** Replaces the systeminformation probes (tests, unusual hosts). */
+  fingerprintProbes?: Probe[];
+  /** `auto`: sodium-native secure memory when it loads (right after start), else masked. Default `auto`. */
+  memoryProtection?: 'auto' | 'masked';
+}
+
+export interface ResolvedOptions {
+  appId: string;
+  serverUrl: string;
+  publicKeys: Ed25519PublicJwk[];
+  fingerprintSalt: string;
+  appVersion: string;
+  buildId: string | null;
+  cacheFile: string;
+  clock: Clock;
+  platform: Platform;
+  logger: LicenseLogger;
+  requestTimeoutMs: number;
+  retryLimit: number;
+  retryBaseDelayMs: number;
+  refreshIntervalMs: number;
+  offlineBackoffMs: number;
+  refreshOnStart: boolean;
+  startupDelayMs: number;
+  clockToleranceMs: number;
+  fingerprintTimeoutMs: number;
+  fingerprintProbes: Probe[] | undefined;
+  memoryProtection: 'auto' | 'masked';
+}
+
+const CACHE_FILE_NAME = 'license.cache';
+const silentLogger: LicenseLogger = { warn: () => {} };
+
+export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
+  const fail = (message: string): never => {
+    throw new LicenseError('INVALID_OPTIONS', message);
+  };
+  if (!options || typeof options !== 'object') fail('options are required');
+  const nonEmpty = (name: keyof LicenseClientOptions) => {
+    const value = options[name];
+    if (typeof value !== 'string' || !value.trim()) fail(`${name} must be a non-empty string`);
+    return value as string;
+  };
+  const appId = nonEmpty('appId');
+  const serverUrl = nonEmpty('serverUrl');
+  if (!/^https?:\/\/[^/]/.test(serverUrl) || !URL.canParse(serverUrl)) fail('serverUrl must be an http(s) URL');
+  const platform = options.platform ?? hostPlatform;
+  const positive = (name: keyof LicenseClientOptions, fallback: number, allowZero = false) => {
+    const value = options[name] ?? fallback;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) fail(`${name} must be a positive number`);
+    return value as number;
+  };
+  return {
+    appId,
+    serverUrl,
+    publicKeys: pinnedKeys(options.publicKeys, fail),
+    fingerprintSalt: nonEmpty('fingerprintSalt'),
+    appVersion: appVersion(options.appVersion, fail),
+    buildId: options.buildId ?? null,
+    cacheFile: path.join(options.cacheDir ?? platform.appDataDir(appId), CACHE_FILE_NAME),
+    clock: options.clock ?? systemClock,
+    platform,
+    logger: options.logger ?? silentLogger,
+    requestTimeoutMs: positive('requestTimeoutMs', 10_000),
+    retryLimit: positive('retryLimit', 2, true),
+    retryBaseDelayMs: positive('retryBaseDelayMs', 500),
+    refreshIntervalMs: positive('refreshIntervalMs', 3_600_000),
+    offlineBackoffMs: positive('offlineBackoffMs', 30_000),
+    refreshOnStart: options.refreshOnStart ?? true,
+    startupDelayMs: positive('startupDelayMs', 2_000, true),
+    clockToleranceMs: positive('clockToleranceMs', 300_000, true),
+    fingerprintTimeoutMs: positive('fingerprintTimeoutMs', 3_000),
+    fingerprintProbes: options.fingerprintProbes,
+    memoryProtection: options.memoryProtection ?? 'auto',
+  };
+}
+
+function pinnedKeys(input: LicenseClientOptions['publicKeys'], fail: (message: string) => never): Ed25519PublicJwk[] {
+  const keys: unknown = Array.isArray(input) ? input : (input as { keys?: unknown } | undefined)?.keys;
+  if (!Array.isArray(keys) || keys.length === 0) return fail('publicKeys must be a JWK Set or a non-empty array of keys');
+  for (const key of keys as Partial<Ed25519PublicJwk>[]) {
+    const valid =
+      key?.kty === 'OKP' &&
+      key.crv === 'Ed25519' &&
+      typeof key.kid === 'string' &&
+      typeof key.x === 'string' &&
+      Buffer.from(key.x, 'base64url').length === 32;
+    if (!valid) fail('every public key must be an Ed25519 JWK (kty OKP, crv Ed25519) with a kid');
+  }
+  return keys as Ed25519PublicJwk[];
+}
+
+/** The authority records the installed version and accepts versions such as `1.4.2` or `2.0.0-beta.1`. */
+function appVersion(value: unknown, fail: (message: string) => never): string {
+  if (typeof value !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/.test(value)) return fail('appVersion must be a version such as 1.4.2');
+  return value;
+}

@@ -1,0 +1,300 @@
+/**
+ * The license as this installation holds it: the signed token and the license key in secret memory,
+ * the times grace depends on, and a sticky verdict (revoked, expired, tampered) that only the
+ * authority can lift. Loads from and saves to the encrypted cache file; writes are serialised.
+ */
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { computeFingerprint, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
+import { quickAnchor } from '../fingerprint/quick-anchor.js';
+import type { ResolvedOptions } from '../options.js';
+import { verifyRuntimeToken, type RuntimeTokenClaims } from '../protocol.js';
+import type { LicenseState, StatusReason } from '../status.js';
+import { deriveCacheKey, deriveMemoKey } from './cache-keys.js';
+import { openBody, openMemo, readEnvelope, removeEnvelope, sealEnvelope, writeEnvelope, type EnvelopeRead } from './cache-file.js';
+import type { MemoryProtection, SecretBuffer, SecretMemory } from './secret-memory.js';
+
+export interface Verdict {
+  state: Exclude<LicenseState, 'valid' | 'grace'>;
+  reason: StatusReason;
+}
+
+/** What grace is computed from; all local-clock milliseconds. */
+export interface OnlineRecord {
+  lastOnlineAt: number;
+  serverSkewMs: number;
+  highWaterAt: number;
+}
+
+interface CachePayload extends OnlineRecord {
+  token: string;
+  licenseKey: string;
+  verdict: Verdict | null;
+}
+
+export interface DeviceFingerprint {
+  hash: string;
+  components: ComponentName[];
+  /** `memo`: remembered in the cache (fast start); `probe`: read from the hardware in this run. */
+  source: 'memo' | 'probe';
+  /** Settled for this run: no further probe can change it. */
+  verified: boolean;
+}
+
+/** Verdicts worth saving: they must survive a restart until the authority lifts them. */
+const PERSISTED_VERDICTS: readonly StatusReason[] = ['revoked_by_vendor', 'device_deactivated', 'license_expired', 'trial_used', 'clock_rollback'];
+
+/** Saving the high-water mark on every check would be a write per call; once a minute is enough. */
+const HIGH_WATER_SAVE_STEP_MS = 60_000;
+
+export class LicenseVault {
+  private token: SecretBuffer | undefined;
+  private licenseKey: SecretBuffer | undefined;
+  private cacheKey: SecretBuffer;
+  private writes: Promise<void> = Promise.resolve();
+  private savedHighWaterAt = 0;
+  claims: RuntimeTokenClaims | null = null;
+  record: OnlineRecord | null = null;
+  verdict: Verdict | null = { state: 'unlicensed', reason: 'not_activated' };
+
+  private constructor(
+    private readonly options: ResolvedOptions,
+    private memory: SecretMemory,
+    private memoKey: SecretBuffer | undefined,
+    public fingerprint: DeviceFingerprint,
+  ) {
+    this.cacheKey = memory.store(deriveCacheKey(fingerprint.hash, options.fingerprintSalt, options.appId));
+  }
+
+  static async open(options: ResolvedOptions, memory: SecretMemory): Promise<LicenseVault> {
+    const [read, anchor] = await Promise.all([
+      readEnvelope(options.cacheFile).catch((err: unknown): EnvelopeRead => {
+        options.logger.warn('license cache unreadable; starting unlicensed', { error: String(err) });
+        return { kind: 'missing' };
+      }),
+      quickAnchor(options.platform),
+    ]);
+    const memoKey = anchor ? memory.store(deriveMemoKey(anchor, options.fingerprintSalt, options.appId)) : undefined;
+    const envelope = read.kind === 'present' ? read.envelope : undefined;
+    const remembered = envelope && memoKey ? openMemo(envelope, memoKey, aadFor(options)) : undefined;
+    let fingerprint: DeviceFingerprint;
+    if (envelope && remembered?.length === 32) {
+      fingerprint = { hash: bytesToHex(remembered), components: envelope.components, source: 'memo', verified: false };
+    } else {
+      const probed = await probeFingerprint(options, envelope?.components);
+      fingerprint = { hash: probed.hash, components: probed.components, source: 'probe', verified: probed.complete };
+    }
+    const vault = new LicenseVault(options, memory, memoKey, fingerprint);
+    vault.load(read);
+    if (!vault.record && envelope) {
+      // Read with the component set of a cache that did not open: a new activation reads them all.
+      vault.fingerprint.verified = false;
+    } else if (vault.record && fingerprint.verified && memoKey) {
+      // A cold start that read the cache: remember the fingerprint so the next start is warm.
+      void vault.save();
+    }
+    return vault;
+  }
+
+  get memoryProtection(): MemoryProtection {
+    return this.memory.protection;
+  }
+
+  /** Moves every secret into `memory` (sodium, once loaded) and zeroes the old copies. */
+  rehome(memory: SecretMemory): void {
+    const move = (secret: SecretBuffer | undefined) => {
+      if (!secret) return undefined;
+      const moved = secret.read((bytes) => memory.store(bytes));
+      secret.dispose();
+      return moved;
+    };
+    this.token = move(this.token);
+    this.licenseKey = move(this.licenseKey);
+    this.memoKey = move(this.memoKey);
+    this.cacheKey = move(this.cacheKey)!;
+    this.memory = memory;
+  }
+
+  get fingerprintVerified(): boolean {
+    return this.fingerprint.verified;
+  }
+
+  /** The component set this installation was activated with, which every later reading must use. */
+  get activatedComponents(): ComponentName[] | undefined {
+    return this.record ? this.fingerprint.components : undefined;
+  }
+
+  get hasLicenseKey(): boolean {
+    return this.licenseKey !== undefined;
+  }
+
+  get hasToken(): boolean {
+    return this.token !== undefined && this.claims !== null;
+  }
+
+  readToken<T>(use: (token: string) => T): T | undefined {
+    return this.token?.read((bytes) => use(bytes.toString('utf8')));
+  }
+
+  readLicenseKey<T>(use: (key: string) => T): T | undefined {
+    return this.licenseKey?.read((bytes) => use(bytes.toString('utf8')));
+  }
+
+  /**
+   * Takes a fingerprint probed in this run.
+   * - Against a remembered one: the same hash settles it; an incomplete reading proves nothing; a
+   *   complete, different one means the cache came from other hardware: it is dropped (unlicensed).
+   * - Against an incomplete reading from start-up: if that one opened the cache or got a grant, it is
+   *   this machine's and stays; otherwise the cache is read again with the better fingerprint.
+   */
+  async adoptFingerprint(probed: Fingerprint): Promise<'kept' | 'changed'> {
+    const previous = this.fingerprint;
+    if (probed.hash === previous.hash || (previous.source === 'probe' && this.record)) {
+      this.fingerprint = { ...previous, verified: true };
+      return 'kept';
+    }
+    if (previous.source === 'memo' && !probed.complete) return 'kept';
+    this.fingerprint = { hash: probed.hash, components: probed.components, source: 'probe', verified: probed.complete };
+    this.cacheKey.dispose();
+    this.cacheKey = this.memory.store(deriveCacheKey(probed.hash, this.options.fingerprintSalt, this.options.appId));
+    this.forgetSecrets();
+    if (previous.source === 'probe') {
+      await this.flush();
+      this.load(await readEnvelope(this.options.cacheFile).catch((): EnvelopeRead => ({ kind: 'missing' })));
+    } else {
+      this.verdict = { state: 'unlicensed', reason: 'device_changed' };
+      await this.enqueue(() => removeEnvelope(this.options.cacheFile));
+    }
+    return 'changed';
+  }
+
+  /** A grant the authority just signed: the online moment resets grace, the high-water mark and any verdict. */
+  async storeGrant(grant: { token: string; claims: RuntimeTokenClaims; licenseKey?: string; now: number }): Promise<void> {
+    this.token?.dispose();
+    this.token = this.memory.store(Buffer.from(grant.token, 'utf8'));
+    if (grant.licenseKey !== undefined) {
+      this.licenseKey?.dispose();
+      this.licenseKey = this.memory.store(Buffer.from(grant.licenseKey, 'utf8'));
+    }
+    this.claims = grant.claims;
+    this.record = { lastOnlineAt: grant.now, serverSkewMs: grant.claims.iat * 1000 - grant.now, highWaterAt: grant.now };
+    this.verdict = null;
+    await this.save();
+  }
+
+  async storeVerdict(verdict: Verdict): Promise<void> {
+    this.verdict = verdict;
+    if (this.record && PERSISTED_VERDICTS.includes(verdict.reason)) await this.save();
+  }
+
+  /** Raises the high-water mark to `now`; saved at most once a minute. */
+  observe(now: number): void {
+    if (!this.record || now <= this.record.highWaterAt) return;
+    this.record.highWaterAt = now;
+    if (now - this.savedHighWaterAt >= HIGH_WATER_SAVE_STEP_MS) void this.save();
+  }
+
+  /** Resolves when every queued write has reached the disk. */
+  flush(): Promise<void> {
+    return this.writes;
+  }
+
+  dispose(): void {
+    this.forgetSecrets();
+    this.cacheKey.dispose();
+    this.memoKey?.dispose();
+  }
+
+  private load(read: EnvelopeRead): void {
+    this.verdict = { state: 'unlicensed', reason: 'not_activated' };
+    if (read.kind === 'missing') return;
+    if (read.kind === 'corrupt') {
+      this.verdict = { state: 'tampered', reason: 'cache_modified' };
+      return;
+    }
+    const opened = openBody(read.envelope, this.cacheKey, aadFor(this.options));
+    if (opened.kind === 'foreign') {
+      this.verdict = { state: 'unlicensed', reason: 'foreign_cache' };
+      return;
+    }
+    const payload = opened.kind === 'opened' ? parsePayload(opened.plaintext) : undefined;
+    if (opened.kind === 'opened') opened.plaintext.fill(0);
+    if (!payload) {
+      this.verdict = { state: 'tampered', reason: 'cache_modified' };
+      return;
+    }
+    this.token = this.memory.store(Buffer.from(payload.token, 'utf8'));
+    this.licenseKey = this.memory.store(Buffer.from(payload.licenseKey, 'utf8'));
+    this.record = { lastOnlineAt: payload.lastOnlineAt, serverSkewMs: payload.serverSkewMs, highWaterAt: payload.highWaterAt };
+    this.savedHighWaterAt = payload.highWaterAt;
+    this.verdict = payload.verdict;
+    try {
+      this.claims = verifyRuntimeToken(payload.token, this.options.publicKeys, { appId: this.options.appId, device: this.fingerprint.hash });
+    } catch {
+      // Sealed by us yet not verifying: the pinned keys changed or the file was forged. A refresh by key lifts it.
+      this.verdict = { state: 'tampered', reason: 'token_invalid' };
+    }
+  }
+
+  private save(): Promise<void> {
+    return this.enqueue(async () => {
+      const record = this.record;
+      if (!record || !this.token || !this.licenseKey) return;
+      const verdict = this.verdict && PERSISTED_VERDICTS.includes(this.verdict.reason) ? this.verdict : null;
+      const payload = this.token.read((token) =>
+        this.licenseKey!.read((licenseKey) => JSON.stringify({ token: token.toString('utf8'), licenseKey: licenseKey.toString('utf8'), ...record, verdict })),
+      );
+      const text = sealEnvelope({
+        components: this.fingerprint.components,
+        ...(this.memoKey && this.fingerprintVerified ? { memo: { plaintext: Buffer.from(this.fingerprint.hash, 'hex'), key: this.memoKey } } : {}),
+        body: Buffer.from(payload, 'utf8'),
+        cacheKey: this.cacheKey,
+        aad: aadFor(this.options),
+      });
+      await writeEnvelope(this.options.cacheFile, text);
+      this.savedHighWaterAt = record.highWaterAt;
+    });
+  }
+
+  private enqueue(write: () => Promise<void>): Promise<void> {
+    this.writes = this.writes.then(write).catch((err: unknown) => {
+      // The license keeps working from memory; the next start may need the network.
+      this.options.logger.warn('license cache could not be written', { error: String(err) });
+    });
+    return this.writes;
+  }
+
+  private forgetSecrets(): void {
+    this.token?.dispose();
+    this.licenseKey?.dispose();
+    this.token = undefined;
+    this.licenseKey = undefined;
+    this.claims = null;
+    this.record = null;
+  }
+}
+
+export function probeFingerprint(options: ResolvedOptions, only: readonly ComponentName[] | undefined): Promise<Fingerprint> {
+  return computeFingerprint({
+    salt: options.fingerprintSalt,
+    platform: options.platform,
+    timeoutMs: options.fingerprintTimeoutMs,
+    ...(only ? { only } : {}),
+    ...(options.fingerprintProbes ? { probes: options.fingerprintProbes } : {}),
+  });
+}
+
+/** Binds both boxes to the file format and the app, so one app's cache cannot stand in for another's. */
+function aadFor(options: ResolvedOptions): string {
+  return `latchkey-license-cache/v1/${options.appId}`;
+}
+
+function parsePayload(plaintext: Buffer): CachePayload | undefined {
+  try {
+    const p = JSON.parse(plaintext.toString('utf8')) as Partial<CachePayload>;
+    const numbers = [p.lastOnlineAt, p.serverSkewMs, p.highWaterAt].every((n) => typeof n === 'number' && Number.isFinite(n));
+    const verdictOk = p.verdict === null || (typeof p.verdict === 'object' && typeof p.verdict?.state === 'string');
+    return typeof p.token === 'string' && typeof p.licenseKey === 'string' && numbers && verdictOk ? (p as CachePayload) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { createLicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
+import { appDataDirFor, platformLabel } from '../../runtime-sdk/platform.js';
+import { TestSigner } from './support/authority-keys.js';
+
+const valid: LicenseClientOptions = {
+  appId: 'app_1',
+  serverUrl: 'https://licensing.example.com',
+  publicKeys: { keys: [new TestSigner().publicJwk] },
+  fingerprintSalt: 'salt',
+  appVersion: '1.2.3',
+};
+
+describe('options', () => {
+  it.each([
+    ['no app id', { appId: '' }],
+    ['a server URL that is not http(s)', { serverUrl: 'ftp://example.com' }],
+    ['no keys', { publicKeys: { keys: [] } }],
+    ['an RSA key', { publicKeys: [{ kty: 'RSA', kid: 'r1', n: 'x', e: 'AQAB' }] }],
+    ['a key of the wrong length', { publicKeys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'k', x: 'AAAA' }] }],
+    ['no salt', { fingerprintSalt: ' ' }],
+    ['a version the authority would refuse', { appVersion: '1.0 beta' }],
+    ['a negative timeout', { requestTimeoutMs: -1 }],
+  ])('refuses %s with INVALID_OPTIONS', async (_label, change) => {
+    await expect(createLicenseClient({ ...valid, ...(change as Partial<LicenseClientOptions>) })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', retryable: false });
+  });
+});
+
+describe('platform seam', () => {
+  it.each([
+    ['linux', {}, '/home/ana/.local/share/latchkey/app_1'],
+    ['linux', { XDG_DATA_HOME: '/data/ana' }, '/data/ana/latchkey/app_1'],
+    ['darwin', {}, '/home/ana/Library/Application Support/Latchkey/app_1'],
+    ['win32', { LOCALAPPDATA: 'C:\\Users\\ana\\AppData\\Local' }, 'C:\\Users\\ana\\AppData\\Local\\Latchkey\\app_1'],
+  ] as const)('keeps the cache in the per-user app-data folder on %s', (os, env, expected) => {
+    expect(appDataDirFor(os, env, '/home/ana', 'app_1')).toBe(expected);
+  });
+
+  it('never lets an app id escape the folder', () => {
+    expect(appDataDirFor('linux', {}, '/home/ana', '../../etc')).toBe('/home/ana/.local/share/latchkey/.._.._etc');
+    expect(appDataDirFor('linux', {}, '/home/ana', '..')).toBe('/home/ana/.local/share/latchkey/_');
+  });
+
+  it.each([
+    ['linux', 'x64', 'linux-x64'],
+    ['win32', 'arm64', 'win-arm64'],
+    ['darwin', 'arm64', 'mac-arm64'],
+    ['freebsd', 'x64', undefined],
+    ['linux', 'ia32', undefined],
+  ] as const)('labels %s %s as the authority does', (name, arch, label) => {
+    expect(platformLabel({ name, arch })).toBe(label);
+  });
+});

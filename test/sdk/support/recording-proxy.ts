@@ -1,0 +1,49 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RecordedRequest } from './fake-authority.js';
+
+/**
+ * A fixed address in front of the real server, so it can be stopped and started again (on another
+ * port) while the SDK keeps one `serverUrl`. Records every request the SDK sends. With no upstream
+ * it drops connections: to the SDK, the authority is unreachable.
+ */
+export class RecordingProxy {
+  readonly requests: RecordedRequest[] = [];
+  upstream: string | null = null;
+  url = '';
+  private server = http.createServer((req, res) => void this.forward(req, res));
+
+  async start(): Promise<this> {
+    this.server.listen(0, '127.0.0.1');
+    await new Promise<void>((resolve) => this.server.once('listening', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    if (!this.upstream) {
+      req.socket.destroy();
+      return;
+    }
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
+    ) as Record<string, string>;
+    const upstream = await fetch(`${this.upstream}${req.url}`, { method: req.method, headers, ...(body ? { body } : {}) });
+    const payload = Buffer.from(await upstream.arrayBuffer());
+    const forwarded: Record<string, string> = {};
+    upstream.headers.forEach((value, name) => {
+      if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name)) forwarded[name] = value;
+    });
+    res.writeHead(upstream.status, forwarded);
+    res.end(payload);
+  }
+}
