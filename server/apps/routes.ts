@@ -5,10 +5,14 @@ import * as s from './schemas.js';
 import type { AppsService } from './service.js';
 import type { AppRow } from './store.js';
 
-export const appView = ({ developer_id: _owner, created_at, updated_at, ...rest }: AppRow) => ({
-  ...rest,
-  created_at: created_at.toISOString(),
-  updated_at: updated_at.toISOString(),
+// A spread rather than a rest pattern: V8 copies the object a rest pattern leaves slowly, and
+// lists map every row. The owner is blanked (undefined never reaches JSON); the response schema
+// drops it anyway.
+export const appView = (row: AppRow) => ({
+  ...row,
+  developer_id: undefined,
+  created_at: row.created_at.toISOString(),
+  updated_at: row.updated_at.toISOString(),
 });
 
 export function appRoutes(apps: AppsService) {

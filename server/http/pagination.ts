@@ -17,12 +17,12 @@ export type Page = z.infer<typeof PageQuery>;
 export function setPageHeaders(ctx: Koa.Context, page: Page, total: number): void {
   ctx.set('X-Total-Count', String(total));
   const links: string[] = [];
-  // One parse per list, not per link: lists are the hottest reads.
-  const url = new URL(ctx.originalUrl, 'http://x');
-  url.searchParams.set('limit', String(page.limit));
+  // Only the query string is parsed, once per list (no URL object): lists are the hottest reads.
+  const params = new URLSearchParams(ctx.querystring);
+  params.set('limit', String(page.limit));
   const link = (offset: number, rel: string) => {
-    url.searchParams.set('offset', String(offset));
-    links.push(`<${url.pathname}${url.search}>; rel="${rel}"`);
+    params.set('offset', String(offset));
+    links.push(`<${ctx.path}?${params}>; rel="${rel}"`);
   };
   link(0, 'first');
   if (page.offset > 0) link(Math.max(0, page.offset - page.limit), 'prev');

@@ -1,0 +1,22 @@
+import { defineBench } from './lib.js';
+import { seedApp, seedDeveloper } from './seed.js';
+
+const APPS = 5;
+
+/**
+ * Issue 2: listing apps with an API key costs an API key lookup, a rate-limit upsert and the list
+ * query, plus the framework; the baseline only runs the list query.
+ */
+export default defineBench({
+  title: 'GET /v1/apps with an API key, against node:http running the same query with pg',
+  async run(ctx) {
+    const latchkey = await ctx.startLatchkey();
+    const dev = await seedDeveloper(latchkey.call);
+    for (let i = 1; i <= APPS; i++) await seedApp(latchkey.call, dev, `Bench App ${i}`);
+    const baseline = await ctx.startBaseline('apps-list', { BENCH_DEVELOPER_ID: dev.id });
+
+    const request = { path: '/v1/apps', headers: { 'x-api-key': dev.apiKey } };
+    const [ours, base] = await ctx.measure('GET /v1/apps', [latchkey, baseline], request);
+    ctx.expectRatio('GET /v1/apps throughput vs baseline', ours!, base!, 0.6);
+  },
+});

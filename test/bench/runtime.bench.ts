@@ -1,0 +1,56 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { defineBench, expectStatus, type RequestSpec } from './lib.js';
+import { seedApp, seedDeveloper, seedLicense, seedProPlan } from './seed.js';
+
+/** Activations spread over many licenses, as in the field: one license's slot count is one row. */
+const LICENSES = 100;
+/** Far more than a run activates per license, so no activation meets the device limit. */
+const DEVICE_LIMIT = 10_000;
+/** Activated devices whose tokens the refresh case presents. */
+const REFRESH_DEVICES = 200;
+
+const pick = <T>(items: T[]): T => items[randomInt(items.length)]!;
+const newFingerprint = () => randomBytes(32).toString('hex');
+
+/**
+ * Issue 3: activation of a new device (key lookup counting velocity, slot claim, token signature,
+ * plus the per-address rate limit) and refresh by token (signature check, license read touching the
+ * device, new signature); the baseline runs one statement and signs once. Then Latchkey alone at half
+ * its measured peak, for the latency an authority under ordinary load gives.
+ */
+export default defineBench({
+  title: 'License activation and token refresh, against node:http doing the same statement with pg and one Ed25519 signature',
+  async run(ctx) {
+    const latchkey = await ctx.startLatchkey();
+    const { call } = latchkey;
+    const dev = await seedDeveloper(call);
+    await seedProPlan(call, latchkey.adminToken, dev);
+    const app = await seedApp(call, dev, 'Bench Runtime App');
+    const keys = await Promise.all(
+      Array.from({ length: LICENSES }, async (_, i) =>
+        (await seedLicense(call, dev, { app_id: app.id, email: `buyer${i}@example.com`, device_limit: DEVICE_LIMIT, license_type: 'perpetual' })).license_key,
+      ),
+    );
+    const tokens = await Promise.all(
+      Array.from({ length: REFRESH_DEVICES }, async (_, i) => {
+        const body = { license_key: keys[i % LICENSES], device_fingerprint: newFingerprint(), build_id: null };
+        return expectStatus(await call('POST', '/v1/licenses/activate', { body }), 200, 'activate').body.token as string;
+      }),
+    );
+    const baseline = await ctx.startBaseline('runtime');
+
+    const cases: [string, RequestSpec][] = [
+      [
+        'activation (new device)',
+        { method: 'POST', path: '/v1/licenses/activate', bodyPerRequest: () => ({ license_key: pick(keys), device_fingerprint: newFingerprint(), build_id: null }) },
+      ],
+      ['refresh (by token)', { method: 'POST', path: '/v1/licenses/refresh', bodyPerRequest: () => ({ token: pick(tokens) }) }],
+    ];
+    for (const [name, request] of cases) {
+      const [ours, base] = await ctx.measure(name, [latchkey, baseline], request);
+      ctx.expectRatio(`${name} throughput vs baseline`, ours!, base!, 0.6);
+      const [paced] = await ctx.measure(name, [latchkey], request, { overallRate: ours!.requestsPerSecond / 2 });
+      ctx.expectP99Below(`${name} p99 at half the peak rate`, paced!, 50);
+    }
+  },
+});

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import type { Call } from '../support/http.js';
+import { expectStatus } from './lib.js';
+
+export interface SeededDeveloper {
+  id: string;
+  accessToken: string;
+  apiKey: string;
+}
+
+/** Registers a developer through the API, logs in and creates an API key. */
+export async function seedDeveloper(call: Call): Promise<SeededDeveloper> {
+  const email = `bench-${randomBytes(5).toString('hex')}@example.com`;
+  const password = `pw-${randomBytes(8).toString('hex')}`;
+  const reg = expectStatus(await call('POST', '/v1/auth/register', { body: { email, password, company_name: 'Bench Software' } }), 201, 'register');
+  const login = expectStatus(await call('POST', '/v1/auth/login', { body: { email, password } }), 200, 'login');
+  const key = expectStatus(await call('POST', '/v1/auth/api-keys/rotate', { token: login.body.access_token }), 200, 'rotate API key');
+  return { id: reg.body.id, accessToken: login.body.access_token, apiKey: key.body.api_key };
+}
+
+export async function seedApp(call: Call, dev: SeededDeveloper, name: string): Promise<{ id: string }> {
+  const res = await call('POST', '/v1/apps', { apiKey: dev.apiKey, body: { name, platforms: ['linux-x64', 'win-x64', 'mac-arm64'] } });
+  return expectStatus(res, 201, 'create app').body;
+}
+
+/** Pro plan, through the operator endpoint: the free plan may create trial licenses only. */
+export async function seedProPlan(call: Call, adminToken: string, dev: SeededDeveloper): Promise<void> {
+  expectStatus(await call('PUT', `/v1/admin/developers/${dev.id}/plan`, { token: adminToken, body: { plan: 'pro' } }), 200, 'set plan');
+}
+
+export async function seedLicense(call: Call, dev: SeededDeveloper, body: Record<string, unknown>): Promise<{ license_id: string; license_key: string }> {
+  return expectStatus(await call('POST', '/v1/licenses', { apiKey: dev.apiKey, body }), 201, 'create license').body;
+}
