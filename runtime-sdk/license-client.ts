@@ -35,7 +35,11 @@ export async function createLicenseClient(options: LicenseClientOptions): Promis
   const platform = platformLabel(resolved.platform);
   const authority = createAuthorityClient({
     serverUrl: resolved.serverUrl,
-    report: { app_version: resolved.appVersion, ...(platform ? { platform } : {}) },
+    report: {
+      app_version: resolved.appVersion,
+      ...(platform ? { platform } : {}),
+      ...(resolved.engineVersion ? { engine_version: resolved.engineVersion } : {}),
+    },
     userAgent: `latchkey-runtime-sdk/${SDK_VERSION} ${resolved.appId}/${resolved.appVersion}`,
     requestTimeoutMs: resolved.requestTimeoutMs,
     retryLimit: resolved.retryLimit,

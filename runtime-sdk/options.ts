@@ -32,6 +32,8 @@ export interface LicenseClientOptions {
   appVersion: string;
   /** The protected build this app is, when it is one. */
   buildId?: string | null;
+  /** Version of the runtime engine a protected build carries (`1.0.0.0.0.N`); reported to the authority. */
+  engineVersion?: string | null;
   /** Where the encrypted license cache lives; default: the per-user app-data folder. */
   cacheDir?: string;
   clock?: Clock;
@@ -71,6 +73,7 @@ export interface ResolvedOptions {
   fingerprintSalt: string;
   appVersion: string;
   buildId: string | null;
+  engineVersion: string | null;
   cacheFile: string;
   clock: Clock;
   platform: Platform;
@@ -115,8 +118,9 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
     serverUrl,
     publicKeys: pinnedKeys(options.publicKeys, fail),
     fingerprintSalt: nonEmpty('fingerprintSalt'),
-    appVersion: appVersion(options.appVersion, fail),
+    appVersion: version('appVersion', options.appVersion, fail),
     buildId: options.buildId ?? null,
+    engineVersion: options.engineVersion == null ? null : version('engineVersion', options.engineVersion, fail),
     cacheFile: path.join(options.cacheDir ?? platform.appDataDir(appId), CACHE_FILE_NAME),
     clock: options.clock ?? systemClock,
     platform,
@@ -150,8 +154,8 @@ function pinnedKeys(input: LicenseClientOptions['publicKeys'], fail: (message: s
   return keys as Ed25519PublicJwk[];
 }
 
-/** The authority records the installed version and accepts versions such as `1.4.2` or `2.0.0-beta.1`. */
-function appVersion(value: unknown, fail: (message: string) => never): string {
-  if (typeof value !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/.test(value)) return fail('appVersion must be a version such as 1.4.2');
+/** The authority records the app and engine versions and accepts versions such as `1.4.2` or `2.0.0-beta.1`. */
+function version(name: 'appVersion' | 'engineVersion', value: unknown, fail: (message: string) => never): string {
+  if (typeof value !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/.test(value)) return fail(`${name} must be a version such as 1.4.2`);
   return value;
 }

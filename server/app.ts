@@ -5,11 +5,12 @@ import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
 import { createAccountsStore } from './accounts/store.js';
 import { activationRoutes } from './activations/routes.js';
-import { createActivationsService, type BuildLookup } from './activations/service.js';
+import { createActivationsService } from './activations/service.js';
 import { createActivationsStore } from './activations/store.js';
 import { appRoutes } from './apps/routes.js';
 import { createAppsService } from './apps/service.js';
 import { createAppsStore } from './apps/store.js';
+import { createBuilds } from './builds/index.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { MasterKey } from './crypto/master-key.js';
@@ -21,6 +22,8 @@ import { createMetrics } from './http/metrics.js';
 import { buildOpenApi } from './http/openapi.js';
 import { createRateLimiter, limitUnhandledRequests } from './http/rate-limit.js';
 import { mountRoutes, type RouteDef } from './http/route.js';
+import { createJobQueue } from './jobs/queue.js';
+import { createJobRunner } from './jobs/runner.js';
 import { licenseRoutes } from './licenses/routes.js';
 import { createLicensesService } from './licenses/service.js';
 import { createLicensesStore } from './licenses/store.js';
@@ -38,24 +41,23 @@ export interface AppDeps {
   keyring: Keyring;
 }
 
-// No build exists until the builds domain lands; it replaces this with its own lookup.
-const noBuildsYet: BuildLookup = async () => false;
-
 export const API_VERSION = '1.0.0';
 
 /** Builds the Koa application; no listening here, so tests and `main.ts` share it. */
 export function createApp(deps: AppDeps) {
   const { config, db, clock, log, masterKey, keyring } = deps;
   const accounts = createAccountsService({ store: createAccountsStore(db), clock, masterKey });
-  const apps = createAppsService({ store: createAppsStore(db) });
   const rateLimiter = createRateLimiter(db, clock, config.rateLimitMultiplier);
   const licenses = createLicensesService({ store: createLicensesStore(db), clock });
+  const queue = createJobQueue();
+  const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue });
+  const apps = createAppsService({ store: createAppsStore(db), removeStoredFiles: builds.service.removeAppFiles });
   const activations = createActivationsService({
     store: createActivationsStore(db),
     clock,
     keyring,
     rateLimiter,
-    buildExists: noBuildsYet,
+    buildExists: builds.service.exists,
   });
   const authenticator = createAuthenticator(
     { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey },
@@ -66,6 +68,7 @@ export function createApp(deps: AppDeps) {
     ...accountRoutes(accounts),
     ...adminRoutes(accounts),
     ...appRoutes(apps),
+    ...builds.routes,
     ...licenseRoutes(licenses),
     ...activationRoutes(activations),
     ...signingRoutes(keyring),
@@ -87,5 +90,7 @@ export function createApp(deps: AppDeps) {
   app.use(ops.routes());
   app.use(api.routes());
   app.use(api.allowedMethods());
-  return { app, routes, rateLimiter, getOpenApi };
+  // Started by whoever runs the process (main.ts, the test server), when configured to run jobs.
+  const jobs = createJobRunner({ db, queue, log, handlers: [builds.job] }, { concurrency: config.jobConcurrency });
+  return { app, routes, rateLimiter, getOpenApi, jobs, storage: builds.storage };
 }

@@ -1,7 +1,35 @@
 import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
+import { PLATFORMS } from './apps/schemas.js';
 import { parseSigningKeys } from './signing/keyring.js';
+
+export type ClamdAddress = { host: string; port: number } | { socketPath: string };
+type Platform = (typeof PLATFORMS)[number];
+export type NodeBinaries = Partial<Record<Platform, string>>;
+
+const HOST_PORT = /^(?<host>[\w.-]+|\[[0-9a-fA-F:]+\]):(?<port>\d{1,5})$/;
+
+/** The Node binary running the server, for its own platform: what single executables use by default. */
+function ownNodeBinary(): NodeBinaries {
+  const os = ({ linux: 'linux', darwin: 'mac', win32: 'win' } as Partial<Record<NodeJS.Platform, string>>)[process.platform];
+  const platform = `${os}-${process.arch}`;
+  return (PLATFORMS as readonly string[]).includes(platform) ? { [platform as Platform]: process.execPath } : {};
+}
+
+function parseNodeBinaries(value: string, ctx: z.RefinementCtx): NodeBinaries {
+  if (value.trim() === 'none') return {};
+  const binaries: NodeBinaries = {};
+  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [platform, file] = pair.split('=', 2).map((p) => p.trim());
+    if (!(PLATFORMS as readonly string[]).includes(platform ?? '') || !file || !path.isAbsolute(file)) {
+      ctx.addIssue({ code: 'custom', message: `"${pair}" must be <platform>=<absolute path>, platform one of ${PLATFORMS.join(', ')}` });
+      return z.NEVER;
+    }
+    binaries[platform as Platform] = file;
+  }
+  return binaries;
+}
 
 /**
  * Every setting the server reads, parsed once at start. Nothing else reads `process.env`.
@@ -40,6 +68,30 @@ const ConfigSchema = z.object({
   LATCHKEY_RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   /** Largest JSON request body accepted, in bytes. */
   LATCHKEY_MAX_JSON_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Largest artifact an upload may carry, in bytes; larger uploads answer 413. */
+  LATCHKEY_MAX_ARTIFACT_BYTES: z.coerce.number().int().positive().default(2 * 1024 ** 3),
+  /** ClamAV's clamd, which then scans every artifact too: `host:port` or a Unix socket path. */
+  LATCHKEY_CLAMD_ADDRESS: z
+    .string()
+    .transform((value, ctx): ClamdAddress => {
+      if (path.isAbsolute(value)) return { socketPath: value };
+      const match = HOST_PORT.exec(value);
+      if (match && Number(match.groups!.port) <= 65535) return { host: match.groups!.host!.replace(/^\[|\]$/g, ''), port: Number(match.groups!.port) };
+      ctx.addIssue({ code: 'custom', message: 'must be host:port or the absolute path of a Unix socket' });
+      return z.NEVER;
+    })
+    .optional(),
+  /**
+   * Node binaries that package protected JavaScript apps as single executables, by platform:
+   * `linux-x64=/usr/bin/node,win-x64=/opt/node-win/node.exe`, each the server's Node version (the
+   * server writes the blob they run). Default: the server's own Node, for its platform. `none`:
+   * JavaScript bundles only.
+   */
+  LATCHKEY_NODE_BINARIES: z.string().transform(parseNodeBinaries).optional(),
+  /** Whether this process runs background jobs (build protection); every process may. */
+  LATCHKEY_RUN_JOBS: z.stringbool().default(true),
+  /** Jobs one process runs at a time. */
+  LATCHKEY_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Trust X-Forwarded-For for client addresses (set only behind a proxy that overwrites it). */
   LATCHKEY_TRUST_PROXY: z.stringbool().default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -59,6 +111,11 @@ export interface Config {
   adminToken: string | undefined;
   rateLimitMultiplier: number;
   maxJsonBytes: number;
+  maxArtifactBytes: number;
+  clamd: ClamdAddress | undefined;
+  nodeBinaries: NodeBinaries;
+  runJobs: boolean;
+  jobConcurrency: number;
   trustProxy: boolean;
   logLevel: z.infer<typeof ConfigSchema>['LOG_LEVEL'];
 }
@@ -83,6 +140,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     adminToken: c.LATCHKEY_ADMIN_TOKEN,
     rateLimitMultiplier: c.LATCHKEY_RATE_LIMIT_MULTIPLIER,
     maxJsonBytes: c.LATCHKEY_MAX_JSON_BYTES,
+    maxArtifactBytes: c.LATCHKEY_MAX_ARTIFACT_BYTES,
+    clamd: c.LATCHKEY_CLAMD_ADDRESS,
+    nodeBinaries: c.LATCHKEY_NODE_BINARIES ?? ownNodeBinary(),
+    runJobs: c.LATCHKEY_RUN_JOBS,
+    jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
     trustProxy: c.LATCHKEY_TRUST_PROXY,
     logLevel: c.LOG_LEVEL,
   };

@@ -43,13 +43,22 @@ async function main(): Promise<void> {
     cleanups.unshift(() => db.destroy());
     await migrateToLatest(db);
 
-    const { app, rateLimiter } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    const { app, rateLimiter, jobs, storage } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
     const server = app.listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     cleanups.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
     log.info({ url: `http://${config.host}:${config.port}`, embedded: Boolean(cluster) }, 'latchkey is listening');
 
-    const sweeper = setInterval(() => rateLimiter.sweep().catch((err) => log.warn({ err }, 'rate-limit sweep failed')), 300_000);
+    if (config.runJobs) {
+      jobs.start();
+      cleanups.unshift(() => jobs.stop());
+    }
+
+    const sweeper = setInterval(() => {
+      rateLimiter.sweep().catch((err) => log.warn({ err }, 'rate-limit sweep failed'));
+      // Uploads a crash cut off; a day is far longer than any upload takes.
+      storage.sweepStaged(86_400_000).catch((err) => log.warn({ err }, 'staging sweep failed'));
+    }, 300_000);
     sweeper.unref();
     cleanups.unshift(() => clearInterval(sweeper));
   } catch (err) {

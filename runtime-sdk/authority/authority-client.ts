@@ -16,6 +16,7 @@ const loadGot = () => (gotModule ??= import('got'));
 export interface DeviceReport {
   app_version: string;
   platform?: string;
+  engine_version?: string;
 }
 
 export interface AuthorityOptions {

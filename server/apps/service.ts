@@ -12,7 +12,11 @@ function priceIdConflict(err: unknown): never {
   throw err;
 }
 
-export function createAppsService(deps: { store: AppsStore }) {
+export function createAppsService(deps: {
+  store: AppsStore;
+  /** Removes what an app keeps outside the database: its builds' files. */
+  removeStoredFiles: (appId: string) => Promise<void>;
+}) {
   const { store } = deps;
 
   async function get(developerId: string, appId: string): Promise<AppRow> {
@@ -46,6 +50,7 @@ export function createAppsService(deps: { store: AppsStore }) {
 
     async remove(developerId: string, appId: string): Promise<void> {
       assertThat(await store.remove(developerId, appId), 'APP_NOT_FOUND', 'No such app');
+      await deps.removeStoredFiles(appId);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { multipartBody, type MultipartUpload } from './multipart-body.js';
 
 const MISSING_API_KEY = 'is not set; create an API key in the portal or with POST /v1/auth/api-keys/rotate';
 
@@ -20,35 +21,48 @@ export interface ApiResponse {
 
 export interface ApiClient {
   request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiResponse>;
+  /** A multipart/form-data request whose file streams from disk, reporting progress. */
+  upload(method: 'POST' | 'PUT', path: string, upload: MultipartUpload): Promise<ApiResponse>;
 }
 
 export function apiClientFromEnv(env: Record<string, string | undefined>): ApiClient {
   let settings: z.infer<typeof CliEnv> | undefined;
+  const configured = () => {
+    if (!settings) {
+      const parsed = CliEnv.safeParse(env);
+      if (!parsed.success) throw new CliError(parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; '));
+      settings = parsed.data;
+    }
+    return settings;
+  };
+
+  async function send(method: string, path: string, headers: Record<string, string>, body: RequestInit['body']): Promise<ApiResponse> {
+    const { LATCHKEY_URL, LATCHKEY_API_KEY } = configured();
+    const url = `${LATCHKEY_URL.replace(/\/+$/, '')}${path}`;
+    let res: Response;
+    try {
+      // Node's fetch needs `duplex` to send a streamed body.
+      res = await fetch(url, { method, headers: { 'x-api-key': LATCHKEY_API_KEY, ...headers }, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) });
+    } catch (err) {
+      throw new CliError(`cannot reach ${LATCHKEY_URL}: ${(err as Error).cause ?? (err as Error).message}`);
+    }
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : undefined;
+    if (!res.ok) {
+      const error = ErrorBody.safeParse(parsed);
+      throw new CliError(error.success ? `${error.data.detail} (${error.data.error_code})` : `HTTP ${res.status}`);
+    }
+    return { body: parsed, headers: res.headers };
+  }
+
   return {
-    async request(method, path, body) {
-      if (!settings) {
-        const parsed = CliEnv.safeParse(env);
-        if (!parsed.success) throw new CliError(parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; '));
-        settings = parsed.data;
-      }
-      const url = `${settings.LATCHKEY_URL.replace(/\/+$/, '')}${path}`;
-      let res: Response;
-      try {
-        res = await fetch(url, {
-          method,
-          headers: { 'x-api-key': settings.LATCHKEY_API_KEY, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-      } catch (err) {
-        throw new CliError(`cannot reach ${settings.LATCHKEY_URL}: ${(err as Error).cause ?? (err as Error).message}`);
-      }
-      const text = await res.text();
-      const parsed: unknown = text ? JSON.parse(text) : undefined;
-      if (!res.ok) {
-        const error = ErrorBody.safeParse(parsed);
-        throw new CliError(error.success ? `${error.data.detail} (${error.data.error_code})` : `HTTP ${res.status}`);
-      }
-      return { body: parsed, headers: res.headers };
+    request: (method, path, body) =>
+      send(method, path, body === undefined ? {} : { 'content-type': 'application/json' }, body === undefined ? undefined : JSON.stringify(body)),
+
+    async upload(method, path, upload) {
+      configured();
+      const { contentType, length, body } = await multipartBody(upload);
+      return send(method, path, { 'content-type': contentType, 'content-length': String(length) }, body);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { apiClientFromEnv, CliError } from './api-client.js';
+import { buildsCommand } from './builds.js';
 import { licensesCommand } from './licenses.js';
 
 /**
@@ -12,7 +13,8 @@ const api = apiClientFromEnv(process.env);
 const program = new Command('latchkey')
   .description('Latchkey license authority CLI (reads LATCHKEY_URL and LATCHKEY_API_KEY)')
   .exitOverride()
-  .addCommand(licensesCommand(api, print));
+  .addCommand(licensesCommand(api, print))
+  .addCommand(buildsCommand(api, print));
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) {

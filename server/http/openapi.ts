@@ -39,26 +39,54 @@ const SECURITY: Record<RouteDef['auth'], unknown[]> = {
   admin: [{ adminToken: [] }],
 };
 
+function requestBody(r: RouteDef): Record<string, unknown> {
+  if (!r.body) return {};
+  const schema = jsonSchema(r.body, 'input');
+  if (!r.multipart) return { requestBody: { required: true, content: { 'application/json': { schema } } } };
+  // zod cannot describe a streamed file part; OpenAPI's binary string does.
+  const properties = (schema.properties ?? {}) as Record<string, unknown>;
+  properties[r.multipart.fileField] = { type: 'string', format: 'binary', description: r.multipart.fileDescription };
+  return { requestBody: { required: true, content: { 'multipart/form-data': { schema: { ...schema, properties } } } } };
+}
+
+function jsonSuccess(r: RouteDef): Record<string, unknown> {
+  if (!r.response) return { 204: { description: 'Success, no body' } };
+  return {
+    [r.status ?? 200]: {
+      description: 'Success',
+      content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
+      ...(r.paginated
+        ? {
+            headers: {
+              'X-Total-Count': { schema: { type: 'integer' }, description: 'Items across all pages' },
+              Link: { schema: { type: 'string' }, description: 'RFC 8288 first/prev/next/last pages' },
+            },
+          }
+        : {}),
+    },
+  };
+}
+
+/** A file answered whole (200), in part (206, `Range`) or not at all when the client's copy is current (304). */
+function fileResponses(description: string): Record<string, unknown> {
+  const binary = { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } };
+  const headers = {
+    ETag: { schema: { type: 'string' }, description: 'The SHA-256 of the file, quoted' },
+    'Accept-Ranges': { schema: { type: 'string', enum: ['bytes'] } },
+    'Content-Length': { schema: { type: 'integer' } },
+  };
+  return {
+    200: { description, content: binary, headers },
+    206: { description: 'The requested byte range', content: binary, headers: { ...headers, 'Content-Range': { schema: { type: 'string' } } } },
+    304: { description: 'Not modified (If-None-Match)' },
+  };
+}
+
 /** OpenAPI 3.1 document generated from the same route definitions that validate requests. */
 export function buildOpenApi(routes: RouteDef[], info: { version: string; serverUrl: string }): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
-    const responses: Record<string, unknown> = {};
-    const okStatus = String(r.response ? (r.status ?? 200) : 204);
-    responses[okStatus] = r.response
-      ? {
-          description: 'Success',
-          content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
-          ...(r.paginated
-            ? {
-                headers: {
-                  'X-Total-Count': { schema: { type: 'integer' }, description: 'Items across all pages' },
-                  Link: { schema: { type: 'string' }, description: 'RFC 8288 first/prev/next/last pages' },
-                },
-              }
-            : {}),
-        }
-      : { description: 'Success, no body' };
+    const responses = r.fileResponse ? fileResponses(r.fileResponse.description) : jsonSuccess(r);
     const errorStatuses = new Set<number>([400, 429, ...(r.errors ?? [])]);
     if (r.auth !== 'none') errorStatuses.add(401);
     for (const status of [...errorStatuses].sort()) {
@@ -72,9 +100,7 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
       security: SECURITY[r.auth],
       'x-rate-limit-class': r.rateLimit,
       parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
-      ...(r.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } } }
-        : {}),
+      ...requestBody(r),
       responses,
     };
   }

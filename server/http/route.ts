@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import type { Actor, Authenticator, AuthMode } from './auth.js';
 import { readJsonBody } from './body.js';
+import { fileOf, readMultipart, type MultipartSpec } from './multipart.js';
 import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
@@ -48,6 +49,12 @@ export interface RouteDef<
   paginated?: boolean;
   /** Error codes this operation may answer with, for the OpenAPI document. */
   errors?: number[];
+  /** The body is multipart/form-data: `body` validates its text fields and the file part (an `UploadedFile`). */
+  multipart?: MultipartSpec;
+  /** Runs once the caller and path are known, before the body is read: refuses before a large upload is stored. */
+  precheck?(input: { params: z.infer<P>; actor: ActorFor<A> }): Promise<void>;
+  /** The handler writes a file (status, headers, stream) itself instead of returning JSON. */
+  fileResponse?: { description: string };
   handler(input: RouteInput<z.infer<P>, z.infer<Q>, z.infer<B>, A>): Promise<z.input<R> | void>;
 }
 
@@ -121,10 +128,21 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
 
       const params = parseOrThrow(route.params, ctx.params, 'path');
       const query = parseOrThrow(route.query, ctx.query, 'query');
-      const raw = route.body ? await readJsonBody(ctx, deps.maxJsonBytes) : undefined;
-      const body = parseOrThrow(route.body, raw, 'body');
+      if (route.precheck) await route.precheck({ params, actor: actor as never });
+      const { multipart } = route;
+      const raw = multipart ? await readMultipart(ctx, multipart) : route.body ? await readJsonBody(ctx, deps.maxJsonBytes) : undefined;
 
-      const result = await route.handler({ params, query, body, actor: actor as never, ctx });
+      let result;
+      try {
+        const body = parseOrThrow(route.body, raw, 'body');
+        result = await route.handler({ params, query, body, actor: actor as never, ctx });
+      } catch (err) {
+        // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
+        const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
+        if (file) await multipart.receiver.discard(file.stored);
+        throw err;
+      }
+      if (route.fileResponse) return;
       if (!route.response) {
         ctx.status = 204;
         return;

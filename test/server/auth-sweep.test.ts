@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
-import { client, type CallOptions } from '../support/http.js';
+import { client, formData, type CallOptions } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 
 // One routine runs the same credential and tenant checks against every secured operation of the
@@ -72,7 +72,7 @@ class OwnedResources {
   async snapshot(): Promise<Record<string, unknown>> {
     const views: Record<string, unknown> = {};
     for (const [param, id] of this.ids) {
-      const res = await call('GET', RESOURCE_FIXTURES[param]!.readPath(id), { token: this.owner.accessToken });
+      const res = await call('GET', RESOURCE_FIXTURES[param]!.readPath(id, this.ids), { token: this.owner.accessToken });
       expect(res.status).toBe(200);
       views[param] = res.body;
     }
@@ -85,8 +85,8 @@ type Parent = (param: string) => Promise<string>;
 interface ResourceFixture {
   /** Creates the resource for `owner` and returns its id. */
   create(owner: TestDeveloper, parent: Parent): Promise<string>;
-  /** Where the owner reads it back. */
-  readPath(id: string): string;
+  /** Where the owner reads it back (`ids`: the other resources, its parents among them). */
+  readPath(id: string, ids: ReadonlyMap<string, string>): string;
 }
 
 /** Path-parameter name -> how to make one for developer A. Add one when a route names a new kind of id. */
@@ -103,7 +103,29 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     },
     readPath: (id) => `/v1/licenses/${id}`,
   },
+  build_id: {
+    // A READY build: release, download links and signed packages need one.
+    async create(owner, parent) {
+      const appId = await parent('app_id');
+      const form = formData({ platform: 'linux-x64' }, { artifact: { name: 'tool.bin', data: 'sweep' } });
+      const res = await call('POST', `/v1/apps/${appId}/builds`, { token: owner.accessToken, raw: form });
+      expect(res.status).toBe(201);
+      for (;;) {
+        const build = (await call('GET', `/v1/apps/${appId}/builds/${res.body.id}`, { token: owner.accessToken })).body;
+        if (build.status === 'READY') return build.id;
+        expect(build.status).not.toBe('FAILED');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    readPath: (id, ids) => `/v1/apps/${ids.get('app_id')}/builds/${id}`,
+  },
 };
+
+/** A multipart/form-data sample, sent as is rather than as JSON. */
+class Form {
+  constructor(readonly raw: ReturnType<typeof formData>) {}
+}
+const withBody = (body: unknown): CallOptions => (body instanceof Form ? { raw: body.raw } : { body });
 
 /**
  * operationId -> a valid request body. An id of developer A's in the body (through `resource`) makes
@@ -115,6 +137,8 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   createApp: () => ({ name: 'Sweep', platforms: ['linux-x64'] }),
   updateApp: () => ({ name: 'Renamed by someone else', price_id: `price_sweep${randomBytes(6).toString('hex')}` }),
   createLicense: async (resource) => ({ app_id: await resource('app_id'), license_type: 'trial' }),
+  uploadBuild: () => new Form(formData({ platform: 'cross_platform' }, { artifact: { name: 'tool.bin', data: 'sweep' } })),
+  replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.bin', data: 'signed' } })),
 };
 
 /** Developer A's request for `op`: real ids of A's (created on demand) and a valid body. */
@@ -155,12 +179,12 @@ describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))(
 
     const before = await resources.snapshot();
     for (const credentials of [{ token: devB.accessToken }, { apiKey: devB.apiKey }]) {
-      expectError(await call(op.method, path, { ...credentials, body }), 404);
+      expectError(await call(op.method, path, { ...credentials, ...withBody(body) }), 404);
     }
     expect(await resources.snapshot()).toEqual(before);
 
     // The same request from the owner succeeds: the 404 was about the tenant, not the request.
-    const own = await call(op.method, path, { token: devA.accessToken, body });
+    const own = await call(op.method, path, { token: devA.accessToken, ...withBody(body) });
     expect(own.status, `${op.operationId} as the owner: ${JSON.stringify(own.body)}`).toBeLessThan(300);
   });
 });

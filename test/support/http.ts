@@ -40,3 +40,18 @@ export function client(baseUrl: string) {
 }
 
 export type Call = ReturnType<typeof client>;
+
+/** A multipart/form-data body for `raw`: text fields and files, as a browser sends them. */
+export function formData(fields: Record<string, string>, files: Record<string, { name: string; data: string | Buffer }> = {}) {
+  const boundary = `form-${Math.random().toString(16).slice(2)}`;
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  }
+  for (const [name, file] of Object.entries(files)) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${file.name}"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+    parts.push(Buffer.from(file.data), Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { data: new Uint8Array(Buffer.concat(parts)), contentType: `multipart/form-data; boundary=${boundary}` };
+}

@@ -1,6 +1,9 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createApp } from '../../server/app.js';
 import type { Clock } from '../../server/clock.js';
 import { loadConfig, type Env } from '../../server/config.js';
@@ -25,6 +28,8 @@ export interface TestServer {
   database: TestDatabase;
   clock: ShiftableClock;
   adminToken: string;
+  /** LATCHKEY_DATA_DIR: stored artifacts are under `storage/`. */
+  dataDir: string;
   close(): Promise<void>;
 }
 
@@ -32,23 +37,34 @@ export interface TestServerOptions {
   env?: Env;
   /** Share another server's database: several processes behind one load balancer. */
   database?: TestDatabase;
+  /** Share another server's data directory (its stored artifacts) too. */
+  dataDir?: string;
   /** Real SPEC.md rate limits instead of the relaxed default that lets a test file run freely. */
   realRateLimits?: boolean;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const database = options.database ?? (await createTestDatabase());
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-test-data-'));
   const adminToken = randomBytes(24).toString('hex');
+  // Listening first gives the port, so PUBLIC_BASE_URL (baked into protected builds, signed links) is right.
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
   const config = loadConfig({
     PORT: '0',
     DATABASE_URL: database.url,
+    LATCHKEY_DATA_DIR: dataDir,
+    PUBLIC_BASE_URL: url,
     LATCHKEY_ADMIN_TOKEN: adminToken,
     LATCHKEY_RATE_LIMIT_MULTIPLIER: options.realRateLimits ? '1' : '1000',
     LOG_LEVEL: 'silent',
     ...options.env,
   });
   const clock = new ShiftableClock();
-  const { app } = createApp({
+  const { app, jobs } = createApp({
     config,
     db: database.db,
     clock,
@@ -58,18 +74,21 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     // LATCHKEY_SIGNING_KEYS in `env` when a test needs known keys (rotation, several processes).
     keyring: new Keyring(config.signingKeys ?? [generateSigningKey()]),
   });
-  const server: Server = app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as AddressInfo;
+  server.on('request', app.callback());
+  // Like main.ts: builds become READY; LATCHKEY_RUN_JOBS=false leaves jobs to another server (or none).
+  if (config.runJobs) jobs.start();
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     database,
     clock,
     adminToken,
+    dataDir,
     async close() {
+      await jobs.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (!options.database) await database.drop();
+      if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Migration } from '../migrate.js';
 import { foundation } from './001_foundation.js';
 import { licensing } from './002_licensing.js';
 import { deviceSlots } from './003_device_slots.js';
+import { builds } from './004_builds.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds];

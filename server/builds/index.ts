@@ -1,0 +1,43 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { MasterKey } from '../crypto/master-key.js';
+import type { Db } from '../db/knex.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { Keyring } from '../signing/keyring.js';
+import { createFilesystemStorage } from '../storage/filesystem.js';
+import { createDownloadLinks } from './download-link.js';
+import { createProcessor } from './processing.js';
+import { protectBuildJob } from './protect-job.js';
+import { buildRoutes } from './routes.js';
+import { clamdScanner } from './scanning/clamd.js';
+import { eicarScanner } from './scanning/eicar.js';
+import { createBuildsService } from './service.js';
+import { createBuildsStore } from './store.js';
+
+/** The builds domain assembled: its service, routes, job and storage (under the data directory). */
+export function createBuilds(deps: { config: Config; db: Db; clock: Clock; log: Logger; masterKey: MasterKey; keyring: Keyring; queue: JobQueue }) {
+  const { config, db, clock, log, queue } = deps;
+  const storage = createFilesystemStorage(path.join(config.dataDir, 'storage'));
+  const store = createBuildsStore(db);
+  const scanners = [eicarScanner, ...(config.clamd ? [clamdScanner(config.clamd)] : [])];
+  const service = createBuildsService({
+    db,
+    store,
+    storage,
+    queue,
+    clock,
+    scanners,
+    links: createDownloadLinks(deps.masterKey, clock, config.publicBaseUrl),
+  });
+  const job = protectBuildJob({
+    store,
+    storage,
+    clock,
+    log,
+    processor: createProcessor({ scanners, nodeBinaries: config.nodeBinaries }),
+    authority: { serverUrl: config.publicBaseUrl, publicKeys: deps.keyring.jwks },
+  });
+  return { service, storage, job, routes: buildRoutes(service, { storage, maxArtifactBytes: config.maxArtifactBytes }) };
+}

@@ -1,0 +1,130 @@
+import path from 'node:path';
+import { ENGINE_VERSION, type EngineConfig } from '@latchkey/runtime-sdk/engine';
+import type { PROTECTION_LEVELS } from '../apps/schemas.js';
+import type { NodeBinaries } from '../config.js';
+import { BundleError } from './protection/bundle.js';
+import { AppLayoutError, appFromEntryFile, findAppInArchive, isEntryFileName, type JavaScriptApp } from './protection/javascript-app.js';
+import { protectJavaScriptApp } from './protection/protect.js';
+import type { BuildPlatform, PackageFormat } from './schemas.js';
+import { archiveKindOf, unpackArchive, type ArchiveKind } from './scanning/archive.js';
+import { ScanRefusal, type ScanFinding, type ScanStatus } from './scanning/findings.js';
+import { scanAll, type Scanner } from './scanning/scanner.js';
+
+type ProtectionLevel = (typeof PROTECTION_LEVELS)[number];
+
+/** The build's version when it names none and the app's package.json does not either. */
+const UNVERSIONED = '0.0.0';
+
+export interface ProcessingInput {
+  /** The uploaded artifact, as a local file. */
+  artifact: string;
+  /** Its sanitised file name. */
+  artifactName: string;
+  platform: BuildPlatform;
+  /** The app's protection level. */
+  protectionLevel: ProtectionLevel;
+  version: string | null;
+  /** What the engine bakes in, but the app version (decided here) and the integrity digest (computed at bundling). */
+  engine: Omit<EngineConfig, 'appVersion' | 'integrity'>;
+  /** Scratch space, removed by the caller. */
+  workDir: string;
+}
+
+export type ProcessingOutcome =
+  | { ok: false; scan_status: ScanStatus; reason: string }
+  | {
+      ok: true;
+      /** The file customers will download and what it is. */
+      package: { file: string; format: PackageFormat };
+      protection_level: ProtectionLevel;
+      engine_version: string | null;
+      version: string | null;
+    };
+
+export interface Processor {
+  process(input: ProcessingInput, signal: AbortSignal): Promise<ProcessingOutcome>;
+}
+
+export interface Inspection {
+  finding: ScanFinding | null;
+  archive: ArchiveKind | null;
+  /** Where an archive was unpacked, and its files relative to there. */
+  unpackedDir: string;
+  unpacked: string[];
+}
+
+/** Unpacks an archive safely (refusing bombs and escaping paths) and runs every scanner over what it holds. */
+export async function inspectArtifact(scanners: Scanner[], artifact: string, artifactName: string, workDir: string, signal: AbortSignal): Promise<Inspection> {
+  const unpackedDir = path.join(workDir, 'unpacked');
+  const archive = await archiveKindOf(artifact);
+  let unpacked: string[] = [];
+  try {
+    if (archive) unpacked = await unpackArchive(artifact, archive, unpackedDir);
+  } catch (err) {
+    if (err instanceof ScanRefusal) return { finding: err.finding, archive, unpackedDir, unpacked };
+    throw err;
+  }
+  signal.throwIfAborted();
+  const finding = await scanAll(
+    scanners,
+    {
+      artifact,
+      unpacked: unpacked.map((f) => path.join(unpackedDir, ...f.split('/'))),
+      describe: (file) => (file === artifact ? artifactName : `${artifactName}: ${path.relative(unpackedDir, file).split(path.sep).join('/')}`),
+    },
+    signal,
+  );
+  return { finding, archive, unpackedDir, unpacked };
+}
+
+/**
+ * Scans an artifact (unpacking archives safely first) and protects it: a JavaScript app is bundled
+ * behind the runtime engine; anything else, or any app at protection level `none`, is delivered as
+ * uploaded. Refusals and unusable apps are outcomes; a thrown error is a fault worth retrying.
+ */
+export function createProcessor(deps: { scanners: Scanner[]; nodeBinaries: NodeBinaries }): Processor {
+  return {
+    async process(input, signal) {
+      const { finding, archive, unpackedDir, unpacked } = await inspectArtifact(deps.scanners, input.artifact, input.artifactName, input.workDir, signal);
+      if (finding) return { ok: false, ...finding };
+
+      const asUploaded: ProcessingOutcome = {
+        ok: true,
+        package: { file: input.artifact, format: 'as_uploaded' },
+        protection_level: 'none',
+        engine_version: null,
+        version: input.version,
+      };
+      if (input.protectionLevel === 'none') return asUploaded;
+      let app: JavaScriptApp | null;
+      try {
+        app = archive
+          ? await findAppInArchive(unpackedDir, unpacked)
+          : isEntryFileName(input.artifactName)
+            ? await appFromEntryFile(input.artifact, input.artifactName, path.join(input.workDir, 'app'))
+            : null;
+      } catch (err) {
+        if (err instanceof AppLayoutError) return { ok: false, scan_status: 'CLEAN', reason: err.message };
+        throw err;
+      }
+      if (!app) return asUploaded;
+
+      signal.throwIfAborted();
+      const version = input.version ?? app.packageVersion;
+      try {
+        const protectedPackage = await protectJavaScriptApp({
+          app,
+          engine: { ...input.engine, appVersion: version ?? UNVERSIONED },
+          platform: input.platform,
+          hardened: input.protectionLevel === 'hardened',
+          nodeBinaries: deps.nodeBinaries,
+          workDir: input.workDir,
+        });
+        return { ok: true, package: protectedPackage, protection_level: input.protectionLevel, engine_version: ENGINE_VERSION, version };
+      } catch (err) {
+        if (err instanceof BundleError) return { ok: false, scan_status: 'CLEAN', reason: `the app could not be bundled: ${err.message}` };
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { JwkSet } from '@latchkey/runtime-sdk/protocol';
+import type { Clock } from '../clock.js';
+import type { JobHandler } from '../jobs/runner.js';
+import { BlobNotFoundError, type BlobStorage } from '../storage/blob-storage.js';
+import { digestFile, type Digest } from '../storage/digest.js';
+import { readLocalFile } from '../storage/filesystem.js';
+import { buildFiles, packageFileName } from './files.js';
+import type { Processor, ProcessingOutcome } from './processing.js';
+import type { ScanStatus } from './scanning/findings.js';
+import type { BuildForProcessing, BuildsStore } from './store.js';
+
+export interface ProtectJobDeps {
+  store: BuildsStore;
+  storage: BlobStorage;
+  processor: Processor;
+  clock: Clock;
+  log: Logger;
+  /** Baked into every protected app: where the authority is and the keys its tokens verify with. */
+  authority: { serverUrl: string; publicKeys: JwkSet };
+}
+
+type Ready = Extract<ProcessingOutcome, { ok: true }>;
+
+function downloadName(build: BuildForProcessing, outcome: Ready): string {
+  switch (outcome.package.format) {
+    case 'as_uploaded':
+      return build.artifact_name;
+    case 'javascript_bundle':
+      return packageFileName(build.app_name, outcome.version, build.platform, '.mjs');
+    case 'single_executable':
+      return packageFileName(build.app_name, outcome.version, build.platform, build.platform.startsWith('win') ? '.exe' : '');
+  }
+}
+
+/**
+ * The `protect_build` job: QUEUED/PROCESSING -> READY or FAILED. Safe to run again from the start
+ * after a crash: every attempt works in fresh scratch space and writes a package under a new key,
+ * and only a build still PROCESSING can finish.
+ */
+export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build'> {
+  const { store, storage, processor, clock, log } = deps;
+
+  /**
+   * Nothing of a failed build is ever served: its files (perhaps malware) go first, so a build seen
+   * FAILED has none left. A crash in between fails the next attempt for the missing artifact. Only
+   * an unfinished build fails: a job given up after its build became READY leaves it alone.
+   */
+  async function fail(build: { id: string; app_id: string }, reason: string, scanStatus?: ScanStatus): Promise<void> {
+    if (!(await store.isUnfinished(build.id))) return;
+    await storage.removeAll(buildFiles.prefix(build));
+    await store.markFailed(build.id, reason, clock.now(), scanStatus);
+  }
+
+  async function publish(build: BuildForProcessing, artifact: Digest, outcome: Ready): Promise<void> {
+    let key = build.artifact_key;
+    let { size, sha256 } = artifact;
+    if (outcome.package.format !== 'as_uploaded') {
+      ({ size, sha256 } = await digestFile(outcome.package.file));
+      const staged = await storage.stage(readLocalFile(outcome.package.file));
+      key = buildFiles.newPackage(build);
+      await staged.commit(key);
+    }
+    const ready = await store.markReady(build.id, {
+      version: outcome.version,
+      protection_level: outcome.protection_level,
+      package_format: outcome.package.format,
+      engine_version: outcome.engine_version,
+      package_name: downloadName(build, outcome),
+      package_key: key,
+      protected_size_bytes: size,
+      sha256,
+      completed_at: clock.now(),
+    });
+    // Deleted meanwhile (its files went with it), or finished by a runner that took over: this package is nobody's.
+    if (!ready && key !== build.artifact_key) await storage.remove(key);
+  }
+
+  return {
+    kind: 'protect_build',
+
+    async run({ build_id }, { signal }) {
+      const build = await store.startProcessing(build_id);
+      if (!build) return; // deleted, or finished by an earlier attempt
+      const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `latchkey-${build_id}-`));
+      try {
+        const artifact = path.join(workDir, 'artifact');
+        let digest: Digest;
+        try {
+          digest = await storage.copyToFile(build.artifact_key, artifact);
+        } catch (err) {
+          if (!(err instanceof BlobNotFoundError)) throw err;
+          return await fail(build, 'the uploaded artifact is missing from storage; upload it again');
+        }
+        await store.setArtifactDigest(build.id, digest.sha256);
+        const outcome = await processor.process(
+          {
+            artifact,
+            artifactName: build.artifact_name,
+            platform: build.platform,
+            protectionLevel: build.app_protection_level,
+            version: build.version,
+            engine: { ...deps.authority, appId: build.app_id, fingerprintSalt: build.fingerprint_salt, buildId: build.id },
+            workDir,
+          },
+          signal,
+        );
+        if (!outcome.ok) {
+          log.info({ build: build.id, scan_status: outcome.scan_status, reason: outcome.reason }, 'build failed');
+          return await fail(build, outcome.reason, outcome.scan_status);
+        }
+        await publish(build, digest, outcome);
+      } finally {
+        await fs.rm(workDir, { recursive: true, force: true });
+      }
+    },
+
+    async giveUp({ build_id, app_id }, reason) {
+      await fail({ id: build_id, app_id }, `processing failed: ${reason}`);
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { setPageHeaders } from '../http/pagination.js';
+import { defineRoute, type RouteDef } from '../http/route.js';
+import type { FileReceiver } from '../http/multipart.js';
+import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
+import { AppIdParams } from '../apps/schemas.js';
+import * as s from './schemas.js';
+import type { BuildsService } from './service.js';
+import type { BuildRow } from './store.js';
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+export const buildView = (b: BuildRow): z.input<typeof s.Build> => ({
+  id: b.id,
+  app_id: b.app_id,
+  status: b.status,
+  platform: b.platform,
+  python_version: b.python_version,
+  version: b.version,
+  protection_level: b.protection_level,
+  scan_status: b.scan_status,
+  package_format: b.package_format,
+  engine_version: b.engine_version,
+  failure_reason: b.failure_reason,
+  artifact_name: b.artifact_name,
+  artifact_size_bytes: b.artifact_size_bytes,
+  artifact_sha256: b.artifact_sha256,
+  package_name: b.package_name,
+  protected_size_bytes: b.protected_size_bytes,
+  sha256: b.sha256,
+  released: b.released,
+  signed_package_at: iso(b.signed_package_at),
+  created_at: b.created_at.toISOString(),
+  completed_at: iso(b.completed_at),
+});
+
+export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage; maxArtifactBytes: number }): RouteDef[] {
+  const tag = 'Builds';
+  const receiver: FileReceiver<StagedBlob> = { receive: (stream) => deps.storage.stage(stream), discard: (staged) => staged.discard() };
+  const upload = (fileField: string, fileDescription: string) => ({ fileField, fileDescription, maxFileBytes: deps.maxArtifactBytes, receiver });
+  const common = { tag, auth: 'developer', rateLimit: 'builds' } as const;
+  return [
+    defineRoute({
+      ...common, method: 'post', path: '/v1/apps/{app_id}/builds', operationId: 'uploadBuild',
+      summary: 'Upload an artifact; it is scanned and protected in the background (QUEUED, then PROCESSING, then READY or FAILED)',
+      description:
+        'multipart/form-data, streamed to storage. A JavaScript or TypeScript app (an entry file, or a zip or tar.gz with package.json ' +
+        'and its node_modules) is bundled with the runtime engine: a Node single executable where the server has a Node binary for the ' +
+        'platform, otherwise a JavaScript bundle for Node >= 20. Anything else is delivered as uploaded. Archives are refused when ' +
+        'entries leave the archive, are links, or expand more than 100 times. 413 past the configured maximum size (default 2 GiB).',
+      params: AppIdParams, body: s.UploadBuildBody, response: s.Build, status: 201, errors: [404, 413, 415],
+      multipart: upload('artifact', 'The file to protect'),
+      precheck: async ({ actor, params }) => void (await builds.assertApp(actor.developerId, params.app_id)),
+      handler: async ({ actor, params, body }) => buildView(await builds.upload(actor.developerId, params.app_id, body)),
+    }),
+    defineRoute({
+      ...common, method: 'get', path: '/v1/apps/{app_id}/builds', operationId: 'listBuilds',
+      summary: "List an app's builds, oldest first", params: AppIdParams, query: s.ListBuildsQuery, response: z.array(s.Build), paginated: true, errors: [404],
+      handler: async ({ actor, params, query, ctx }) => {
+        const { rows, total } = await builds.list(actor.developerId, params.app_id, query);
+        setPageHeaders(ctx, query, total);
+        return rows.map(buildView);
+      },
+    }),
+    defineRoute({
+      ...common, method: 'get', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'getBuild',
+      summary: 'A build: status, scan, sizes and SHA-256', params: s.BuildParams, response: s.Build, errors: [404],
+      handler: async ({ actor, params }) => buildView(await builds.get(actor.developerId, params.app_id, params.build_id)),
+    }),
+    defineRoute({
+      ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'deleteBuild',
+      summary: 'Delete a build and its files',
+      description:
+        'A job still protecting the build keeps nothing. Update pushes are not available yet; with them, deleting a build also ' +
+        'clears an active push naming it and per-customer pushes to it.',
+      params: s.BuildParams, errors: [404],
+      handler: ({ actor, params }) => builds.remove(actor.developerId, params.app_id, params.build_id),
+    }),
+    defineRoute({
+      ...common, method: 'get', path: '/v1/apps/{app_id}/builds/{build_id}/download', operationId: 'getBuildDownloadLink',
+      summary: 'A signed download URL for a READY build, valid 7 days', params: s.BuildParams, response: s.DownloadLink, errors: [404, 409],
+      handler: ({ actor, params }) => builds.downloadLink(actor.developerId, params.app_id, params.build_id),
+    }),
+    defineRoute({
+      ...common, method: 'post', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'releaseBuild',
+      summary: 'Release a READY build (customers get only released builds under delivery mode released_only)', params: s.BuildParams, response: s.Build, errors: [404, 409],
+      handler: async ({ actor, params }) => buildView(await builds.setReleased(actor.developerId, params.app_id, params.build_id, true)),
+    }),
+    defineRoute({
+      ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'unreleaseBuild',
+      summary: 'Withdraw the release of a build', params: s.BuildParams, response: s.Build, errors: [404],
+      handler: async ({ actor, params }) => buildView(await builds.setReleased(actor.developerId, params.app_id, params.build_id, false)),
+    }),
+    defineRoute({
+      ...common, method: 'put', path: '/v1/apps/{app_id}/builds/{build_id}/signed-package', operationId: 'replaceBuildPackage',
+      summary: "Replace a READY build's package with the developer's signed one (Windows and macOS builds, before a push)",
+      description: 'multipart/form-data with `package`. It is scanned like an upload, then becomes what customers download; `sha256` and `protected_size_bytes` are its own.',
+      params: s.BuildParams, body: s.SignedPackageBody, response: s.Build, errors: [404, 409, 413, 415, 422],
+      multipart: upload('package', 'The signed package'),
+      precheck: ({ actor, params }) => builds.assertReplaceable(actor.developerId, params.app_id, params.build_id),
+      handler: async ({ actor, params, body }) => buildView(await builds.replacePackage(actor.developerId, params.app_id, params.build_id, body.package)),
+    }),
+    defineRoute({
+      method: 'get', path: '/v1/downloads/{build_id}', operationId: 'downloadBuild', tag, auth: 'none', rateLimit: 'general',
+      summary: 'Download a build through a signed link (as answered by .../download); supports Range, ETag and HEAD',
+      params: s.DownloadParams, query: s.DownloadQuery, errors: [403, 404, 416],
+      fileResponse: { description: 'The package customers run' },
+      handler: ({ params, query, ctx }) => builds.serveDownload(ctx, params.build_id, query.expires, query.signature),
+    }),
+  ];
+}

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { PLATFORMS, PROTECTION_LEVELS } from '../apps/schemas.js';
+import { PageQuery } from '../http/pagination.js';
+import type { UploadedFile } from '../http/multipart.js';
+import type { StagedBlob } from '../storage/blob-storage.js';
+import { SCAN_STATUSES } from './scanning/findings.js';
+
+/** QUEUED on upload, PROCESSING while its job scans and protects it, then READY or FAILED (with a reason). */
+export const BUILD_STATUSES = ['QUEUED', 'PROCESSING', 'READY', 'FAILED'] as const;
+export type BuildStatus = (typeof BUILD_STATUSES)[number];
+
+/** An app's platforms, plus `cross_platform`: a build for no single operating system, offered to every device. */
+export const BUILD_PLATFORMS = [...PLATFORMS, 'cross_platform'] as const;
+export type BuildPlatform = (typeof BUILD_PLATFORMS)[number];
+
+/**
+ * What customers download: `single_executable` (the app and Node in one file), `javascript_bundle`
+ * (one .mjs file for Node >= 20: cross_platform builds, or where no Node binary is configured for
+ * the platform), `as_uploaded` (anything but a JavaScript app, or protection level `none`).
+ */
+export const PACKAGE_FORMATS = ['single_executable', 'javascript_bundle', 'as_uploaded'] as const;
+export type PackageFormat = (typeof PACKAGE_FORMATS)[number];
+
+const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
+
+const uploadedFile = (field: string) =>
+  z
+    .custom<UploadedFile<StagedBlob>>((v) => typeof v === 'object' && v !== null && 'stored' in v, `required: the ${field} as a file part`)
+    .refine((f) => f.stored.size > 0, 'must not be empty');
+
+export const UploadBuildBody = z.strictObject({
+  artifact: uploadedFile('artifact'),
+  platform: z.enum(BUILD_PLATFORMS, { error: `must be one of ${BUILD_PLATFORMS.join(', ')}` }),
+  python_version: z
+    .string()
+    .regex(/^\d+(\.\d+){0,2}$/, 'must be a Python version such as 3.12')
+    .optional()
+    .describe('Stored with the build for reference'),
+  version: Version.optional().describe("The app version the build carries; default: package.json's version of a JavaScript app"),
+});
+export type UploadBuildInput = z.infer<typeof UploadBuildBody>;
+
+export const SignedPackageBody = z.strictObject({ package: uploadedFile('package') });
+
+export const ListBuildsQuery = PageQuery.extend({
+  status: z
+    .string()
+    .transform((s) => s.toUpperCase())
+    .pipe(z.enum(BUILD_STATUSES))
+    .optional()
+    .describe('QUEUED, PROCESSING, READY or FAILED (any case)'),
+});
+export type ListBuildsFilter = z.infer<typeof ListBuildsQuery>;
+
+export const BuildParams = z.object({ app_id: z.string().max(64), build_id: z.string().max(64) });
+
+export const Build = z.object({
+  id: z.string(),
+  app_id: z.string(),
+  status: z.enum(BUILD_STATUSES),
+  platform: z.enum(BUILD_PLATFORMS),
+  python_version: z.string().nullable(),
+  version: z.string().nullable(),
+  protection_level: z.enum(PROTECTION_LEVELS).describe("The app's level while queued; once processed, the level applied (`none` for artifacts delivered as uploaded)"),
+  scan_status: z.enum(SCAN_STATUSES).describe('PENDING until scanned; INFECTED or REJECTED fail the build'),
+  package_format: z.enum(PACKAGE_FORMATS).nullable().describe('null until READY'),
+  engine_version: z.string().nullable().describe('Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was'),
+  failure_reason: z.string().nullable().describe('Why a FAILED build failed, in words'),
+  artifact_name: z.string(),
+  artifact_size_bytes: z.number().int(),
+  artifact_sha256: z.string().nullable().describe('SHA-256 of the upload; null until its job has read it'),
+  package_name: z.string().nullable().describe('File name customers download'),
+  protected_size_bytes: z.number().int().nullable(),
+  sha256: z.string().nullable().describe('SHA-256 of what customers download (the ETag of the download)'),
+  released: z.boolean().describe('Matters under the app delivery mode released_only'),
+  signed_package_at: z.iso.datetime().nullable().describe('When the package was replaced by a signed one (PUT .../signed-package)'),
+  created_at: z.iso.datetime(),
+  completed_at: z.iso.datetime().nullable(),
+});
+
+export const DownloadLink = z.object({
+  download_url: z.url().describe('Signed; anyone holding it can download until it expires'),
+  expires_at: z.iso.datetime(),
+});
+
+/** Loose on purpose: a link with its signature cut off or mangled is a 403 like any forged one, not a 400. */
+export const DownloadQuery = z.object({
+  expires: z.string().max(20).optional(),
+  signature: z.string().max(128).optional(),
+});
+export const DownloadParams = z.object({ build_id: z.string().max(64) });

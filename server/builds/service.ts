@@ -1,0 +1,183 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type Koa from 'koa';
+import type { Clock } from '../clock.js';
+import { newId } from '../crypto/secrets.js';
+import type { Db } from '../db/knex.js';
+import { RequestError, assertThat } from '../errors.js';
+import type { UploadedFile } from '../http/multipart.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
+import type { Digest } from '../storage/digest.js';
+import type { DownloadLinks } from './download-link.js';
+import { buildFiles, safeFileName } from './files.js';
+import { inspectArtifact } from './processing.js';
+import type { ListBuildsFilter, UploadBuildInput } from './schemas.js';
+import type { Scanner } from './scanning/scanner.js';
+import { sendStoredFile } from './send-file.js';
+import type { BuildRow, BuildsStore } from './store.js';
+
+export interface BuildsServiceDeps {
+  db: Db;
+  store: BuildsStore;
+  storage: BlobStorage;
+  queue: JobQueue;
+  clock: Clock;
+  links: DownloadLinks;
+  scanners: Scanner[];
+}
+
+const notReady = (build: BuildRow, action: string) =>
+  new RequestError('BUILD_NOT_READY', `Only a READY build can ${action}; this one is ${build.status}`);
+
+export function createBuildsService(deps: BuildsServiceDeps) {
+  const { db, store, storage, queue, clock, links } = deps;
+
+  async function assertApp(developerId: string, appId: string) {
+    const app = await store.findApp(developerId, appId);
+    assertThat(app, 'APP_NOT_FOUND', 'No such app');
+    return app;
+  }
+
+  async function get(developerId: string, appId: string, buildId: string): Promise<BuildRow> {
+    const build = await store.find(developerId, appId, buildId);
+    assertThat(build, 'BUILD_NOT_FOUND', 'No such build of this app');
+    return build;
+  }
+
+  /** Scans a signed package before it replaces anything (the same checks as an upload's, at once); answers its digest. */
+  async function assertClean(key: string, name: string): Promise<Digest> {
+    const workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'latchkey-package-'));
+    try {
+      const file = path.join(workDir, 'package');
+      const digest = await storage.copyToFile(key, file);
+      const { finding } = await inspectArtifact(deps.scanners, file, name, workDir, AbortSignal.timeout(10 * 60_000));
+      if (finding) throw new RequestError('PACKAGE_REJECTED', `The package was refused (${finding.scan_status}): ${finding.reason}`);
+      return digest;
+    } finally {
+      await fs.rm(workDir, { recursive: true, force: true });
+    }
+  }
+
+  return {
+    get,
+    /** Before an upload is read: another tenant's or a missing app costs the client no upload. */
+    assertApp,
+    exists: store.exists,
+
+    async list(developerId: string, appId: string, filter: ListBuildsFilter) {
+      await assertApp(developerId, appId);
+      return store.list(developerId, appId, filter);
+    },
+
+    /**
+     * Records the build and its protection job in one transaction, the artifact moved to its key
+     * inside it: a committed build always has its artifact, and a failed one leaves no file behind.
+     */
+    async upload(developerId: string, appId: string, input: UploadBuildInput): Promise<BuildRow> {
+      const app = await assertApp(developerId, appId);
+      if (input.platform !== 'cross_platform' && !app.platforms.includes(input.platform)) {
+        throw new RequestError(
+          'VALIDATION_FAILED',
+          `body.platform: ${input.platform} is not one of the app's platforms (${app.platforms.join(', ')}); add it to the app, or upload for cross_platform`,
+        );
+      }
+      const { stored } = input.artifact;
+      const id = newId('bld');
+      const key = buildFiles.artifact({ id, app_id: appId });
+      let build: BuildRow;
+      try {
+        build = await db.transaction(async (trx) => {
+          const row = await store.insert(trx, {
+            id,
+            developer_id: developerId,
+            app_id: appId,
+            platform: input.platform,
+            python_version: input.python_version ?? null,
+            version: input.version ?? null,
+            protection_level: app.protection_level,
+            artifact_name: safeFileName(input.artifact.filename),
+            artifact_key: key,
+            artifact_size_bytes: stored.size,
+            created_at: clock.now(),
+          });
+          await queue.enqueue(trx, 'protect_build', { build_id: id, app_id: appId });
+          await stored.commit(key);
+          return row;
+        });
+      } catch (err) {
+        await storage.remove(key);
+        throw err;
+      }
+      queue.wake();
+      return build;
+    },
+
+    /** The build and its files; a job still working on it finds it gone and keeps nothing. */
+    async remove(developerId: string, appId: string, buildId: string): Promise<void> {
+      const build = await store.remove(developerId, appId, buildId);
+      assertThat(build, 'BUILD_NOT_FOUND', 'No such build of this app');
+      await storage.removeAll(buildFiles.prefix(build));
+    },
+
+    /** After an app is deleted (its builds with it, in the database): their files. */
+    removeAppFiles: (appId: string) => storage.removeAll(buildFiles.ofApp(appId)),
+
+    async setReleased(developerId: string, appId: string, buildId: string, released: boolean): Promise<BuildRow> {
+      const build = await get(developerId, appId, buildId);
+      if (released && build.status !== 'READY') throw notReady(build, 'be released');
+      return (await store.setReleased(developerId, appId, buildId, released)) ?? get(developerId, appId, buildId);
+    },
+
+    /** Before the package is read: the build must be there and READY. */
+    async assertReplaceable(developerId: string, appId: string, buildId: string): Promise<void> {
+      const build = await get(developerId, appId, buildId);
+      if (build.status !== 'READY') throw notReady(build, 'take a signed package');
+    },
+
+    /** The developer's signed package replaces what customers download; hash and size are its own. */
+    async replacePackage(developerId: string, appId: string, buildId: string, file: UploadedFile<StagedBlob>): Promise<BuildRow> {
+      const key = buildFiles.newPackage({ id: buildId, app_id: appId });
+      await file.stored.commit(key);
+      let replaced;
+      try {
+        const name = safeFileName(file.filename, 'package');
+        const { size, sha256 } = await assertClean(key, name);
+        replaced = await store.replacePackage(developerId, appId, buildId, {
+          package_key: key,
+          package_name: name,
+          protected_size_bytes: size,
+          sha256,
+          signed_package_at: clock.now(),
+        });
+        if (!replaced) throw notReady(await get(developerId, appId, buildId), 'take a signed package');
+      } catch (err) {
+        await storage.remove(key);
+        throw err;
+      }
+      const old = replaced.before.package_key;
+      // The original upload stays with the build (an as-uploaded package is that same object).
+      if (old && old !== replaced.before.artifact_key) await storage.remove(old);
+      return replaced.after;
+    },
+
+    async downloadLink(developerId: string, appId: string, buildId: string) {
+      const build = await get(developerId, appId, buildId);
+      if (build.status !== 'READY') throw notReady(build, 'be downloaded');
+      return links.create(build.id);
+    },
+
+    /** Serves a signed download link: 403 for a forged or expired one, before anything is looked up. */
+    async serveDownload(ctx: Koa.Context, buildId: string, expires: string | undefined, signature: string | undefined): Promise<void> {
+      const check = links.check(buildId, expires, signature);
+      if (check === 'invalid') throw new RequestError('DOWNLOAD_LINK_INVALID', 'This download link is not valid');
+      if (check === 'expired') throw new RequestError('DOWNLOAD_LINK_EXPIRED', 'This download link has expired; ask for a new one');
+      const build = await store.findReady(buildId);
+      assertThat(build, 'BUILD_NOT_FOUND', 'This build no longer exists');
+      await sendStoredFile(ctx, storage, { key: build.package_key!, size: build.protected_size_bytes!, sha256: build.sha256!, name: build.package_name! });
+    },
+  };
+}
+
+export type BuildsService = ReturnType<typeof createBuildsService>;

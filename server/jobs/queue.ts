@@ -1,0 +1,33 @@
+import type { Knex } from 'knex';
+
+/** Every kind of background job: one closed list, each with its payload. */
+export interface JobPayloads {
+  /** Scan and protect an uploaded build (server/builds/protect-job.ts). */
+  protect_build: { build_id: string; app_id: string };
+}
+export type JobKind = keyof JobPayloads;
+
+export interface JobQueue {
+  /**
+   * Adds a job in the caller's transaction: it exists exactly when the state change that needs it
+   * commits. Call `wake` after the commit to start it at once in this process.
+   */
+  enqueue<K extends JobKind>(trx: Knex.Transaction, kind: K, payload: JobPayloads[K], options?: { maxAttempts?: number }): Promise<void>;
+  /** Tells this process's runner a job is waiting (other processes find it by polling). */
+  wake(): void;
+  /** @internal the runner listens here. */
+  onWake(listener: () => void): void;
+}
+
+const DEFAULT_MAX_ATTEMPTS = 3;
+
+export function createJobQueue(): JobQueue {
+  const listeners: (() => void)[] = [];
+  return {
+    async enqueue(trx, kind, payload, options = {}) {
+      await trx('jobs').insert({ kind, payload: JSON.stringify(payload), max_attempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS });
+    },
+    wake: () => listeners.forEach((listener) => listener()),
+    onWake: (listener) => void listeners.push(listener),
+  };
+}

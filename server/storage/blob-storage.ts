@@ -1,0 +1,54 @@
+import type { Readable } from 'node:stream';
+import type { Digest } from './digest.js';
+
+/**
+ * Where artifacts and protected packages live: the filesystem under the data directory by default;
+ * an object store implements the same few operations. Keys are `/`-separated paths such as
+ * `builds/bld_123/artifact`.
+ */
+export interface BlobStorage {
+  /**
+   * Streams `source` into a new object that no key names yet (never whole in memory). It is not
+   * hashed on the way: hashing would cost a request path a fifth of its throughput, and whoever
+   * reads the object next (`copyToFile`) hashes it anyway. Nothing reads a staged object until it
+   * is committed; one neither committed nor discarded (a crash) is swept after a day.
+   */
+  stage(source: Readable): Promise<StagedBlob>;
+  /** The object's bytes, all or the inclusive `range`; rejects with `BlobNotFoundError` before any byte is read. */
+  read(key: string, range?: ByteRange): Promise<Readable>;
+  /** Copies an object into a local file, for tools that need one (unpacking, bundling), and answers its size and SHA-256. */
+  copyToFile(key: string, file: string): Promise<Digest>;
+  /** Removes every object whose key starts with `prefix/`; nothing there is fine. */
+  removeAll(prefix: string): Promise<void>;
+  /** Removes one object; a missing one is fine. */
+  remove(key: string): Promise<void>;
+  /** Removes staged objects older than `ageMs` that a crash left behind; answers how many. */
+  sweepStaged(ageMs: number): Promise<number>;
+}
+
+export interface StagedBlob {
+  size: number;
+  /** Gives the object its key, replacing any object there. */
+  commit(key: string): Promise<void>;
+  /** Forgets the object if it was not committed; harmless afterwards. */
+  discard(): Promise<void>;
+}
+
+/** Inclusive byte offsets, as in an HTTP Range. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export class BlobNotFoundError extends Error {
+  constructor(key: string) {
+    super(`no stored object ${key}`);
+  }
+}
+
+const KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_.-]+)*$/;
+
+/** Keys are made by the server from ids, never from user input; a bad one is a bug, caught here. */
+export function assertKey(key: string): void {
+  if (!KEY.test(key) || key.split('/').includes('..')) throw new Error(`invalid storage key ${JSON.stringify(key)}`);
+}

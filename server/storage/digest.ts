@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+
+export interface Digest {
+  size: number;
+  /** Lower-case hex SHA-256. */
+  sha256: string;
+}
+
+/** Size and SHA-256 of a local file, streamed through node:crypto (never whole in memory). */
+export async function digestFile(file: string): Promise<Digest> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
+    hash.update(chunk);
+    size += chunk.length;
+  }
+  return { size, sha256: hash.digest('hex') };
+}

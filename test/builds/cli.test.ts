@@ -1,0 +1,93 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EICAR_SIGNATURE } from '../../server/builds/scanning/eicar.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { owner, type Owner } from './support.js';
+
+const run = promisify(execFile);
+const BIN = path.resolve('server/cli/bin.js');
+
+let server: TestServer;
+let o: Owner;
+let dir: string;
+beforeAll(async () => {
+  server = await startTestServer();
+  o = await owner(server);
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-cli-'));
+});
+afterAll(async () => {
+  await server.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs the real `latchkey` executable against the test server; never throws, returns the exit code. */
+async function latchkey(args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH, LATCHKEY_URL: server.url, LATCHKEY_API_KEY: o.dev.apiKey },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+function file(name: string, content: string | Buffer): string {
+  const target = path.join(dir, name);
+  fs.writeFileSync(target, content);
+  return target;
+}
+
+// Each case starts the real executable (a TypeScript load each): generous time, no timing asserted.
+describe('latchkey builds', { timeout: 120_000 }, () => {
+  it('protect uploads with a progress bar, waits for READY and prints the build; list shows it', async () => {
+    const artifact = file('main.js', `console.log('hello');\n${'// padding\n'.repeat(300_000)}`);
+    const size = fs.statSync(artifact).size;
+    const res = await latchkey(['builds', 'protect', '--app', o.app.id, '--artifact', artifact, '--platform', 'cross_platform', '--python', '3.12', '--version', '1.2.0']);
+    expect(res.code, res.stderr).toBe(0);
+    // Not a terminal here: one progress line per 10%, ending at 100%.
+    const progress = res.stderr.split('\n').filter((l) => l.startsWith('Uploading ['));
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress[0]).toMatch(/^Uploading \[\.{30}\]\s+0%/);
+    expect(progress.at(-1)).toBe(`Uploading [${'#'.repeat(30)}] 100%  ${(size / 1e6).toFixed(1)}/${(size / 1e6).toFixed(1)} MB`);
+    expect(res.stderr).toMatch(/^Build bld_\w+: QUEUED$/m);
+    expect(res.stderr).toMatch(/^Build bld_\w+: READY$/m);
+    expect(res.stdout).toMatch(/^status\s+READY$/m);
+    expect(res.stdout).toMatch(/^python_version\s+3\.12$/m);
+    expect(res.stdout).toMatch(/^version\s+1\.2\.0$/m);
+    expect(res.stdout).toMatch(/^package_format\s+javascript_bundle$/m);
+    expect(res.stdout).toMatch(/^engine_version\s+1\.0\.0\.0\.0\.178$/m);
+
+    const list = await latchkey(['builds', 'list', '--app', o.app.id]);
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^BUILD ID\s+STATUS\s+PLATFORM\s+VERSION\s+SCAN\s+PROTECTION\s+PACKAGE\s+SIZE\s+CREATED AT$/);
+    expect(lines[1]).toMatch(/^bld_\w+\s+READY\s+cross_platform\s+1\.2\.0\s+CLEAN\s+standard\s+javascript_bundle\s+\d+\s+\S+$/);
+    expect(lines.at(-1)).toBe('1 of 1 build(s)');
+    const json = await latchkey(['builds', 'list', '--app', o.app.id, '--status', 'READY', '--json']);
+    expect(JSON.parse(json.stdout)).toHaveLength(1);
+  });
+
+  it('protect --json prints the API response; a FAILED build exits 1 with its reason', async () => {
+    const res = await latchkey(['builds', 'protect', '--app', o.app.id, '--artifact', file('eicar.com', EICAR_SIGNATURE), '--platform', 'linux-x64', '--json']);
+    expect(res.code).toBe(1);
+    expect(JSON.parse(res.stdout)).toMatchObject({ status: 'FAILED', scan_status: 'INFECTED' });
+    expect(res.stderr).toMatch(/latchkey: the build failed: the EICAR test signature was found in eicar\.com\n$/);
+  });
+
+  it('refuses an unknown platform, a missing file and a server refusal, before or after uploading', async () => {
+    const platform = await latchkey(['builds', 'protect', '--app', o.app.id, '--artifact', file('a.js', '1'), '--platform', 'amiga']);
+    expect(platform.code).toBe(1);
+    expect(platform.stderr).toContain("argument 'amiga' is invalid");
+    const missing = await latchkey(['builds', 'protect', '--app', o.app.id, '--artifact', path.join(dir, 'nope.js'), '--platform', 'linux-x64']);
+    expect(missing).toMatchObject({ code: 1, stderr: `latchkey: ${path.join(dir, 'nope.js')} is not a readable file\n` });
+    const app = await latchkey(['builds', 'protect', '--app', 'app_missing', '--artifact', file('b.js', '1'), '--platform', 'linux-x64']);
+    expect(app.code).toBe(1);
+    expect(app.stderr).toContain('latchkey: No such app (APP_NOT_FOUND)\n');
+  });
+});
