@@ -8,6 +8,7 @@
 export { createLicenseClient, LicenseClient } from './license-client.js';
 export type { LicenseClientOptions, LicenseLogger, PublicJwkInput } from './options.js';
 export { LICENSE_STATES, STATUS_REASONS, type LicenseState, type LicenseStatus, type StatusReason } from './status.js';
+export { statusMessage } from './status-message.js';
 export { LICENSE_ERROR_CODES, LicenseError, type LicenseErrorCode } from './errors.js';
 export type { LicenseEventName, LicenseEvents } from './events.js';
 export { systemClock, type Clock } from './clock.js';

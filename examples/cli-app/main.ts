@@ -5,28 +5,11 @@
  *   npx tsx examples/cli-app/main.ts
  */
 import { createInterface } from 'node:readline';
-import { createLicenseClient, LicenseError, type LicenseClient, type LicenseStatus } from '@latchkey/runtime-sdk';
+import { createLicenseClient, LicenseError, statusMessage, type LicenseClient, type LicenseStatus } from '@latchkey/runtime-sdk';
 import { APP_VERSION, licenseConfig } from './config.js';
 
 const MAX_KEY_ATTEMPTS = 3;
 const say = (line: string) => process.stdout.write(`${line}\n`);
-
-/** What the end user reads when the app cannot run, by the reason the SDK gives. */
-function explain(status: LicenseStatus): string {
-  switch (status.reason) {
-    case 'grace_exhausted':
-      return 'This app needs to reach its license server again. Connect to the internet and restart it.';
-    case 'revoked_by_vendor':
-      return 'This license has been revoked.';
-    case 'license_expired':
-    case 'trial_used':
-      return 'This license has expired.';
-    case 'clock_rollback':
-      return "This computer's clock was set back. Correct it and connect to the internet.";
-    default:
-      return 'This app needs a license key.';
-  }
-}
 
 /** Tries the license server first (a revocation lifted, grace renewed), then asks for a key. */
 async function unlock(license: LicenseClient, status: LicenseStatus): Promise<LicenseStatus> {
@@ -34,7 +17,7 @@ async function unlock(license: LicenseClient, status: LicenseStatus): Promise<Li
     status = await license.refresh().catch(() => status);
     if (status.usable) return status;
   }
-  say(explain(status));
+  say(statusMessage(status));
   // Iterating lines (rather than question()) also works when the key is piped in.
   const prompt = createInterface({ input: process.stdin });
   const lines = prompt[Symbol.asyncIterator]();

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { createLicenseClient, type LicenseClient } from '../license-client.js';
 import { LicenseError } from '../errors.js';
 import type { LicenseClientOptions } from '../options.js';
-import type { LicenseStatus } from '../status.js';
+import { statusMessage } from '../status-message.js';
 
 const MAX_KEY_ATTEMPTS = 3;
 
@@ -24,23 +24,6 @@ export const processIo: GateIo = {
   say: (line) => void process.stderr.write(`${line}\n`),
   ask: (prompt) => void process.stderr.write(prompt),
 };
-
-/** What the end user reads when the app cannot run, by the reason the SDK gives. */
-function explain(status: LicenseStatus): string {
-  switch (status.reason) {
-    case 'grace_exhausted':
-      return 'This app needs to reach its license server again. Connect to the internet and restart it.';
-    case 'revoked_by_vendor':
-      return 'This license has been revoked.';
-    case 'license_expired':
-    case 'trial_used':
-      return 'This license has expired.';
-    case 'clock_rollback':
-      return "This computer's clock was set back. Correct it and connect to the internet.";
-    default:
-      return 'This app needs a license key.';
-  }
-}
 
 /** Keys to try: the one in the environment, else lines typed (or piped) on stdin. */
 async function* licenseKeys(io: GateIo): AsyncGenerator<string> {
@@ -78,7 +61,7 @@ export async function passLicenseGate(options: LicenseClientOptions, io: GateIo 
     status = await license.refresh().catch(() => status);
     if (status.usable) return license;
   }
-  io.say(explain(status));
+  io.say(statusMessage(status));
   for await (const key of licenseKeys(io)) {
     try {
       if ((await license.activate(key)).usable) return license;
