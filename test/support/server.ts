@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -11,6 +10,7 @@ import { MasterKey } from '../../server/crypto/master-key.js';
 import { createLogger } from '../../server/http/logging.js';
 import { generateSigningKey, Keyring } from '../../server/signing/keyring.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { closeNow, listenOnLoopback } from './local-http.js';
 
 /** System time plus an offset the test can move forward: expiry, windows and TOTP steps on demand. */
 export class ShiftableClock implements Clock {
@@ -49,10 +49,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const adminToken = randomBytes(24).toString('hex');
   // Listening first gives the port, so PUBLIC_BASE_URL (baked into protected builds, signed links) is right.
   const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const url = await listenOnLoopback(server);
   const config = loadConfig({
     PORT: '0',
     DATABASE_URL: database.url,
@@ -85,8 +82,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dataDir,
     async close() {
       await jobs.stop();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeNow(server);
       if (!options.database) await database.drop();
       if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },

@@ -1,8 +1,8 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../../runtime-sdk/clock.js';
 import { DOCUMENT_TYPES, verifyJws } from '../../../runtime-sdk/protocol.js';
 import { runtimeClaims, TestSigner } from './authority-keys.js';
+import { closeNow, listenOnLoopback } from '../../support/local-http.js';
 
 export interface RecordedRequest {
   method: string;
@@ -45,15 +45,12 @@ export class FakeAuthority {
   ) {}
 
   async start(): Promise<this> {
-    this.server.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => this.server.once('listening', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenOnLoopback(this.server);
     return this;
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeNow(this.server);
   }
 
   addLicense(key: string, options: { deviceLimit?: number } = {}): FakeLicense {

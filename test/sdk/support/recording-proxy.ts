@@ -1,6 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { RecordedRequest } from './fake-authority.js';
+import { closeNow, listenOnLoopback } from '../../support/local-http.js';
 
 /**
  * A fixed address in front of the real server, so it can be stopped and started again (on another
@@ -14,15 +14,12 @@ export class RecordingProxy {
   private server = http.createServer((req, res) => void this.forward(req, res));
 
   async start(): Promise<this> {
-    this.server.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => this.server.once('listening', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = await listenOnLoopback(this.server);
     return this;
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeNow(this.server);
   }
 
   private async forward(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
