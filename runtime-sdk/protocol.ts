@@ -8,7 +8,7 @@
 import nacl from 'tweetnacl';
 
 /** What a signed document is for; a token can never pass as a manifest or the reverse. */
-export const DOCUMENT_TYPES = { runtimeToken: 'latchkey-runtime+jwt' } as const;
+export const DOCUMENT_TYPES = { runtimeToken: 'latchkey-runtime+jwt', updateManifest: 'latchkey-update-manifest+jwt' } as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[keyof typeof DOCUMENT_TYPES];
 
 export interface Ed25519PublicJwk {
@@ -64,7 +64,10 @@ export const PROTOCOL_FAILURES = [
   'bad_signature',
   'wrong_app',
   'wrong_device',
+  'wrong_license',
+  'wrong_platform',
   'expired',
+  'replayed',
 ] as const;
 export type ProtocolFailure = (typeof PROTOCOL_FAILURES)[number];
 
@@ -150,6 +153,93 @@ export function verifyRuntimeToken(
   if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'token was issued for another app');
   if (claims.device !== expect.device) throw new ProtocolError('wrong_device', 'token was issued for another device');
   if (expect.nowSeconds !== undefined && claims.exp <= expect.nowSeconds) throw new ProtocolError('expired', 'token has expired');
+  return claims;
+}
+
+/**
+ * Claims of an update manifest, answered by `POST /v1/updates/check` when a push applies. Bound to
+ * one app, platform, license and device, short-lived, and numbered: an app refuses a manifest for
+ * anyone else, an old one replayed (serial below the highest seen), or one past `exp`, so an
+ * attacker on the update channel can neither roll an install back nor freeze it on a stale offer.
+ * `sha256` and `length` bind the bytes: a download is cut off past `length` and refused unless it
+ * hashes to `sha256` (the lessons of TUF: rollback, freeze, mix-and-match, endless data).
+ */
+export interface UpdateManifestClaims {
+  iss: 'latchkey';
+  /** License id (`lic_...`). */
+  sub: string;
+  app_id: string;
+  /** The device's platform label as the check sent it (`linux-x64`, `mac-arm64`, `win-x64`, ...). */
+  platform: string;
+  /** The device fingerprint hash as the check sent it. */
+  device: string;
+  build_id: string;
+  /** The target build's version as the developer labelled it. */
+  version: string;
+  /** Lower-case hex SHA-256 of the package the URL serves. */
+  sha256: string;
+  /** Its size in bytes. */
+  length: number;
+  /** Where to download it (a signed link, valid days; the manifest's `exp` is minutes). */
+  url: string;
+  /** Plain text, shown verbatim. */
+  release_notes: string;
+  /** Monotonic across every push of the authority: a newer push always has a higher serial. */
+  serial: number;
+  iat: number;
+  exp: number;
+}
+
+/** Body of `POST /v1/updates/check`. */
+export interface UpdateCheckRequest {
+  license_key: string;
+  device_fingerprint: string;
+  app_id: string;
+  /** The running build, or null for an app embedding the SDK without a protected build. */
+  build_id: string | null;
+  version: string;
+  platform: string;
+  engine_version: string;
+}
+
+/** Body of `POST /v1/updates/report`: what the user did with an offer, or what is now installed. */
+export interface UpdateReportRequest {
+  license_key: string;
+  device_fingerprint: string;
+  app_id: string;
+  /** `installed`: sent on the first start of the new build (`build_id`, `version` are the running ones); `skipped`: the user chose Skip this version of `build_id`. */
+  event: 'installed' | 'skipped';
+  build_id: string;
+  version: string;
+  platform?: string;
+  engine_version?: string;
+}
+
+/** Verifies an update manifest and that it is for this app, platform, license and device, unexpired and not replayed. */
+export function verifyUpdateManifest(
+  manifest: string,
+  keys: JwkSet | Ed25519PublicJwk[],
+  expect: { appId: string; platform: string; device: string; /** Omit when the license id is not known yet. */ licenseId?: string; nowSeconds: number; highestSerialSeen: number },
+): UpdateManifestClaims {
+  const { claims } = verifyJws<UpdateManifestClaims>(manifest, keys, DOCUMENT_TYPES.updateManifest);
+  const wellFormed =
+    claims.iss === 'latchkey' &&
+    typeof claims.sub === 'string' &&
+    typeof claims.build_id === 'string' && claims.build_id.length > 0 &&
+    typeof claims.version === 'string' &&
+    typeof claims.sha256 === 'string' && /^[0-9a-f]{64}$/.test(claims.sha256) &&
+    Number.isSafeInteger(claims.length) && claims.length > 0 &&
+    typeof claims.url === 'string' && /^https?:\/\//.test(claims.url) &&
+    typeof claims.release_notes === 'string' &&
+    Number.isSafeInteger(claims.serial) && claims.serial > 0 &&
+    typeof claims.iat === 'number' && typeof claims.exp === 'number';
+  if (!wellFormed) throw new ProtocolError('malformed', 'missing or malformed manifest claims');
+  if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'manifest was issued for another app');
+  if (claims.platform !== expect.platform) throw new ProtocolError('wrong_platform', 'manifest was issued for another platform');
+  if (claims.device !== expect.device) throw new ProtocolError('wrong_device', 'manifest was issued for another device');
+  if (expect.licenseId !== undefined && claims.sub !== expect.licenseId) throw new ProtocolError('wrong_license', 'manifest was issued for another license');
+  if (claims.exp <= expect.nowSeconds) throw new ProtocolError('expired', 'manifest has expired');
+  if (claims.serial < expect.highestSerialSeen) throw new ProtocolError('replayed', 'manifest is older than one already seen');
   return claims;
 }
 
