@@ -3,6 +3,7 @@
  * every start. `check()` never touches the network; the authority is reached by `activate`,
  * `refresh` and the background refresh, whose outcomes arrive as `change` events.
  */
+import path from 'node:path';
 import { createAuthorityClient, type AuthorityClient } from './authority/authority-client.js';
 import { normalizeLicenseKey } from './authority/license-key.js';
 import { LicenseError, type LicenseErrorCode } from './errors.js';
@@ -15,6 +16,7 @@ import { RefreshScheduler, type RefreshOutcome } from './refresh/scheduler.js';
 import { isUsable, type LicenseStatus } from './status.js';
 import { LicenseVault, probeFingerprint, type Verdict } from './token-store/license-vault.js';
 import { loadSodiumMemory, maskedMemory } from './token-store/secret-memory.js';
+import { createUpdateChannel, type UpdateChannel } from './updates/channel.js';
 
 const SDK_VERSION = '0.1.0';
 
@@ -126,6 +128,11 @@ export class LicenseClient {
     this.events.clear();
     await this.vault.flush();
     this.vault.dispose();
+  }
+
+  /** @internal for `createUpdater`: the update calls, made with the license key without handing it out. */
+  updateChannel(): UpdateChannel {
+    return createUpdateChannel(this.options, path.dirname(this.options.cacheFile), this.vault, this.authority);
   }
 
   /** @internal called once by `createLicenseClient`. */

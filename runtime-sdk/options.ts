@@ -108,11 +108,7 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   const serverUrl = nonEmpty('serverUrl');
   if (!/^https?:\/\/[^/]/.test(serverUrl) || !URL.canParse(serverUrl)) fail('serverUrl must be an http(s) URL');
   const platform = options.platform ?? hostPlatform;
-  const positive = (name: keyof LicenseClientOptions, fallback: number, allowZero = false) => {
-    const value = options[name] ?? fallback;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) fail(`${name} must be a positive number`);
-    return value as number;
-  };
+  const positive = (name: keyof LicenseClientOptions, fallback: number, allowZero = false) => positiveOption(options[name], name, fallback, allowZero, fail);
   return {
     appId,
     serverUrl,
@@ -137,6 +133,13 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
     fingerprintProbes: options.fingerprintProbes,
     memoryProtection: options.memoryProtection ?? 'auto',
   };
+}
+
+/** A duration or count option: `fallback` when unset, else a finite number above zero (or zero, with `allowZero`). */
+export function positiveOption(value: unknown, name: string, fallback: number, allowZero: boolean, fail: (message: string) => never): number {
+  const chosen = value ?? fallback;
+  if (typeof chosen !== 'number' || !Number.isFinite(chosen) || chosen < 0 || (!allowZero && chosen === 0)) fail(`${name} must be a positive number`);
+  return chosen as number;
 }
 
 function pinnedKeys(input: LicenseClientOptions['publicKeys'], fail: (message: string) => never): Ed25519PublicJwk[] {

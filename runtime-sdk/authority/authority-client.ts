@@ -1,10 +1,11 @@
 /**
- * The two calls the runtime makes to the license authority. Retries with backoff on network errors
- * and 5xx only: a 4xx is an answer (bad key, limit reached, too many attempts) and retrying it would
- * only burn the user's activation allowance.
+ * The calls the runtime makes to the license authority: activation and refresh, and the updater's
+ * check and report. Retries with backoff on network errors and 5xx only: a 4xx is an answer (bad
+ * key, limit reached, too many attempts) and retrying it would only burn the user's activation allowance.
  */
 import type { Got } from 'got';
 import { LicenseError, type LicenseErrorCode } from '../errors.js';
+import type { UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
 
 type GotModule = typeof import('got');
 
@@ -39,6 +40,9 @@ export interface Grant {
 export interface AuthorityClient {
   activate(body: ActivateBody): Promise<Grant>;
   refresh(body: RefreshBody): Promise<Grant>;
+  /** The compact JWS manifest of the push that applies to this device (unverified), or null when none does (204). */
+  checkUpdate(body: UpdateCheckRequest): Promise<string | null>;
+  reportUpdate(body: UpdateReportRequest): Promise<void>;
 }
 
 const RETRY_STATUS_CODES = [500, 502, 503, 504, 521, 522, 524];
@@ -76,33 +80,41 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
       },
     }));
 
-  async function post(path: string, body: object): Promise<Grant> {
+  async function post(path: string, json: object): Promise<{ status: number; text: string }> {
     const module = await loadGot();
-    let text: string;
     try {
-      text = (await client(module).post(`${base}${path}`, { json: { ...options.report, ...body } })).body;
+      const response = await client(module).post(`${base}${path}`, { json });
+      return { status: response.statusCode, text: response.body };
     } catch (err) {
       throw toLicenseError(err, module);
     }
-    return parseGrant(text);
   }
 
+  // Activation and refresh carry the device report; the update bodies have their own version, platform and engine version.
+  const grant = async (path: string, body: object) => ({ token: stringField((await post(path, { ...options.report, ...body })).text, 'token') });
+
   return {
-    activate: (body) => post('/v1/licenses/activate', body),
-    refresh: (body) => post('/v1/licenses/refresh', body),
+    activate: (body) => grant('/v1/licenses/activate', body),
+    refresh: (body) => grant('/v1/licenses/refresh', body),
+    async checkUpdate(body) {
+      const { status, text } = await post('/v1/updates/check', body);
+      return status === 204 ? null : stringField(text, 'manifest');
+    },
+    reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
   };
 }
 
-function parseGrant(text: string): Grant {
+/** A string field of a JSON answer; anything else is an answer the runtime cannot use. */
+function stringField(text: string, field: string): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     throw new LicenseError('INVALID_SERVER_RESPONSE', 'the authority answered with something other than JSON');
   }
-  const token = (parsed as { token?: unknown } | null)?.token;
-  if (typeof token !== 'string') throw new LicenseError('INVALID_SERVER_RESPONSE', 'the authority answer has no token');
-  return { token };
+  const value = (parsed as Record<string, unknown> | null)?.[field];
+  if (typeof value !== 'string') throw new LicenseError('INVALID_SERVER_RESPONSE', `the authority answer has no ${field}`);
+  return value;
 }
 
 function toLicenseError(err: unknown, { HTTPError, RequestError }: GotModule): LicenseError {

@@ -1,5 +1,5 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { assembleJws, DOCUMENT_TYPES, signingInput, type Ed25519PublicJwk, type RuntimeTokenClaims } from '../../../runtime-sdk/protocol.js';
+import { assembleJws, DOCUMENT_TYPES, signingInput, type Ed25519PublicJwk, type RuntimeTokenClaims, type UpdateManifestClaims } from '../../../runtime-sdk/protocol.js';
 
 /** An Ed25519 key pair signing runtime tokens the way the authority does (node:crypto + protocol helpers). */
 export class TestSigner {
@@ -14,7 +14,15 @@ export class TestSigner {
   }
 
   sign(claims: RuntimeTokenClaims, header: Record<string, unknown> = {}): string {
-    const input = signingInput({ alg: 'EdDSA', kid: this.kid, typ: DOCUMENT_TYPES.runtimeToken, ...header } as never, claims);
+    return this.signDocument(DOCUMENT_TYPES.runtimeToken, claims, header);
+  }
+
+  signManifest(claims: UpdateManifestClaims | Record<string, unknown>, header: Record<string, unknown> = {}): string {
+    return this.signDocument(DOCUMENT_TYPES.updateManifest, claims, header);
+  }
+
+  private signDocument(typ: string, claims: object, header: Record<string, unknown>): string {
+    const input = signingInput({ alg: 'EdDSA', kid: this.kid, typ, ...header } as never, claims);
     return assembleJws(input, sign(null, Buffer.from(input, 'ascii'), this.privateKey));
   }
 }

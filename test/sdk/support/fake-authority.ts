@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Clock } from '../../../runtime-sdk/clock.js';
-import { DOCUMENT_TYPES, verifyJws } from '../../../runtime-sdk/protocol.js';
+import { DOCUMENT_TYPES, verifyJws, type UpdateCheckRequest, type UpdateManifestClaims } from '../../../runtime-sdk/protocol.js';
 import { runtimeClaims, TestSigner } from './authority-keys.js';
 import { closeNow, listenOnLoopback } from '../../support/local-http.js';
 
@@ -20,6 +20,12 @@ interface FakeLicense {
 
 type Reply = { status: number; body: unknown; headers?: Record<string, string> } | 'drop';
 
+/** What a push says about its build; the check fills in whom it is for. */
+export type ManifestPush = Pick<UpdateManifestClaims, 'build_id' | 'version' | 'sha256' | 'length' | 'url' | 'release_notes' | 'serial'>;
+
+/** A manifest lives minutes, as the authority's do. */
+const MANIFEST_LIFETIME_SECONDS = 600;
+
 /**
  * A local stand-in for the license authority speaking the issue-3 contract: activate, refresh,
  * error bodies `{ detail, error_code, status_code }`. Records every request body so tests can check
@@ -36,6 +42,12 @@ export class FakeAuthority {
   readonly scripted: Reply[] = [];
   /** Rewrites each issued token's claims (bad app, other device, ...). */
   mutateClaims: ((claims: ReturnType<typeof runtimeClaims>) => ReturnType<typeof runtimeClaims>) | undefined;
+  /** The push `POST /v1/updates/check` answers for an active license, bound to the asking device; null answers 204. */
+  push: ManifestPush | null = null;
+  /** Rewrites each manifest's claims before signing (another device, expired, ...). */
+  mutateManifest: ((claims: UpdateManifestClaims) => Record<string, unknown>) | undefined;
+  /** Signs manifests; another signer makes signatures the app's pinned keys refuse. */
+  manifestSigner: TestSigner = this.signer;
   url = '';
   private server = http.createServer((req, res) => void this.handle(req, res));
 
@@ -74,11 +86,13 @@ export class FakeAuthority {
       return;
     }
     res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-    res.end(JSON.stringify(reply.body));
+    res.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
   }
 
   private answer(path: string, text: string): Reply {
     const body = JSON.parse(text) as { license_key?: string; device_fingerprint?: string; token?: string };
+    if (path === '/v1/updates/check') return this.updateCheck(JSON.parse(text) as UpdateCheckRequest);
+    if (path === '/v1/updates/report') return { status: 204, body: undefined };
     if (path === '/v1/licenses/activate') return this.grant(body.license_key ?? '', body.device_fingerprint ?? '', 'activate');
     if (path !== '/v1/licenses/refresh') return error(404, 'NOT_FOUND', 'no such route');
     if (body.token === undefined) return this.grant(body.license_key ?? '', body.device_fingerprint ?? '', 'refresh');
@@ -90,6 +104,29 @@ export class FakeAuthority {
     }
     const key = [...this.licenses].find(([, l]) => l.id === presented.sub)?.[0] ?? '';
     return this.grant(key, presented.device, 'refresh');
+  }
+
+  private updateCheck(body: UpdateCheckRequest): Reply {
+    const license = this.licenses.get(body.license_key);
+    if (!license || license.status !== 'ACTIVE') return error(401, 'INVALID_LICENSE_KEY', 'invalid license key');
+    if (!this.push) return { status: 204, body: undefined };
+    const iat = Math.floor(this.clock.now().getTime() / 1000);
+    const claims: UpdateManifestClaims = {
+      iss: 'latchkey',
+      sub: license.id,
+      app_id: body.app_id,
+      platform: body.platform,
+      device: body.device_fingerprint,
+      ...this.push,
+      iat,
+      exp: iat + MANIFEST_LIFETIME_SECONDS,
+    };
+    return { status: 200, body: { manifest: this.manifestSigner.signManifest(this.mutateManifest ? this.mutateManifest(claims) : claims) } };
+  }
+
+  /** The update reports received, oldest first. */
+  get updateReports(): Record<string, unknown>[] {
+    return this.requests.filter((r) => r.path === '/v1/updates/report').map((r) => JSON.parse(r.body) as Record<string, unknown>);
   }
 
   private grant(key: string, device: string, operation: 'activate' | 'refresh'): Reply {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Components, Probe } from '../../../runtime-sdk/fingerprint/index.js';
 import type { Platform } from '../../../runtime-sdk/platform.js';
+import { fakeProcess } from './fake-process.js';
 
 /** A pretend computer: its raw identifiers, the probes that report them and a platform seam. */
 export interface FakeMachine {
@@ -32,6 +33,7 @@ export function fakeMachine(name: string, overrides: Components = {}, options: {
     },
     machineId: async () => components['os.machine_id'],
     cpuModel: () => 'Intel(R) Core(TM) i7-9750H',
+    process: fakeProcess(),
   };
   return {
     components,

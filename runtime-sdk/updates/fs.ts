@@ -1,0 +1,93 @@
+/**
+ * The filesystem as the installers and the updater's state see it. One seam, so the Windows and
+ * macOS strategies run on Linux against a fake that enforces those systems' rules (a running
+ * executable can be renamed but not overwritten, a folder holding one cannot be renamed, antivirus
+ * holds a file for a moment). The download streams into the cache with node:fs directly: the cache
+ * is the updater's own folder, and nothing outside it is touched before the bytes verify.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+export interface FileStat {
+  isDirectory: boolean;
+  mode: number;
+  size: number;
+  dev: number;
+  ino: number;
+}
+
+export interface UpdateFs {
+  /** Like lstat; undefined when nothing is there. */
+  stat(file: string): Promise<FileStat | undefined>;
+  rename(from: string, to: string): Promise<void>;
+  /** A second name for a file (POSIX): the running binary keeps a name while the new one replaces it atomically. */
+  link(existing: string, newName: string): Promise<void>;
+  copyFile(from: string, to: string): Promise<void>;
+  chmod(file: string, mode: number): Promise<void>;
+  /** Removes a file or a whole folder; nothing there is fine. */
+  rm(file: string): Promise<void>;
+  mkdir(dir: string): Promise<void>;
+  readdir(dir: string): Promise<string[]>;
+  readFile(file: string): Promise<Buffer>;
+  writeFile(file: string, data: string | Uint8Array, mode?: number): Promise<void>;
+  /** Flushes a file's (or a folder's entries') data to the disk. */
+  fsync(file: string): Promise<void>;
+}
+
+export const nodeUpdateFs: UpdateFs = {
+  async stat(file) {
+    try {
+      const s = await fs.lstat(file);
+      return { isDirectory: s.isDirectory(), mode: s.mode, size: s.size, dev: s.dev, ino: s.ino };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  },
+  rename: (from, to) => fs.rename(from, to),
+  link: (existing, newName) => fs.link(existing, newName),
+  copyFile: (from, to) => fs.copyFile(from, to),
+  chmod: (file, mode) => fs.chmod(file, mode),
+  rm: (file) => fs.rm(file, { recursive: true, force: true }),
+  mkdir: async (dir) => void (await fs.mkdir(dir, { recursive: true })),
+  readdir: (dir) => fs.readdir(dir),
+  readFile: (file) => fs.readFile(file),
+  writeFile: (file, data, mode) => fs.writeFile(file, data, mode === undefined ? undefined : { mode }),
+  async fsync(file) {
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(file, 'r');
+    } catch (err) {
+      // Windows cannot open a folder to flush it; its renames are durable through NTFS's journal.
+      if ((await fs.stat(file)).isDirectory()) return;
+      throw err;
+    }
+    try {
+      await handle.sync();
+    } catch (err) {
+      // Some filesystems refuse fsync on a folder (EINVAL); the entries are as durable as they get.
+      if (!['EINVAL', 'EISDIR', 'EPERM', 'EBADF'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+    } finally {
+      await handle.close();
+    }
+  },
+};
+
+/**
+ * Replaces `file` with `data` so that a crash leaves the old or the new content, never half: write
+ * a sibling, flush it, rename it over, flush the folder.
+ */
+export async function writeFileDurably(fs: UpdateFs, file: string, data: string, mode = 0o600): Promise<void> {
+  const dir = path.dirname(file);
+  await fs.mkdir(dir);
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    await fs.writeFile(temporary, data, mode);
+    await fs.fsync(temporary);
+    await fs.rename(temporary, file);
+  } catch (err) {
+    await fs.rm(temporary).catch(() => undefined);
+    throw err;
+  }
+  await fs.fsync(dir);
+}

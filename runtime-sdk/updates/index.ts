@@ -1,0 +1,83 @@
+/**
+ * @latchkey/runtime-sdk/updates: signed updates for an app that uses the license client.
+ *
+ *   const updater = createUpdater({ license });
+ *   void updater.checkInBackground(); // after the license check; never rejects, never blocks
+ *   // once the app is up and working:
+ *   void updater.markHealthy();
+ */
+import { LicenseError } from '../errors.js';
+import type { LicenseClient } from '../license-client.js';
+import { positiveOption } from '../options.js';
+import { systemCommands, type CommandRunner } from './commands.js';
+import { nodeUpdateFs, type UpdateFs } from './fs.js';
+import type { UpdatePrompt } from './prompt/offer.js';
+import { systemPrompt } from './prompt/system-prompt.js';
+import type { WindowsLayout } from './target.js';
+import { Updater } from './updater.js';
+
+export { Updater, type UpdateOutcome } from './updater.js';
+export { UPDATE_ERROR_CODES, UpdateError, type UpdateErrorCode } from './errors.js';
+export { BUTTON_LABELS, type PromptChoice, type UpdateOffer, type UpdatePrompt } from './prompt/offer.js';
+export { systemPrompt, type SystemPromptOptions } from './prompt/system-prompt.js';
+export type { Reconciled } from './reconcile.js';
+export type { WindowsLayout } from './target.js';
+export type { CommandRunner } from './commands.js';
+export type { UpdateFs } from './fs.js';
+
+export interface UpdaterOptions {
+  /** The app's license client: the update check is made with its license key and device. */
+  license: LicenseClient;
+  /** Shown in the question; default the app id. */
+  appName?: string;
+  /**
+   * The file this app runs from: its single executable, or the JavaScript bundle node runs.
+   * Default: the executable in a single executable, else the script node was started with.
+   */
+  appFile?: string;
+  /** Windows: a one-folder install is replaced as a whole folder. Default `one-file`. */
+  windowsLayout?: WindowsLayout;
+  /** The question's UI; default the OS's dialog, else the terminal, else "not right now". */
+  prompt?: UpdatePrompt;
+  /** Called just before the new version starts and this process exits: save the user's work here. */
+  beforeRestart?: () => Promise<void> | void;
+  /** A new version that has run this long is healthy and its old copy is removed; `markHealthy()` says so sooner. Default 60 s. */
+  healthyAfterMs?: number;
+  /** A download attempt with no bytes for this long is abandoned (and resumed). Default 30 s. */
+  downloadIdleTimeoutMs?: number;
+  /** Attempts after a failed one, each resuming the download. Default 3. */
+  downloadRetries?: number;
+  /** First wait between download attempts and between Windows rename attempts, doubled each time. Default 250 ms. */
+  retryBaseDelayMs?: number;
+  /** Seams for tests and unusual hosts. */
+  fs?: UpdateFs;
+  commands?: CommandRunner;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function createUpdater(options: UpdaterOptions): Updater {
+  const fail = (message: string): never => {
+    throw new LicenseError('INVALID_OPTIONS', message);
+  };
+  if (typeof options?.license?.updateChannel !== 'function') fail('license must be a client from createLicenseClient');
+  const positive = (name: keyof UpdaterOptions, fallback: number, allowZero = false) => positiveOption(options[name], name, fallback, allowZero, fail);
+  const channel = options.license.updateChannel();
+  const { platform, appId, logger } = channel.settings;
+  const commands = options.commands ?? systemCommands(platform.process.env, platform.name);
+  return new Updater(channel, {
+    appName: options.appName ?? appId,
+    ...(options.appFile === undefined ? {} : { appFile: options.appFile }),
+    ...(options.windowsLayout === undefined ? {} : { windowsLayout: options.windowsLayout }),
+    prompt: options.prompt ?? systemPrompt({ os: platform.name, env: platform.process.env, commands, interactive: platform.process.interactive, logger }),
+    fs: options.fs ?? nodeUpdateFs,
+    commands,
+    sleep: options.sleep ?? delay,
+    healthyAfterMs: positive('healthyAfterMs', 60_000),
+    downloadIdleTimeoutMs: positive('downloadIdleTimeoutMs', 30_000),
+    downloadRetries: positive('downloadRetries', 3, true),
+    retryBaseDelayMs: positive('retryBaseDelayMs', 250, true),
+    ...(options.beforeRestart ? { beforeRestart: options.beforeRestart } : {}),
+  });
+}
