@@ -43,7 +43,9 @@ async function main(): Promise<void> {
     cleanups.unshift(() => db.destroy());
     await migrateToLatest(db);
 
-    const { app, rateLimiter, jobs, storage } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    const { app, rateLimiter, jobs, listener, storage } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    void listener.start();
+    cleanups.unshift(() => listener.stop());
     const server = app.listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     cleanups.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -47,6 +47,7 @@ export function accountRoutes(accounts: AccountsService) {
     defineRoute({
       method: 'post', path: '/v1/auth/api-keys/rotate', operationId: 'rotateApiKey', tag, auth: 'developer', rateLimit: 'auth',
       summary: 'Generate a new API key; the previous key stops working at once', response: s.ApiKeyResult,
+      description: 'The answer comes once no server process accepts the previous key any more (each drops it from its memory first).',
       handler: async ({ actor }) => ({ api_key: await accounts.rotateApiKey(actor.developerId) }),
     }),
     defineRoute({

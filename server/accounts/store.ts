@@ -1,5 +1,5 @@
 import { hotQuery, type Db } from '../db/knex.js';
-import { countHitCte } from '../http/rate-limit.js';
+import { API_KEY_REVOKED_CHANNEL } from './api-key-cache.js';
 
 export interface DeveloperRow {
   id: string;
@@ -83,36 +83,36 @@ export function createAccountsStore(db: Db) {
         .count<{ count: string }[]>('* as count')
         .then((r) => Number(r[0]!.count)),
 
-    /** Revokes the active key and stores the new one, atomically: exactly one key works afterwards. */
+    /**
+     * Revokes the active key and stores the new one, atomically: exactly one key works afterwards.
+     * Every server process is told of the revoked keys when the transaction commits (their caches
+     * drop them); answers the revoked key ids.
+     */
     rotateApiKey: (developerId: string, keyId: string, secretHash: string) =>
       db.transaction(async (trx) => {
         // Concurrent rotations queue on the developer row; otherwise each would revoke only the key
         // it saw and both inserts would collide on the one-active-key index.
         await trx('developers').where({ id: developerId }).forUpdate().first('id');
-        await trx('api_keys').where({ developer_id: developerId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+        const revoked: { id: string }[] = await trx('api_keys')
+          .where({ developer_id: developerId })
+          .whereNull('revoked_at')
+          .update({ revoked_at: trx.fn.now() })
+          .returning('id');
+        for (const { id } of revoked) await trx.raw('SELECT pg_notify(?, ?)', [API_KEY_REVOKED_CHANNEL, id]);
         await trx('api_keys').insert({ id: keyId, developer_id: developerId, secret_hash: secretHash });
+        return revoked.map((r) => r.id);
       }),
 
-    /**
-     * The active key's owner and secret hash and, in the same statement, one request counted in the
-     * owner's rate-limit bucket (`bucketPrefix` + developer id) when the hash matches: every API-key
-     * request costs one round trip for both. `hits` is null when nothing was counted. Comparing the
-     * hash in SQL (not in constant time) only decides the counting and reveals nothing usable: it is
-     * the SHA-256 of a 256-bit secret; the service still decides validity with `safeEqual`.
-     */
-    findActiveApiKeyCountingHit: async (keyId: string, secretHash: string, hit: { bucketPrefix: string; windowStart: Date }) => {
-      const rows = await hotQuery<{ developer_id: string; secret_hash: string; hits: number | null }>(
-        db,
-        `WITH api_key AS (
-           SELECT developer_id, secret_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL
-         ), hit AS (
-           ${countHitCte({ bucket: '$2 || developer_id', windowStart: '$3', from: 'api_key WHERE secret_hash = $4' })}
-         )
-         SELECT developer_id, secret_hash, (SELECT hits FROM hit) AS hits FROM api_key`,
-        [keyId, hit.bucketPrefix, hit.windowStart, secretHash],
-      );
-      return rows[0];
-    },
+    /** The active key's owner and secret hash; the service compares the hash in constant time. */
+    findActiveApiKey: async (keyId: string) =>
+      (
+        await hotQuery<{ developer_id: string; secret_hash: string }>(
+          db,
+          'SELECT developer_id, secret_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL',
+          [keyId],
+          'accounts.active_api_key',
+        )
+      )[0],
 
     insertRefreshToken: (row: Omit<RefreshTokenRow, 'rotated_at' | 'revoked_at'>, db_: Db = db) => db_('refresh_tokens').insert(row),
 

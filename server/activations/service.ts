@@ -1,16 +1,13 @@
 import type { Clock } from '../clock.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
-import { rateLimited, type RateLimiter, type RateRule } from '../http/rate-limit.js';
+import type { LicenseLimits, RateLimitReport } from '../http/license-limits.js';
+import { rateLimited } from '../http/rate-window.js';
 import { NO_COMMITMENT_TRIAL_DAYS, assertUsable, isUnstartedTrial } from '../licenses/rules.js';
 import type { Keyring } from '../signing/keyring.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
-import type { LicenseRead } from '../licenses/store.js';
 import type { ActivateInput, ActivationResult, DeviceReport, RefreshInput } from './schemas.js';
-import type { ActivationsStore, LicenseForRuntime } from './store.js';
-
-/** SPEC.md: at most 5 activation requests per 10 minutes per license. */
-export const ACTIVATION_VELOCITY: RateRule = { limit: 5, windowSeconds: 600 };
+import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -20,33 +17,15 @@ const deviceLimitExceeded = (limit: number) =>
     `The license is already active on ${limit} device(s), its limit; deactivate one or reset devices`,
   );
 
-/** Whether `buildId` names a build of `appId`; the builds domain provides it. */
-export type BuildLookup = (appId: string, buildId: string) => Promise<boolean>;
-
-export function createActivationsService(deps: {
-  store: ActivationsStore;
-  clock: Clock;
-  keyring: Keyring;
-  rateLimiter: RateLimiter;
-  buildExists: BuildLookup;
-}) {
-  const { store, clock, keyring, rateLimiter, buildExists } = deps;
+export function createActivationsService(deps: { store: ActivationsStore; clock: Clock; keyring: Keyring; limits: LicenseLimits }) {
+  const { store, clock, keyring, limits } = deps;
 
   /**
-   * Activates the device on a non-trial license: a known device re-activates, a new one takes a
-   * free slot. Not claimed means the license filled up or was revoked meanwhile; re-reads say which.
+   * A usable non-trial license the activation statement did not activate the device on: the
+   * license filled up or was revoked meanwhile, or a concurrent activation of this same device
+   * took the last slot (then it is known now). Re-reads say which.
    */
-  async function claimOrRefuse(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<void> {
-    let claim;
-    try {
-      claim = await store.claimDevice(license.id, device, report, now);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      // The same new device was activated by a concurrent request first: it is known now.
-      claim = await store.claimDevice(license.id, device, report, now);
-    }
-    if (claim.known || claim.added) return;
-    // A concurrent activation of this same device may have taken the last slot: then it is known.
+  async function refuseOrTouch(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<void> {
     if (await store.touchDevice(license.id, device, report, now)) return;
     assertUsable(await store.findById(license.id, now));
     throw deviceLimitExceeded(license.device_limit);
@@ -56,7 +35,7 @@ export function createActivationsService(deps: {
    * Trials also spend a computer's trial allowance, so they run in a transaction serialised per
    * computer and app: a known device re-activates; a new one needs a trial left, then a slot.
    */
-  function activateTrial(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<LicenseRead> {
+  function activateTrial(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<RuntimeLicense> {
     return store.transaction(async (trx) => {
       await store.lockTrialSlot(trx, license.app_id, device);
       if (await store.touchDevice(license.id, device, report, now, trx)) return license;
@@ -75,37 +54,45 @@ export function createActivationsService(deps: {
     /**
      * Rules in SPEC.md's order, the first failure wins: unknown or revoked key (401), expired (403),
      * unknown build (404), velocity (429); then a known device re-activates without taking a slot,
-     * and a new one needs a free trial (403) and a free slot (403).
+     * and a new one needs a free trial (403) and a free slot (403). A non-trial activation is one
+     * statement. `report` gets the license's velocity count, for the RateLimit headers.
      */
-    async activate(input: ActivateInput): Promise<ActivationResult> {
+    async activate(input: ActivateInput, report: RateLimitReport): Promise<ActivationResult> {
       const now = clock.now();
-      const { device_fingerprint: device, license_key, build_id, ...report } = input;
-      const velocityWindow = rateLimiter.windowOf(ACTIVATION_VELOCITY);
-      const found = await store.findByKeyCountingActivation(license_key, now, {
-        bucketPrefix: 'activation:',
-        windowStart: velocityWindow.start,
-      });
+      const { device_fingerprint: device, license_key: licenseKey, build_id: buildId, ...deviceReport } = input;
+      const velocity = limits.window('activation');
+      const activation = { licenseKey, buildId, device, report: deviceReport };
+      let found: ActivationLookup | undefined;
+      try {
+        found = await store.activate(activation, velocity, now);
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        // A concurrent request activated this same new device first (and this statement, velocity
+        // count included, was undone): the device is known now.
+        found = await store.activate(activation, velocity, now);
+      }
       assertUsable(found);
-      if (build_id !== null) {
-        assertThat(await buildExists(found.app_id, build_id), 'BUILD_NOT_FOUND', 'No such build of this app');
+      // Reported only for a usable license: a revoked key must read like one that never existed.
+      const decision = velocity.decideFor(found.velocity_hits, found.device_limit);
+      report(decision);
+      assertThat(found.build_known, 'BUILD_NOT_FOUND', 'No such build of this app');
+      if (!decision.allowed) {
+        throw rateLimited(decision.resetSeconds, `Too many activations of this license; retry in ${decision.resetSeconds} seconds`);
       }
-      const velocity = velocityWindow.decide(found.velocity_hits ?? 1);
-      if (!velocity.allowed) {
-        throw rateLimited(velocity.resetSeconds, `Too many activations of this license; retry in ${velocity.resetSeconds} seconds`);
-      }
-      let license: LicenseRead = found;
-      if (found.license_type === 'trial') license = await activateTrial(found, device, report, now);
-      else await claimOrRefuse(found, device, report, now);
+      let license: RuntimeLicense = found;
+      if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
+      else if (!found.device_known && !found.device_added) await refuseOrTouch(found, device, deviceReport, now);
       return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now);
     },
 
     /**
      * A new token for a device already activated. Fails like activation once the license is revoked
-     * or expired, and with DEVICE_NOT_ACTIVATED once the device was reset.
+     * or expired, and with DEVICE_NOT_ACTIVATED once the device was reset; 429 past the license's
+     * refresh limit. One statement; `report` gets the license's refresh count.
      */
-    async refresh(input: RefreshInput): Promise<ActivationResult> {
+    async refresh(input: RefreshInput, report: RateLimitReport): Promise<ActivationResult> {
       const now = clock.now();
-      const { credential, report } = input;
+      const { credential, report: deviceReport } = input;
       let by: { id: string } | { key: string };
       let device: string;
       if (credential.kind === 'token') {
@@ -116,8 +103,14 @@ export function createActivationsService(deps: {
         by = { key: credential.license_key };
         device = credential.device_fingerprint;
       }
-      const license = await store.findTouchingDevice(by, device, report, now);
+      const refreshes = limits.window('refresh');
+      const license = await store.refresh(by, device, deviceReport, refreshes, now);
       assertUsable(license);
+      const decision = refreshes.decideFor(license.refresh_hits, license.device_limit);
+      report(decision);
+      if (!decision.allowed) {
+        throw rateLimited(decision.resetSeconds, `Too many token refreshes of this license; retry in ${decision.resetSeconds} seconds`);
+      }
       assertThat(
         license.device_known,
         'DEVICE_NOT_ACTIVATED',

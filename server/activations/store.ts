@@ -1,116 +1,161 @@
 import type { Knex } from 'knex';
-import type { Db } from '../db/knex.js';
-import { countHitCte } from '../http/rate-limit.js';
+import { hotQuery, type Db } from '../db/knex.js';
+import { countHitCte, type LicenseLimitWindow } from '../http/license-limits.js';
 import { EFFECTIVE_STATUS_SQL } from '../licenses/rules.js';
 import type { LicenseRead } from '../licenses/store.js';
 import type { DeviceReport } from './schemas.js';
 
+/** What the runtime reads of a license: what its rules and the token need. */
+export type RuntimeLicense = Pick<LicenseRead, 'id' | 'app_id' | 'license_type' | 'features' | 'device_limit' | 'expires_at' | 'effective_status'>;
+
 /** A license with the settings of its app that activation applies. */
-export interface LicenseForRuntime extends LicenseRead {
+export interface LicenseForRuntime extends RuntimeLicense {
   offline_grace_hours: number;
   trials_per_computer: number;
 }
 
-/** Its one binding is the current time (EFFECTIVE_STATUS_SQL's). */
-const RUNTIME_LICENSE = `
-  SELECT licenses.*, (${EFFECTIVE_STATUS_SQL}) AS effective_status, apps.offline_grace_hours, apps.trials_per_computer
+/** The license of an activation, what the same statement found and did, and its velocity count. */
+export interface ActivationLookup extends LicenseForRuntime {
+  build_known: boolean;
+  velocity_hits: number;
+  /** The device was activated already: its launch is recorded. */
+  device_known: boolean;
+  /** The device took a free slot. */
+  device_added: boolean;
+}
+
+// Every statement here binds the current time as $1; those about a device bind it as $2-$5 (`deviceBindings`).
+// The hot ones are prepared statements (parsed and planned once per connection): they name their
+// columns, as a `*` that a migration widens would fail them ("cached plan must not change result type").
+const STATUS_AT_$1 = EFFECTIVE_STATUS_SQL.replace('?', '$1');
+
+const LICENSE_COLUMNS = `licenses.id, licenses.app_id, licenses.license_type, licenses.features, licenses.device_limit,
+  licenses.expires_at, (${STATUS_AT_$1}) AS effective_status`;
+
+const runtimeLicenseSql = (extraColumns = '') => `
+  SELECT ${LICENSE_COLUMNS}, apps.offline_grace_hours, apps.trials_per_computer${extraColumns}
   FROM licenses JOIN apps ON apps.id = licenses.app_id`;
 
+const deviceBindings = (fingerprintHash: string, report: DeviceReport, now: Date) => [
+  now,
+  fingerprintHash,
+  report.platform ?? null,
+  report.engine_version ?? null,
+  report.app_version ?? null,
+];
+
 /**
- * Records a launch of a known device. Fields the runtime did not report stay as they were (an
- * older SDK that omits one does not erase it). Bindings: `reportBindings`, then the license id if
- * `licenseIdSql` is a placeholder, then the fingerprint hash.
+ * Records a launch of a known device of the license `licenseId` (an SQL expression). Fields the
+ * runtime did not report stay as they were (an older SDK that omits one does not erase it).
  */
-const touchDeviceSql = (licenseIdSql: string) => `
-  UPDATE devices SET last_seen_at = ?, platform = coalesce(?, platform),
-    engine_version = coalesce(?, engine_version), app_version = coalesce(?, app_version)
-  WHERE license_id = ${licenseIdSql} AND fingerprint_hash = ? RETURNING 1`;
+const touchDeviceSql = (licenseId: string) => `
+  UPDATE devices SET last_seen_at = $1, platform = coalesce($3, platform),
+    engine_version = coalesce($4, engine_version), app_version = coalesce($5, app_version)
+  WHERE license_id = ${licenseId} AND fingerprint_hash = $2 RETURNING 1`;
 
-const reportBindings = (report: DeviceReport, now: Date) => [now, report.platform ?? null, report.engine_version ?? null, report.app_version ?? null];
+/**
+ * A new device takes a slot of the license `licenseId` if it has one and is not revoked, unless
+ * CTE `touched` found the device known. The UPDATE's condition is re-checked on the latest row
+ * after any lock wait, so concurrent claims in any process never exceed the limit. Two claims of
+ * the same new device race to the primary key: the loser's statement fails whole (unique
+ * violation), slot included. Defines CTEs `slot` and `added`.
+ */
+const claimSlotSql = (licenseId: string) => `
+  slot AS (
+    UPDATE licenses SET device_count = device_count + 1
+    WHERE id = ${licenseId} AND status <> 'REVOKED' AND device_count < device_limit AND NOT EXISTS (SELECT 1 FROM touched)
+    RETURNING id
+  ), added AS (
+    INSERT INTO devices (license_id, fingerprint_hash, platform, engine_version, app_version, first_seen_at, last_seen_at)
+    SELECT id, $2, $3, $4, $5, $1, $1 FROM slot RETURNING 1
+  )`;
 
-async function rowsOf<T>(q: Knex, sql: string, bindings: unknown[]): Promise<T[]> {
-  return (await q.raw<{ rows: T[] }>(sql, bindings as Knex.RawBinding[])).rows;
-}
+/**
+ * Activation in one round trip. $6 license key, $7/$8 velocity bucket prefix and window, $9 the
+ * velocity limit, $10 build id or null. The key's license with `build_known` (null, or a build of
+ * the license's app in any status: an installed copy stays valid); the request counted
+ * in the license's velocity window; then, only for a usable non-trial license of a known build
+ * within the velocity limit, the device is touched if known or takes a slot. What refused the
+ * request (rules in SPEC.md's order) the service reads from the row. Trials, which also spend a
+ * computer's trial allowance, claim in a transaction of their own.
+ */
+const ACTIVATE_SQL = `
+  WITH lic AS (
+    ${runtimeLicenseSql(`, ($10::text IS NULL OR EXISTS (SELECT 1 FROM builds WHERE builds.id = $10 AND builds.app_id = licenses.app_id)) AS build_known`)}
+    WHERE licenses.license_key = $6
+  ), hit AS (
+    ${countHitCte({ bucket: '$7::text || lic.id', windowStart: '$8::timestamptz', from: 'lic' })}
+  ), claimable AS (
+    SELECT lic.id FROM lic, hit
+    WHERE lic.effective_status NOT IN ('REVOKED', 'EXPIRED') AND lic.build_known AND hit.hits <= $9 AND lic.license_type <> 'trial'
+  ), touched AS (${touchDeviceSql('(SELECT id FROM claimable)')}
+  ), ${claimSlotSql('(SELECT id FROM claimable)')}
+  SELECT lic.*, (SELECT hits FROM hit) AS velocity_hits,
+    EXISTS (SELECT 1 FROM touched) AS device_known, EXISTS (SELECT 1 FROM added) AS device_added
+  FROM lic`;
+
+/** Claims a slot of license $6 for the device (or touches it when known). */
+const CLAIM_SQL = `
+  WITH touched AS (${touchDeviceSql('$6')}), ${claimSlotSql('$6')}
+  SELECT EXISTS (SELECT 1 FROM touched) AS known, EXISTS (SELECT 1 FROM added) AS added`;
+
+/**
+ * Refresh in one round trip. $6 license id or key, $7/$8 refresh bucket prefix and window, $9 the
+ * refresh limit per seat. The license, the request counted in its refresh window and, within the
+ * limit, a launch of the device if it is activated.
+ */
+const refreshSql = (by: 'id' | 'license_key') => `
+  WITH lic AS (${runtimeLicenseSql()} WHERE licenses.${by} = $6
+  ), hit AS (
+    ${countHitCte({ bucket: '$7::text || lic.id', windowStart: '$8::timestamptz', from: 'lic' })}
+  ), touched AS (${touchDeviceSql('(SELECT lic.id FROM lic, hit WHERE hit.hits <= $9::bigint * lic.device_limit)')})
+  SELECT lic.*, (SELECT hits FROM hit) AS refresh_hits, EXISTS (SELECT 1 FROM touched) AS device_known FROM lic`;
+const REFRESH_BY_ID = refreshSql('id');
+const REFRESH_BY_KEY = refreshSql('license_key');
 
 /** Runtime reads and writes: not scoped by developer, the license key (or a signed token) is the credential. */
 export function createActivationsStore(db: Db) {
   return {
-    /**
-     * The license of a key, counting this activation in the license's velocity window by the same
-     * round trip (`velocity_hits`; null when there is no such license).
-     */
-    findByKeyCountingActivation: async (licenseKey: string, now: Date, velocity: { bucketPrefix: string; windowStart: Date }) =>
+    /** Looks the key up, counts the request in `velocity` and, where the rules allow, activates the device (ACTIVATE_SQL). */
+    activate: async (input: { licenseKey: string; buildId: string | null; device: string; report: DeviceReport }, velocity: LicenseLimitWindow, now: Date) =>
       (
-        await rowsOf<LicenseForRuntime & { velocity_hits: number | null }>(
+        await hotQuery<ActivationLookup>(
           db,
-          `WITH lic AS (${RUNTIME_LICENSE} WHERE licenses.license_key = ?),
-           hit AS (${countHitCte({ bucket: '?::text || lic.id', windowStart: '?::timestamptz', from: 'lic' })})
-           SELECT lic.*, (SELECT hits FROM hit) AS velocity_hits FROM lic`,
-          [now, licenseKey, velocity.bucketPrefix, velocity.windowStart],
+          ACTIVATE_SQL,
+          [...deviceBindings(input.device, input.report, now), input.licenseKey, velocity.bucketPrefix, velocity.start, velocity.limit, input.buildId],
+          'activations.activate',
         )
       )[0],
 
-    findById: async (id: string, now: Date) => (await rowsOf<LicenseForRuntime>(db, `${RUNTIME_LICENSE} WHERE licenses.id = ?`, [now, id]))[0],
-
-    /** The license of a runtime credential and, in the same round trip, a launch of the device if it is activated. */
-    findTouchingDevice: async (by: { id: string } | { key: string }, fingerprintHash: string, report: DeviceReport, now: Date) =>
+    /** The license of a runtime credential, the request counted in `refreshes`, and a launch of the device if it is activated. */
+    refresh: async (by: { id: string } | { key: string }, device: string, report: DeviceReport, refreshes: LicenseLimitWindow, now: Date) =>
       (
-        await rowsOf<LicenseForRuntime & { device_known: boolean }>(
+        await hotQuery<LicenseForRuntime & { refresh_hits: number; device_known: boolean }>(
           db,
-          `WITH lic AS (${RUNTIME_LICENSE} WHERE ${'id' in by ? 'licenses.id' : 'licenses.license_key'} = ?),
-           touched AS (${touchDeviceSql('(SELECT id FROM lic)')})
-           SELECT lic.*, EXISTS (SELECT 1 FROM touched) AS device_known FROM lic`,
-          [now, 'id' in by ? by.id : by.key, ...reportBindings(report, now), fingerprintHash],
+          'id' in by ? REFRESH_BY_ID : REFRESH_BY_KEY,
+          [...deviceBindings(device, report, now), 'id' in by ? by.id : by.key, refreshes.bucketPrefix, refreshes.start, refreshes.limit],
+          'id' in by ? 'activations.refresh_by_id' : 'activations.refresh_by_key',
         )
       )[0],
+
+    findById: async (id: string, now: Date) => (await hotQuery<LicenseForRuntime>(db, `${runtimeLicenseSql()} WHERE licenses.id = $2`, [now, id]))[0],
 
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
 
     /** Records a launch of a known device; false when the device is not activated on the license. */
-    touchDevice: async (licenseId: string, fingerprintHash: string, report: DeviceReport, now: Date, q: Knex = db) =>
-      (await rowsOf(q, touchDeviceSql('?'), [...reportBindings(report, now), licenseId, fingerprintHash])).length === 1,
+    touchDevice: async (licenseId: string, fingerprintHash: string, report: DeviceReport, now: Date, q: Db = db) =>
+      (await hotQuery(q, touchDeviceSql('$6'), [...deviceBindings(fingerprintHash, report, now), licenseId])).length === 1,
 
-    /**
-     * One statement: a known device is touched; a new one takes a slot if the license has one and is
-     * not revoked. The slot UPDATE's condition is re-checked on the latest row after any lock wait,
-     * so concurrent claims in any process never exceed the limit. Two claims of the same new device
-     * race to the primary key: the loser's statement fails whole (unique violation), slot included.
-     */
-    claimDevice: async (licenseId: string, fingerprintHash: string, report: DeviceReport, now: Date, q: Knex = db) =>
-      (
-        await rowsOf<{ known: boolean; added: boolean }>(
-          q,
-          `WITH touched AS (${touchDeviceSql('?')}),
-           slot AS (
-             UPDATE licenses SET device_count = device_count + 1
-             WHERE id = ? AND status <> 'REVOKED' AND device_count < device_limit AND NOT EXISTS (SELECT 1 FROM touched)
-             RETURNING id),
-           added AS (
-             INSERT INTO devices (license_id, fingerprint_hash, platform, engine_version, app_version, first_seen_at, last_seen_at)
-             SELECT id, ?, ?, ?, ?, ?, ? FROM slot RETURNING 1)
-           SELECT EXISTS (SELECT 1 FROM touched) AS known, EXISTS (SELECT 1 FROM added) AS added`,
-          [
-            ...reportBindings(report, now),
-            licenseId,
-            fingerprintHash,
-            licenseId,
-            fingerprintHash,
-            report.platform ?? null,
-            report.engine_version ?? null,
-            report.app_version ?? null,
-            now,
-            now,
-          ],
-        )
-      )[0]!,
+    /** One statement: a known device is touched; a new one takes a slot (CLAIM_SQL). */
+    claimDevice: async (licenseId: string, fingerprintHash: string, report: DeviceReport, now: Date, q: Db = db) =>
+      (await hotQuery<{ known: boolean; added: boolean }>(q, CLAIM_SQL, [...deviceBindings(fingerprintHash, report, now), licenseId]))[0]!,
 
     /** Starts the no-commitment trial clock once (the first activation wins); the license as it now reads. */
     startTrialClock: (trx: Knex.Transaction, id: string, expiresAt: Date, now: Date) =>
-      rowsOf<LicenseRead>(
+      hotQuery<RuntimeLicense>(
         trx,
-        `UPDATE licenses SET expires_at = coalesce(expires_at, ?), updated_at = ? WHERE id = ?
-         RETURNING licenses.*, (${EFFECTIVE_STATUS_SQL}) AS effective_status`,
-        [expiresAt, now, id, now],
+        `UPDATE licenses SET expires_at = coalesce(expires_at, $2), updated_at = $1 WHERE id = $3 RETURNING ${LICENSE_COLUMNS}`,
+        [now, expiresAt, id],
       ).then((r) => r[0]!),
 
     /**

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomInt, scrypt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomInt, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (
@@ -32,7 +32,8 @@ export function randomHumanCode(length: number): string {
 }
 
 export function sha256Hex(value: string | Buffer): string {
-  return createHash('sha256').update(value).digest('hex');
+  // One-shot: a third of createHash's cost, and every API-key request hashes its key.
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time equality of two strings (length differences leak only the length). */

@@ -1,7 +1,6 @@
 import type Koa from 'koa';
 import { RequestError } from '../errors.js';
 import { safeEqual } from '../crypto/secrets.js';
-import { rateSubject, type RateWindow } from './rate-limit.js';
 
 /** Who may call an operation: anyone, a developer (access token or API key), or the operator. */
 export type AuthMode = 'none' | 'developer' | 'admin';
@@ -9,24 +8,19 @@ export type AuthMode = 'none' | 'developer' | 'admin';
 export interface Actor {
   developerId: string;
   via: 'access_token' | 'api_key';
-  /** This request's count in the developer's rate-limit window, when verifying the credential took it. */
-  rateLimitHits?: number;
 }
 
 export interface CredentialVerifiers {
   /** Developer id of a valid, unexpired access token, else null. */
   accessToken(token: string): string | null;
-  /** Developer of the active API key, else null; counts the request in the developer's bucket `hit` names. */
-  apiKey(key: string, hit: { bucketPrefix: string; windowStart: Date }): Promise<{ developerId: string; hits: number | null } | null>;
+  /** Developer id of the active API key, else null. */
+  apiKey(key: string): Promise<string | null>;
   isApiKey(credential: string): boolean;
 }
 
 export interface Authenticator {
-  /**
-   * The actor behind the request's credentials, or null when there are none or they are invalid.
-   * An API key is looked up and counted in `rateWindow` in one query (`rateLimitHits`).
-   */
-  resolve(ctx: Koa.Context, mode: AuthMode, rateWindow: RateWindow): Promise<Actor | null>;
+  /** The actor behind the request's credentials, or null when there are none or they are invalid. */
+  resolve(ctx: Koa.Context, mode: AuthMode): Promise<Actor | null>;
   /** Throws the 401/404 that fits the missing or invalid credential. */
   reject(ctx: Koa.Context, mode: AuthMode): Promise<never>;
 }
@@ -35,7 +29,7 @@ const BEARER = /^Bearer\s+(\S+)$/i;
 
 export function createAuthenticator(verify: CredentialVerifiers, adminToken: string | undefined): Authenticator {
   return {
-    async resolve(ctx, mode, rateWindow) {
+    async resolve(ctx, mode) {
       if (mode === 'none') return null;
       const bearer = BEARER.exec(ctx.get('authorization'))?.[1];
       if (mode === 'admin') {
@@ -49,8 +43,8 @@ export function createAuthenticator(verify: CredentialVerifiers, adminToken: str
       }
       const key = bearer ?? headerKey;
       if (!key) return null;
-      const found = await verify.apiKey(key, { bucketPrefix: rateWindow.bucket(rateSubject.developer('')), windowStart: rateWindow.start });
-      return found ? { developerId: found.developerId, via: 'api_key', rateLimitHits: found.hits ?? undefined } : null;
+      const developerId = await verify.apiKey(key);
+      return developerId ? { developerId, via: 'api_key' } : null;
     },
 
     async reject(ctx, mode) {

@@ -1,22 +1,49 @@
 import type Koa from 'koa';
 import { RequestError } from '../errors.js';
 
-/** Reads the raw request body up to `limit` bytes; 413 past it, without buffering the excess. */
-export async function readRawBody(ctx: Koa.Context, limit: number): Promise<Buffer> {
+/**
+ * Reads the raw request body up to `limit` bytes; 413 past it, without buffering the excess. The
+ * excess is drained, not the connection destroyed (the client may still be sending): it sees the
+ * 413 instead of a reset, and the connection stays usable.
+ */
+export function readRawBody(ctx: Koa.Context, limit: number): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || 0);
-  if (declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      ctx.req.unpipe();
-      ctx.req.resume(); // drain the rest so the client sees the 413 instead of a reset
-      throw tooLarge(limit);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
+  if (declared > limit) return Promise.reject(tooLarge(limit));
+  const req = ctx.req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Methods, not named functions: tsx wraps each named function it creates in a naming call.
+    const on = {
+      data(chunk: Buffer) {
+        size += chunk.length;
+        if (size <= limit) {
+          chunks.push(chunk);
+          return;
+        }
+        on.stop();
+        req.unpipe();
+        req.resume();
+        reject(tooLarge(limit));
+      },
+      end() {
+        on.stop();
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      },
+      error(err: Error) {
+        on.stop();
+        reject(err);
+      },
+      stop() {
+        req.off('data', on.data);
+        req.off('end', on.end);
+        req.off('error', on.error);
+      },
+    };
+    req.on('data', on.data);
+    req.on('end', on.end);
+    req.on('error', on.error);
+  });
 }
 
 function tooLarge(limit: number): RequestError {

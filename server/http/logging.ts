@@ -34,13 +34,26 @@ export function redactUrl(url: string): string {
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;
 
+/** `ctx.state` of a request: its child logger (carrying the request id) is built only if something logs. */
+class RequestState {
+  #log: Logger | undefined;
+  constructor(
+    private readonly root: Logger,
+    readonly requestId: string,
+  ) {}
+
+  get log(): Logger {
+    return (this.#log ??= this.root.child({ req_id: this.requestId }));
+  }
+}
+
 /** Gives each request an id (the caller's `X-Request-Id` when well-formed), a child logger and one access-log line. */
 export function requestLogging(log: Logger): Koa.Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get('x-request-id');
     const id = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', id);
-    ctx.state.log = log.child({ req_id: id });
+    ctx.state = new RequestState(log, id);
     const started = process.hrtime.bigint();
     try {
       await next();

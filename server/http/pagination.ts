@@ -10,23 +10,27 @@ export const PageQuery = z.object({
 });
 export type Page = z.infer<typeof PageQuery>;
 
+/** The query string without `limit` and `offset`, ending in `&` when anything (a filter) is left. */
+function otherParams(querystring: string): string {
+  if (querystring === '') return '';
+  const params = new URLSearchParams(querystring);
+  params.delete('limit');
+  params.delete('offset');
+  const rest = params.toString();
+  return rest === '' ? '' : `${rest}&`;
+}
+
 /**
  * The body of a list stays the bare JSON array; the total goes in `X-Total-Count` and the
- * neighbouring pages in an RFC 8288 `Link` header.
+ * neighbouring pages in an RFC 8288 `Link` header. Built by plain concatenation (no URL object,
+ * no closure): lists are the hottest reads.
  */
 export function setPageHeaders(ctx: Koa.Context, page: Page, total: number): void {
   ctx.set('X-Total-Count', String(total));
-  const links: string[] = [];
-  // Only the query string is parsed, once per list (no URL object): lists are the hottest reads.
-  const params = new URLSearchParams(ctx.querystring);
-  params.set('limit', String(page.limit));
-  const link = (offset: number, rel: string) => {
-    params.set('offset', String(offset));
-    links.push(`<${ctx.path}?${params}>; rel="${rel}"`);
-  };
-  link(0, 'first');
-  if (page.offset > 0) link(Math.max(0, page.offset - page.limit), 'prev');
-  if (page.offset + page.limit < total) link(page.offset + page.limit, 'next');
-  if (total > 0) link(Math.floor((total - 1) / page.limit) * page.limit, 'last');
-  ctx.set('Link', links.join(', '));
+  const base = `<${ctx.path}?${otherParams(ctx.querystring)}limit=${page.limit}&offset=`;
+  let links = `${base}0>; rel="first"`;
+  if (page.offset > 0) links += `, ${base}${Math.max(0, page.offset - page.limit)}>; rel="prev"`;
+  if (page.offset + page.limit < total) links += `, ${base}${page.offset + page.limit}>; rel="next"`;
+  if (total > 0) links += `, ${base}${Math.floor((total - 1) / page.limit) * page.limit}>; rel="last"`;
+  ctx.set('Link', links);
 }

@@ -1,29 +1,27 @@
 import type Koa from 'koa';
-import { RequestError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import { hotQuery, type Db } from '../db/knex.js';
+import type { Db } from '../db/knex.js';
+import { createProcessCounters } from './process-counters.js';
+import { createLeasedCounters } from './rate-lease.js';
+import { enforce, fixedWindow, type RateRule } from './rate-window.js';
 
-/** SPEC.md's Limits table; one entry per class of operation. */
+/**
+ * The class of each operation (SPEC.md's Limits table), counted per developer behind any of their
+ * credentials, else per address, in PostgreSQL so the limits hold across processes.
+ * `runtime`: activation, refresh and the other calls of installed apps are limited per license
+ * (LICENSE_LIMITS, counted by the statement that finds the license); in front of them only this
+ * coarse per-address guard, counted in each process's memory: it costs no round trip, and an
+ * office of many seats behind one address is not held to one shared count.
+ */
 export const RATE_LIMITS = {
-  auth: { limit: 10, windowSeconds: 60 },
-  apps: { limit: 60, windowSeconds: 60 },
-  builds: { limit: 30, windowSeconds: 60 },
-  general: { limit: 100, windowSeconds: 60 },
-} as const satisfies Record<string, RateRule>;
+  auth: { limit: 10, windowSeconds: 60, counted: 'database' },
+  apps: { limit: 60, windowSeconds: 60, counted: 'database' },
+  builds: { limit: 30, windowSeconds: 60, counted: 'database' },
+  general: { limit: 100, windowSeconds: 60, counted: 'database' },
+  runtime: { limit: 600, windowSeconds: 60, counted: 'process' },
+} as const satisfies Record<string, RateRule & { counted: 'database' | 'process' }>;
 
 export type RateLimitClass = keyof typeof RATE_LIMITS;
-
-export interface RateRule {
-  limit: number;
-  windowSeconds: number;
-}
-
-export interface RateDecision {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  resetSeconds: number;
-}
 
 /** Who a request counts against: the developer behind any of their credentials, else the address. */
 export const rateSubject = {
@@ -31,95 +29,28 @@ export const rateSubject = {
   address: (ip: string) => `ip:${ip}`,
 };
 
-/** The current fixed window of one class of operation, taken once per request. */
-export interface RateWindow {
-  start: Date;
-  /** The bucket of a subject in this class. */
-  bucket(subject: string): string;
-  /** Counts one request of `subject`; sets the RateLimit headers; throws 429 past the limit. */
-  count(ctx: Koa.Context, subject: string): Promise<void>;
-  /** Does what `count` does with a count some other statement took (see `verifyApiKey`). */
-  settle(ctx: Koa.Context, hits: number): void;
-}
-
 export interface RateLimiter {
-  /** Counts one request of `cls` for `key`; sets the RateLimit headers; throws 429 past the limit. */
-  hit(ctx: Koa.Context, cls: RateLimitClass, key: string): Promise<void>;
-  window(cls: RateLimitClass): RateWindow;
-  /** Counts one event in a named bucket under an explicit rule (services' own limits). */
-  consume(bucket: string, rule: RateRule): Promise<RateDecision>;
-  /** The current window of `rule`, for a service that counts the hit inside a query of its own. */
-  windowOf(rule: RateRule): { start: Date; decide(hits: number): RateDecision };
+  /** Counts one request of class `cls` by `subject`; sets the RateLimit headers; throws 429 past the limit. */
+  admit(ctx: Koa.Context, cls: RateLimitClass, subject: string): Promise<void>;
   /** Forgets windows that ended long ago. */
   sweep(): Promise<void>;
 }
 
-const bucketName = (cls: RateLimitClass, subject: string) => `${cls}:${subject}`;
-
-const COUNT_HIT_SQL = countHitCte({ bucket: '$1::text', windowStart: '$2::timestamptz', from: '(VALUES (1)) AS one' });
-
-/**
- * Fixed-window counters in PostgreSQL, so limits hold across every server process. One upsert per
- * request on an UNLOGGED table keeps the cost to a single round trip with no WAL flush.
- */
 export function createRateLimiter(db: Db, clock: Clock, multiplier: number): RateLimiter {
-  // Per-request objects use method shorthand: tsx (esbuild keepNames) wraps every arrow function
-  // it creates in a naming call, which showed in profiles of the request path.
-
-  /** The window `rule` is in now, and how a count in it turns into a decision. */
-  function currentWindow(rule: RateRule) {
-    const limit = Math.max(1, Math.floor(rule.limit * multiplier));
-    const windowMs = rule.windowSeconds * 1000;
-    const now = clock.now().getTime();
-    const start = Math.floor(now / windowMs) * windowMs;
-    return {
-      start: new Date(start),
-      decide(hits: number): RateDecision {
-        return {
-          allowed: hits <= limit,
-          limit,
-          remaining: Math.max(0, limit - hits),
-          resetSeconds: Math.max(1, Math.ceil((start + windowMs - now) / 1000)),
-        };
-      },
-    };
-  }
-
-  async function countHit(bucket: string, windowStart: Date): Promise<number> {
-    const rows = await hotQuery<{ hits: number }>(db, COUNT_HIT_SQL, [bucket, windowStart]);
-    return rows[0]!.hits;
-  }
-
-  function applyDecision(ctx: Koa.Context, d: RateDecision): void {
-    ctx.set('RateLimit-Limit', String(d.limit));
-    ctx.set('RateLimit-Remaining', String(d.remaining));
-    ctx.set('RateLimit-Reset', String(d.resetSeconds));
-    if (!d.allowed) throw rateLimited(d.resetSeconds);
-  }
-
-  function window(cls: RateLimitClass): RateWindow {
-    const { start, decide } = currentWindow(RATE_LIMITS[cls]);
-    return {
-      start,
-      bucket(subject) {
-        return bucketName(cls, subject);
-      },
-      settle(ctx, hits) {
-        applyDecision(ctx, decide(hits));
-      },
-      async count(ctx, subject) {
-        applyDecision(ctx, decide(await countHit(bucketName(cls, subject), start)));
-      },
-    };
-  }
-
+  const inDatabase = createLeasedCounters(db);
+  const inProcess = createProcessCounters();
   return {
-    window,
-    hit: (ctx, cls, key) => window(cls).count(ctx, key),
-    windowOf: currentWindow,
-    async consume(bucket, rule) {
-      const current = currentWindow(rule);
-      return current.decide(await countHit(bucket, current.start));
+    async admit(ctx, cls, subject) {
+      const rule = RATE_LIMITS[cls];
+      const now = clock.now();
+      const window = fixedWindow(rule, now, multiplier);
+      const bucket = `${cls}:${subject}`;
+      if (rule.counted === 'process') {
+        enforce(ctx, window.decide(inProcess.count(bucket, window, now.getTime())));
+        return;
+      }
+      const { allowed, remaining } = await inDatabase.take(bucket, window, now.getTime());
+      enforce(ctx, { allowed, remaining, limit: window.limit, resetSeconds: window.resetSeconds });
     },
     async sweep() {
       await db.raw(`DELETE FROM rate_limit_hits WHERE window_start < ?`, [new Date(clock.now().getTime() - 86_400_000)]);
@@ -135,21 +66,6 @@ export function createRateLimiter(db: Db, clock: Clock, multiplier: number): Rat
 export function limitUnhandledRequests(rateLimiter: RateLimiter): Koa.Middleware {
   return async (ctx, next) => {
     await next();
-    if (ctx.state.routePath === undefined && ctx.body == null) await rateLimiter.hit(ctx, 'general', rateSubject.address(ctx.ip));
+    if (ctx.state.routePath === undefined && ctx.body == null) await rateLimiter.admit(ctx, 'general', rateSubject.address(ctx.ip));
   };
-}
-
-/**
- * A CTE body that counts one hit, for hot paths that fold the count into the query they run
- * anyway: `bucket` and `windowStart` are SQL expressions, `from` the row source (no row, no hit).
- */
-export function countHitCte(parts: { bucket: string; windowStart: string; from: string }): string {
-  return `INSERT INTO rate_limit_hits (bucket, window_start, hits)
-          SELECT ${parts.bucket}, ${parts.windowStart}, 1 FROM ${parts.from}
-          ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + 1
-          RETURNING hits`;
-}
-
-export function rateLimited(retryAfterSeconds: number, detail = 'Too many requests; retry later'): RequestError {
-  return new RequestError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
 }

@@ -48,8 +48,8 @@ export interface BenchContext {
   startBaseline(name: string, env?: Record<string, string>): Promise<Service>;
   /**
    * Loads the services with the same requests (after a warm-up, in alternating rounds) and records
-   * one measurement per service, in the order given. With `overallRate`, requests are paced at that
-   * rate instead of sent as fast as the service answers.
+   * one measurement per service, in the order given. With `overallRate`, requests leave evenly
+   * spaced at that rate instead of as fast as the service answers (see `paced` in load.ts).
    */
   measure(caseName: string, services: Service[], request: RequestSpec, options?: { overallRate?: number }): Promise<Measurement[]>;
   /** Goal: Latchkey's throughput is at least `min` times the baseline's. */

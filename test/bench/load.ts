@@ -1,3 +1,5 @@
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { Service } from './processes.js';
 
@@ -33,6 +35,15 @@ export interface LoadSummary {
   serverCpuMsPerRequest: number;
 }
 
+/** What one round of load on one service measured. */
+interface Round {
+  requests: number;
+  seconds: number;
+  p50Ms: number;
+  p99Ms: number;
+  failed: number;
+}
+
 /**
  * Warms each service up, then loads them in alternating rounds (A B A B ...): a machine shared
  * with other work slows whichever runs while it is busy, and alternating spreads that over all.
@@ -40,45 +51,116 @@ export interface LoadSummary {
 export async function loadAlternating(services: Service[], request: RequestSpec, shape: LoadShape): Promise<LoadSummary[]> {
   for (const service of services) await load(service.url, request, shape.warmupSeconds, shape);
   const roundSeconds = Math.max(1, Math.round(shape.durationSeconds / shape.rounds));
-  const rounds: { result: autocannon.Result; cpuSeconds: number }[][] = services.map(() => []);
-  for (let round = 0; round < shape.rounds; round++) {
-    for (const [i, service] of services.entries()) {
+  const rounds: { round: Round; cpuSeconds: number }[][] = services.map(() => []);
+  for (let i = 0; i < shape.rounds; i++) {
+    for (const [s, service] of services.entries()) {
       const cpuBefore = service.cpuSeconds();
-      const result = await load(service.url, request, roundSeconds, shape);
-      rounds[i]!.push({ result, cpuSeconds: service.cpuSeconds() - cpuBefore });
+      const round = await load(service.url, request, roundSeconds, shape);
+      rounds[s]!.push({ round, cpuSeconds: service.cpuSeconds() - cpuBefore });
     }
   }
   return rounds.map(summarise);
 }
 
-function summarise(runs: { result: autocannon.Result; cpuSeconds: number }[]): LoadSummary {
+function summarise(runs: { round: Round; cpuSeconds: number }[]): LoadSummary {
   const sum = (f: (run: (typeof runs)[number]) => number) => runs.reduce((n, run) => n + f(run), 0);
-  const requests = sum((r) => r.result.requests.total);
+  const requests = sum((r) => r.round.requests);
   return {
-    requestsPerSecond: requests / sum((r) => r.result.duration),
-    p50Ms: sum((r) => r.result.latency.p50) / runs.length,
-    p99Ms: Math.max(...runs.map((r) => r.result.latency.p99)),
+    requestsPerSecond: requests / sum((r) => r.round.seconds),
+    p50Ms: sum((r) => r.round.p50Ms) / runs.length,
+    p99Ms: Math.max(...runs.map((r) => r.round.p99Ms)),
     requests,
-    failed: sum((r) => r.result.non2xx + r.result.errors),
+    failed: sum((r) => r.round.failed),
     serverCpuMsPerRequest: (sum((r) => r.cpuSeconds) * 1000) / requests,
   };
 }
 
-function load(url: string, request: RequestSpec, seconds: number, shape: LoadShape): Promise<autocannon.Result> {
-  const { bodyPerRequest } = request;
-  const hasBody = request.body !== undefined || bodyPerRequest !== undefined;
-  return autocannon({
+const bodyOf = (request: RequestSpec) =>
+  request.bodyPerRequest ? JSON.stringify(request.bodyPerRequest()) : request.body === undefined ? undefined : JSON.stringify(request.body);
+
+function load(url: string, request: RequestSpec, seconds: number, shape: LoadShape): Promise<Round> {
+  return shape.overallRate === undefined ? flatOut(url, request, seconds, shape.connections) : paced(url, request, seconds, shape.connections, shape.overallRate);
+}
+
+/** As fast as the service answers: each of the connections sends its next request on the last answer. */
+async function flatOut(url: string, request: RequestSpec, seconds: number, connections: number): Promise<Round> {
+  const hasBody = request.body !== undefined || request.bodyPerRequest !== undefined;
+  const result = await autocannon({
     url: `${url}${request.path}`,
     method: request.method ?? 'GET',
     headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...request.headers },
     body: request.body === undefined ? undefined : JSON.stringify(request.body),
-    requests: bodyPerRequest ? [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(bodyPerRequest()) }) }] : undefined,
-    connections: shape.connections,
+    requests: request.bodyPerRequest ? [{ setupRequest: (req) => ({ ...req, body: bodyOf(request) }) }] : undefined,
+    connections,
     duration: seconds,
-    overallRate: shape.overallRate,
-    // autocannon paces each connection per second (its share sent back to back, then a pause) and
-    // "corrects" paced latencies with an expected interval of ceil(1 / rate) = 1 ms, which adds a
-    // sample for every millisecond a response took: it would weigh slow responses many times over.
-    ignoreCoordinatedOmission: shape.overallRate !== undefined,
   });
+  return {
+    requests: result.requests.total,
+    seconds: result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    failed: result.non2xx + result.errors,
+  };
+}
+
+/**
+ * Requests sent at an even pace, one every 1/rate seconds, on whichever of the connections is free
+ * (a new one up to `connections`), as many independent clients would. autocannon's overallRate
+ * does not do this: each connection sends its per-second quota back to back at the start of every
+ * second, then idles, so "half the peak rate" is the peak for half of each second, and the latency
+ * it records is mostly the queue of those bursts, the load generator's doing, not the server's.
+ * Each latency runs from when its request was due, so a request waiting for a connection (a server
+ * falling behind) still shows in it.
+ */
+async function paced(url: string, request: RequestSpec, seconds: number, connections: number, rate: number): Promise<Round> {
+  const target = new URL(`${url}${request.path}`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const latencies: number[] = [];
+  let failed = 0;
+  const pending = new Set<Promise<void>>();
+
+  const send = (due: number) => {
+    const body = bodyOf(request);
+    const headers = { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
+    const done = new Promise<void>((resolve) => {
+      const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname + target.search, method: request.method ?? 'GET', headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - due);
+          if (res.statusCode! < 200 || res.statusCode! >= 300) failed++;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        failed++;
+        resolve();
+      });
+      req.end(body);
+    });
+    pending.add(done);
+    void done.then(() => pending.delete(done));
+  };
+
+  const intervalMs = 1000 / rate;
+  const total = Math.round(seconds * rate);
+  const start = performance.now();
+  await new Promise<void>((resolve) => {
+    let sent = 0;
+    // A 1 ms tick sends every request that has fallen due: at most a millisecond late, or a few
+    // at once after a stall of the generator itself.
+    const timer = setInterval(() => {
+      const now = performance.now();
+      for (; sent < total && start + sent * intervalMs <= now; sent++) send(start + sent * intervalMs);
+      if (sent >= total) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 1);
+  });
+  await Promise.all(pending);
+  const elapsedSeconds = (performance.now() - start) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const percentile = (q: number) => latencies[Math.max(0, Math.ceil(q * latencies.length) - 1)] ?? Number.NaN;
+  return { requests: latencies.length, seconds: elapsedSeconds, p50Ms: percentile(0.5), p99Ms: percentile(0.99), failed };
 }

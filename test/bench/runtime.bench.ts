@@ -13,10 +13,10 @@ const pick = <T>(items: T[]): T => items[randomInt(items.length)]!;
 const newFingerprint = () => randomBytes(32).toString('hex');
 
 /**
- * Issue 3: activation of a new device (key lookup counting velocity, slot claim, token signature,
- * plus the per-address rate limit) and refresh by token (signature check, license read touching the
- * device, new signature); the baseline runs one statement and signs once. Then Latchkey alone at half
- * its measured peak, for the latency an authority under ordinary load gives.
+ * Issue 3: activation of a new device (one statement: key lookup, velocity count, slot claim; then
+ * the token signature) and refresh by token (signature check; one statement: license read, refresh
+ * count, device touch; new signature); the baseline runs one statement and signs once. Then both at
+ * half Latchkey's measured peak, evenly paced, for the latency an authority under ordinary load gives.
  */
 export default defineBench({
   title: 'License activation and token refresh, against node:http doing the same statement with pg and one Ed25519 signature',
@@ -49,7 +49,9 @@ export default defineBench({
     for (const [name, request] of cases) {
       const [ours, base] = await ctx.measure(name, [latchkey, baseline], request);
       ctx.expectRatio(`${name} throughput vs baseline`, ours!, base!, 0.6);
-      const [paced] = await ctx.measure(name, [latchkey], request, { overallRate: ours!.requestsPerSecond / 2 });
+      // The baseline at the same rate too, no goal attached: on a shared machine, its p99 shows how
+      // much of Latchkey's is the machine's (other processes, PostgreSQL's own flushes).
+      const [paced] = await ctx.measure(name, [latchkey, baseline], request, { overallRate: ours!.requestsPerSecond / 2 });
       ctx.expectP99Below(`${name} p99 at half the peak rate`, paced!, 50);
     }
   },

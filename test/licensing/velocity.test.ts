@@ -29,6 +29,9 @@ describe('activation velocity', () => {
     const flooded = await activate(lic.license_key, randomFingerprint());
     expect(flooded.status).toBe(429);
     expect(flooded.body).toMatchObject({ error_code: 'RATE_LIMITED', status_code: 429 });
+    // The headers describe the license's limit, not the address's.
+    expect(flooded.headers.get('ratelimit-limit')).toBe('5');
+    expect(flooded.headers.get('ratelimit-remaining')).toBe('0');
     const retryAfter = Number(flooded.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(600);

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { generate } from 'otplib';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_KEY_REVOKED_CHANNEL } from '../../server/accounts/api-key-cache.js';
+import { LISTENER_APPLICATION_NAME } from '../../server/db/notification-listener.js';
 import { expectError } from '../support/assertions.js';
 import { registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client, type Call } from '../support/http.js';
@@ -154,6 +157,51 @@ describe('API keys', () => {
     const working = [];
     for (const { body } of results) if ((await me({ apiKey: body.api_key })).status === 200) working.push(body.api_key);
     expect(working).toHaveLength(1);
+  });
+});
+
+describe('API keys on several server processes', () => {
+  let sibling: TestServer;
+  let callSibling: Call;
+  beforeAll(async () => {
+    sibling = await startTestServer({ database: server.database });
+    callSibling = client(sibling.url);
+  });
+  afterAll(() => sibling.close());
+
+  const keyId = (apiKey: string) => apiKey.split('_')[1]!;
+  const meOn = (send: Call, apiKey: string) => send('GET', '/v1/auth/me', { apiKey });
+
+  it('a rotated key stops working at once on every process, though each answers for keys it knows from memory', async () => {
+    const dev = await registerDeveloper(call);
+    for (const send of [call, callSibling]) expect((await meOn(send, dev.apiKey)).status).toBe(200);
+    // Memory answers, not the database: revoked behind the servers' backs (no notification), the key still works.
+    const revokeQuietly = (revokedAt: Date | null) => server.database.db('api_keys').where({ id: keyId(dev.apiKey) }).update({ revoked_at: revokedAt });
+    await revokeQuietly(new Date());
+    for (const send of [call, callSibling]) expect((await meOn(send, dev.apiKey)).status).toBe(200);
+    await revokeQuietly(null);
+
+    // A rotation on one process: by its answer, no process accepts the old key any more.
+    const rotated = await call('POST', '/v1/auth/api-keys/rotate', { apiKey: dev.apiKey });
+    expect(rotated.status).toBe(200);
+    expectError(await meOn(callSibling, dev.apiKey), 401, 'UNAUTHORIZED');
+    expectError(await meOn(call, dev.apiKey), 401, 'UNAUTHORIZED');
+    for (const send of [callSibling, call]) expect((await meOn(send, rotated.body.api_key)).body.id).toBe(dev.id);
+  });
+
+  it('a process that never confirms holds a rotation up only until it has stopped trusting its memory', async () => {
+    // A listener session that hears the revocation and never answers, like a process that hung.
+    const silent = new pg.Client({ connectionString: server.database.url, application_name: LISTENER_APPLICATION_NAME });
+    await silent.connect();
+    try {
+      await silent.query(`LISTEN ${API_KEY_REVOKED_CHANNEL}`);
+      const dev = await registerDeveloper(call);
+      const rotated = await call('POST', '/v1/auth/api-keys/rotate', { apiKey: dev.apiKey });
+      expect(rotated.status).toBe(200);
+      for (const send of [call, callSibling]) expectError(await meOn(send, dev.apiKey), 401, 'UNAUTHORIZED');
+    } finally {
+      await silent.end();
+    }
   });
 });
 

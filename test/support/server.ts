@@ -61,7 +61,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = new ShiftableClock();
-  const { app, jobs } = createApp({
+  const { app, jobs, listener } = createApp({
     config,
     db: database.db,
     clock,
@@ -72,6 +72,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     keyring: new Keyring(config.signingKeys ?? [generateSigningKey()]),
   });
   server.on('request', app.callback());
+  // Until the listener is fresh, API keys are looked up every time: waiting makes every test see the cache.
+  await listener.start();
   // Like main.ts: builds become READY; LATCHKEY_RUN_JOBS=false leaves jobs to another server (or none).
   if (config.runJobs) jobs.start();
   return {
@@ -83,6 +85,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     async close() {
       await jobs.stop();
       await closeNow(server);
+      await listener.stop();
       if (!options.database) await database.drop();
       if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },

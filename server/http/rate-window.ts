@@ -1,0 +1,62 @@
+import type Koa from 'koa';
+import { RequestError } from '../errors.js';
+
+export interface RateRule {
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
+
+/** The fixed window a rule is in at one moment; windows are aligned to the clock, so every process agrees on them. */
+export interface FixedWindow {
+  start: Date;
+  /** When the window ends, in epoch milliseconds. */
+  endsAt: number;
+  /** The rule's limit times the configured multiplier, at least 1. */
+  limit: number;
+  resetSeconds: number;
+  /** The decision on a count taken in this window; `units` multiplies the limit (a limit per seat). */
+  decide(hits: number, units?: number): RateDecision;
+}
+
+export function fixedWindow(rule: RateRule, now: Date, multiplier: number): FixedWindow {
+  const limit = Math.max(1, Math.floor(rule.limit * multiplier));
+  const windowMs = rule.windowSeconds * 1000;
+  const nowMs = now.getTime();
+  const start = Math.floor(nowMs / windowMs) * windowMs;
+  const resetSeconds = Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000));
+  // Method shorthand: tsx (esbuild keepNames) wraps every arrow function it creates in a naming
+  // call, which showed in profiles of the request path.
+  return {
+    start: new Date(start),
+    endsAt: start + windowMs,
+    limit,
+    resetSeconds,
+    decide(hits, units = 1) {
+      const scaled = limit * units;
+      return { allowed: hits <= scaled, limit: scaled, remaining: Math.max(0, scaled - hits), resetSeconds };
+    },
+  };
+}
+
+export function setRateLimitHeaders(ctx: Koa.Context, decision: RateDecision): void {
+  ctx.set('RateLimit-Limit', String(decision.limit));
+  ctx.set('RateLimit-Remaining', String(decision.remaining));
+  ctx.set('RateLimit-Reset', String(decision.resetSeconds));
+}
+
+/** Sets the RateLimit headers of `decision`; throws the 429 when it refuses. */
+export function enforce(ctx: Koa.Context, decision: RateDecision): void {
+  setRateLimitHeaders(ctx, decision);
+  if (!decision.allowed) throw rateLimited(decision.resetSeconds);
+}
+
+export function rateLimited(retryAfterSeconds: number, detail = 'Too many requests; retry later'): RequestError {
+  return new RequestError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+}
