@@ -31,6 +31,10 @@ export const ERROR_CODES = {
   TWO_FACTOR_NOT_ENABLED: 409,
   TWO_FACTOR_SETUP_REQUIRED: 409,
   BUILD_NOT_READY: 409,
+  /** An update push, release or delivery-mode change that the push rules refuse; the body carries `reason`. */
+  PUSH_CONFLICT: 409,
+  NO_READY_BUILD: 409,
+  NO_ACTIVE_LICENSE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,

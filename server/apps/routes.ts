@@ -39,7 +39,12 @@ export function appRoutes(apps: AppsService) {
     }),
     defineRoute({
       method: 'put', path: '/v1/apps/{app_id}', operationId: 'updateApp', tag, auth: 'developer', rateLimit: 'apps',
-      summary: 'Change an app; only the fields sent change', params: s.AppIdParams, body: s.UpdateAppBody, response: s.App, errors: [404, 409],
+      summary: 'Change an app; only the fields sent change',
+      description:
+        'A Price ID used by another app 409 PRICE_ID_IN_USE. Switching `delivery_mode` to released_only while the active push targets ' +
+        'an unreleased build 409 PUSH_CONFLICT with reason push_target_not_released, unless `release_current: true`, which releases ' +
+        'that build in the same change.',
+      params: s.AppIdParams, body: s.UpdateAppBody, response: s.App, errors: [404, 409],
       handler: async ({ actor, params, body }) => appView(await apps.update(actor.developerId, params.app_id, body)),
     }),
     defineRoute({

@@ -41,9 +41,16 @@ export const CreateAppBody = z.strictObject({
 });
 
 export const UpdateAppBody = z
-  .strictObject({ name: z.string().trim().min(1).max(200), ...settings })
+  .strictObject({
+    name: z.string().trim().min(1).max(200),
+    ...settings,
+    release_current: z
+      .boolean()
+      .describe('With delivery_mode released_only: also release the build of the active push if it is not released (else 409 push_target_not_released)'),
+  })
   .partial()
-  .refine((b) => Object.keys(b).length > 0, 'name at least one field to change');
+  .refine((b) => Object.keys(b).length > 0, 'name at least one field to change')
+  .refine((b) => b.release_current === undefined || b.delivery_mode !== undefined, 'release_current: only together with delivery_mode');
 
 export const AppIdParams = z.object({ app_id: z.string().max(64) });
 

@@ -2,6 +2,7 @@ import { newId, randomSecret } from '../crypto/secrets.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { Page } from '../http/pagination.js';
+import type { PushGuards } from '../updates/rules.js';
 import type { CreateAppInput, UpdateAppInput } from './schemas.js';
 import type { AppRow, AppsStore } from './store.js';
 
@@ -16,6 +17,7 @@ export function createAppsService(deps: {
   store: AppsStore;
   /** Removes what an app keeps outside the database: its builds' files. */
   removeStoredFiles: (appId: string) => Promise<void>;
+  pushGuards: Pick<PushGuards, 'beforeReleasedOnly'>;
 }) {
   const { store } = deps;
 
@@ -42,8 +44,17 @@ export function createAppsService(deps: {
         })
         .catch(priceIdConflict),
 
-    async update(developerId: string, appId: string, patch: UpdateAppInput): Promise<AppRow> {
-      const app = await store.update(developerId, appId, patch).catch(priceIdConflict);
+    /** Switching to released_only answers to the push rules in the same transaction (SPEC.md push rule 4). */
+    async update(developerId: string, appId: string, input: UpdateAppInput): Promise<AppRow> {
+      const { release_current, ...patch } = input;
+      const app = await store
+        .transaction(async (trx) => {
+          if (patch.delivery_mode === 'released_only') {
+            await deps.pushGuards.beforeReleasedOnly(trx, developerId, appId, release_current ?? false);
+          }
+          return store.update(trx, developerId, appId, patch);
+        })
+        .catch(priceIdConflict);
       assertThat(app, 'APP_NOT_FOUND', 'No such app');
       return app;
     },

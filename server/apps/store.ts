@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { hotQuery, type Db } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
 import type { CreateAppInput, UpdateAppInput } from './schemas.js';
@@ -12,6 +13,9 @@ export interface AppRow extends Required<Omit<CreateAppInput, 'price_id' | 'prod
   created_at: Date;
   updated_at: Date;
 }
+
+/** The stored settings an update changes (`release_current` is an instruction, not a setting). */
+export type AppPatch = Omit<UpdateAppInput, 'release_current'>;
 
 /** Every query is scoped by developer: another tenant's app is simply not found. */
 export function createAppsStore(db: Db) {
@@ -33,10 +37,12 @@ export function createAppsStore(db: Db) {
 
     find: (developerId: string, id: string) => db<AppRow>('apps').where({ id, developer_id: developerId }).first(),
 
-    update: (developerId: string, id: string, patch: UpdateAppInput) =>
-      db('apps')
+    transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+
+    update: (q: Knex, developerId: string, id: string, patch: AppPatch) =>
+      q('apps')
         .where({ id, developer_id: developerId })
-        .update({ ...patch, updated_at: db.fn.now() })
+        .update({ ...patch, updated_at: q.fn.now() })
         .returning('*')
         .then((r: AppRow[]) => r[0]),
 

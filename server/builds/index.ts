@@ -7,6 +7,7 @@ import type { Db } from '../db/knex.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { Keyring } from '../signing/keyring.js';
 import { createFilesystemStorage } from '../storage/filesystem.js';
+import type { PushGuards } from '../updates/rules.js';
 import { createDownloadLinks } from './download-link.js';
 import { createProcessor } from './processing.js';
 import { protectBuildJob } from './protect-job.js';
@@ -16,21 +17,23 @@ import { eicarScanner } from './scanning/eicar.js';
 import { createBuildsService } from './service.js';
 import { createBuildsStore } from './store.js';
 
-/** The builds domain assembled: its service, routes, job and storage (under the data directory). */
-export function createBuilds(deps: { config: Config; db: Db; clock: Clock; log: Logger; masterKey: MasterKey; keyring: Keyring; queue: JobQueue }) {
+/** The builds domain assembled: its service, routes, job, storage (under the data directory) and signed download links. */
+export function createBuilds(deps: {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  masterKey: MasterKey;
+  keyring: Keyring;
+  queue: JobQueue;
+  pushGuards: PushGuards;
+}) {
   const { config, db, clock, log, queue } = deps;
   const storage = createFilesystemStorage(path.join(config.dataDir, 'storage'));
   const store = createBuildsStore(db);
   const scanners = [eicarScanner, ...(config.clamd ? [clamdScanner(config.clamd)] : [])];
-  const service = createBuildsService({
-    db,
-    store,
-    storage,
-    queue,
-    clock,
-    scanners,
-    links: createDownloadLinks(deps.masterKey, clock, config.publicBaseUrl),
-  });
+  const links = createDownloadLinks(deps.masterKey, clock, config.publicBaseUrl);
+  const service = createBuildsService({ db, store, storage, queue, clock, scanners, links, pushGuards: deps.pushGuards });
   const job = protectBuildJob({
     store,
     storage,
@@ -39,5 +42,5 @@ export function createBuilds(deps: { config: Config; db: Db; clock: Clock; log: 
     processor: createProcessor({ scanners, nodeBinaries: config.nodeBinaries }),
     authority: { serverUrl: config.publicBaseUrl, publicKeys: deps.keyring.jwks },
   });
-  return { service, storage, job, routes: buildRoutes(service, { storage, maxArtifactBytes: config.maxArtifactBytes }) };
+  return { service, storage, job, links, routes: buildRoutes(service, { storage, maxArtifactBytes: config.maxArtifactBytes }) };
 }

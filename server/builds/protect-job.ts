@@ -103,7 +103,7 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
             platform: build.platform,
             protectionLevel: build.app_protection_level,
             version: build.version,
-            engine: { ...deps.authority, appId: build.app_id, fingerprintSalt: build.fingerprint_salt, buildId: build.id },
+            engine: { ...deps.authority, appId: build.app_id, appName: build.app_name, fingerprintSalt: build.fingerprint_salt, buildId: build.id },
             workDir,
           },
           signal,

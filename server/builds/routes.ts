@@ -71,8 +71,8 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'deleteBuild',
       summary: 'Delete a build and its files',
       description:
-        'A job still protecting the build keeps nothing. Update pushes are not available yet; with them, deleting a build also ' +
-        'clears an active push naming it and per-customer pushes to it.',
+        'A job still protecting the build keeps nothing. Deleting a build also clears the active app push naming it and the ' +
+        'per-license pushes to it; devices that installed it keep it.',
       params: s.BuildParams, errors: [404],
       handler: ({ actor, params }) => builds.remove(actor.developerId, params.app_id, params.build_id),
     }),
@@ -84,12 +84,14 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
     defineRoute({
       ...common, method: 'post', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'releaseBuild',
       summary: 'Release a READY build (customers get only released builds under delivery mode released_only)', params: s.BuildParams, response: s.Build, errors: [404, 409],
-      handler: async ({ actor, params }) => buildView(await builds.setReleased(actor.developerId, params.app_id, params.build_id, true)),
+      handler: async ({ actor, params }) => buildView(await builds.release(actor.developerId, params.app_id, params.build_id)),
     }),
     defineRoute({
       ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'unreleaseBuild',
-      summary: 'Withdraw the release of a build', params: s.BuildParams, response: s.Build, errors: [404],
-      handler: async ({ actor, params }) => buildView(await builds.setReleased(actor.developerId, params.app_id, params.build_id, false)),
+      summary: 'Withdraw the release of a build',
+      description: 'The target of the active app push stays released: 409 PUSH_CONFLICT with reason active_push_target until the push is cleared or replaced.',
+      params: s.BuildParams, response: s.Build, errors: [404, 409],
+      handler: async ({ actor, params }) => buildView(await builds.unrelease(actor.developerId, params.app_id, params.build_id)),
     }),
     defineRoute({
       ...common, method: 'put', path: '/v1/apps/{app_id}/builds/{build_id}/signed-package', operationId: 'replaceBuildPackage',

@@ -21,7 +21,8 @@ export type BuildPlatform = (typeof BUILD_PLATFORMS)[number];
 export const PACKAGE_FORMATS = ['single_executable', 'javascript_bundle', 'as_uploaded'] as const;
 export type PackageFormat = (typeof PACKAGE_FORMATS)[number];
 
-const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
+/** A version label as developers write them; also what the runtime reports as the installed version. */
+export const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
 
 const uploadedFile = (field: string) =>
   z

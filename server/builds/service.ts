@@ -10,6 +10,7 @@ import type { UploadedFile } from '../http/multipart.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
 import type { Digest } from '../storage/digest.js';
+import type { PushGuards } from '../updates/rules.js';
 import type { DownloadLinks } from './download-link.js';
 import { buildFiles, safeFileName } from './files.js';
 import { inspectArtifact } from './processing.js';
@@ -26,6 +27,7 @@ export interface BuildsServiceDeps {
   clock: Clock;
   links: DownloadLinks;
   scanners: Scanner[];
+  pushGuards: Pick<PushGuards, 'beforeUnrelease'>;
 }
 
 const notReady = (build: BuildRow, action: string) =>
@@ -124,10 +126,19 @@ export function createBuildsService(deps: BuildsServiceDeps) {
     /** After an app is deleted (its builds with it, in the database): their files. */
     removeAppFiles: (appId: string) => storage.removeAll(buildFiles.ofApp(appId)),
 
-    async setReleased(developerId: string, appId: string, buildId: string, released: boolean): Promise<BuildRow> {
+    async release(developerId: string, appId: string, buildId: string): Promise<BuildRow> {
       const build = await get(developerId, appId, buildId);
-      if (released && build.status !== 'READY') throw notReady(build, 'be released');
-      return (await store.setReleased(developerId, appId, buildId, released)) ?? get(developerId, appId, buildId);
+      if (build.status !== 'READY') throw notReady(build, 'be released');
+      return (await store.setReleased(db, developerId, appId, buildId, true)) ?? get(developerId, appId, buildId);
+    },
+
+    /** Refused for the target of the app's active push (SPEC.md push rule 3). A build that is not READY was never released. */
+    async unrelease(developerId: string, appId: string, buildId: string): Promise<BuildRow> {
+      const build = await get(developerId, appId, buildId);
+      return db.transaction(async (trx) => {
+        await deps.pushGuards.beforeUnrelease(trx, developerId, appId, buildId);
+        return (await store.setReleased(trx, developerId, appId, buildId, false)) ?? build;
+      });
     },
 
     /** Before the package is read: the build must be there and READY. */

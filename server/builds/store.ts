@@ -82,8 +82,8 @@ export function createBuildsStore(db: Db) {
     remove: (developerId: string, appId: string, id: string) =>
       scoped(db, developerId, appId).where({ id }).delete().returning('*').then((r: BuildRow[]) => r[0]),
 
-    setReleased: (developerId: string, appId: string, id: string, released: boolean) =>
-      scoped(db, developerId, appId).where({ id, status: 'READY' }).update({ released }).returning('*').then((r: BuildRow[]) => r[0]),
+    setReleased: (q: Knex, developerId: string, appId: string, id: string, released: boolean) =>
+      scoped(q, developerId, appId).where({ id, status: 'READY' }).update({ released }).returning('*').then((r: BuildRow[]) => r[0]),
 
     /** The new package of a READY build; answers the build as it was before (its old package key), or undefined. */
     replacePackage: (developerId: string, appId: string, id: string, fields: Pick<BuildRow, 'package_key' | 'package_name' | 'protected_size_bytes' | 'sha256' | 'signed_package_at'>) =>

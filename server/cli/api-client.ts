@@ -20,7 +20,7 @@ export interface ApiResponse {
 }
 
 export interface ApiClient {
-  request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiResponse>;
+  request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ApiResponse>;
   /** A multipart/form-data request whose file streams from disk, reporting progress. */
   upload(method: 'POST' | 'PUT', path: string, upload: MultipartUpload): Promise<ApiResponse>;
 }

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { apiClientFromEnv, CliError } from './api-client.js';
 import { buildsCommand } from './builds.js';
 import { licensesCommand } from './licenses.js';
+import { updatesCommand } from './updates.js';
 
 /**
  * `latchkey`: the developer CLI. It talks to the API at LATCHKEY_URL with the API key in
@@ -14,7 +15,8 @@ const program = new Command('latchkey')
   .description('Latchkey license authority CLI (reads LATCHKEY_URL and LATCHKEY_API_KEY)')
   .exitOverride()
   .addCommand(licensesCommand(api, print))
-  .addCommand(buildsCommand(api, print));
+  .addCommand(buildsCommand(api, print))
+  .addCommand(updatesCommand(api, print));
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) {

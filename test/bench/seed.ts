@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Call } from '../support/http.js';
+import { formData, type Call } from '../support/http.js';
 import { expectStatus } from './lib.js';
 
 export interface SeededDeveloper {
@@ -30,4 +30,16 @@ export async function seedProPlan(call: Call, adminToken: string, dev: SeededDev
 
 export async function seedLicense(call: Call, dev: SeededDeveloper, body: Record<string, unknown>): Promise<{ license_id: string; license_key: string }> {
   return expectStatus(await call('POST', '/v1/licenses', { apiKey: dev.apiKey, body }), 201, 'create license').body;
+}
+
+/** A small build, delivered as uploaded (quick to process), once it is READY. */
+export async function seedReadyBuild(call: Call, dev: SeededDeveloper, appId: string, version: string): Promise<{ id: string }> {
+  const form = formData({ platform: 'cross_platform', version }, { artifact: { name: 'tool.bin', data: `bench build ${version}` } });
+  const { id } = expectStatus(await call('POST', `/v1/apps/${appId}/builds`, { apiKey: dev.apiKey, raw: form }), 201, 'upload build').body;
+  for (;;) {
+    const build = expectStatus(await call('GET', `/v1/apps/${appId}/builds/${id}`, { apiKey: dev.apiKey }), 200, 'get build').body;
+    if (build.status === 'READY') return build;
+    if (build.status === 'FAILED') throw new Error(`build failed: ${build.failure_reason}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -3,6 +3,7 @@ import { foundation } from './001_foundation.js';
 import { licensing } from './002_licensing.js';
 import { deviceSlots } from './003_device_slots.js';
 import { builds } from './004_builds.js';
+import { updates } from './005_updates.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates];

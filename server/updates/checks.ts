@@ -1,0 +1,95 @@
+import { DOCUMENT_TYPES, type UpdateManifestClaims } from '@latchkey/runtime-sdk/protocol';
+import type { DownloadLinks } from '../builds/download-link.js';
+import type { Clock } from '../clock.js';
+import { isForeignKeyViolation } from '../db/knex.js';
+import { RequestError, assertThat } from '../errors.js';
+import type { Keyring } from '../signing/keyring.js';
+import { engineSupportsUpdates } from './engine-version.js';
+import type { UpdateCheckInput, UpdateReportInput } from './schemas.js';
+import type { UpdatesStore } from './store.js';
+
+/**
+ * How long a manifest is good for after it is signed: the popup is answered and the download
+ * started well within it, while a captured manifest soon stops working (freeze and replay). The
+ * download link inside lives days, so a slow download is not cut off.
+ */
+export const MANIFEST_LIFETIME_SECONDS = 30 * 60;
+
+/**
+ * The runtime's credential, as activation refresh treats it: an unknown or revoked key, or a key of
+ * another app (told apart from nothing, so keys cannot be probed across apps), is 401; a device not
+ * activated on the license is 403.
+ */
+function assertActivatedDevice(row: { status: string; device_known: boolean } | undefined): asserts row {
+  if (!row || row.status === 'REVOKED') throw new RequestError('INVALID_LICENSE_KEY', 'The license key is invalid or has been revoked');
+  assertThat(row.device_known, 'DEVICE_NOT_ACTIVATED', 'This device is not activated on the license; activate it first');
+}
+
+const buildNotFound = () => new RequestError('BUILD_NOT_FOUND', 'No such build of this app');
+
+/** The update check and the adoption report of protected apps: SPEC.md push rules 5 and 9. */
+export function createUpdateChecks(deps: { store: UpdatesStore; clock: Clock; keyring: Keyring; links: Pick<DownloadLinks, 'create'> }) {
+  const { store, clock, keyring, links } = deps;
+
+  return {
+    /**
+     * A signed manifest when a push applies to this device, else nothing (204). Each check records
+     * the device's launch: platform, engine and running version.
+     */
+    async check(input: UpdateCheckInput): Promise<{ manifest: string } | undefined> {
+      const now = clock.now();
+      const row = await store.check(input, now);
+      assertActivatedDevice(row);
+      // Inactive licenses receive no pushes (SPEC.md); a lapsed one is not an error for the app.
+      if (row.status !== 'ACTIVE' || row.build_id === null) return undefined;
+      if (!engineSupportsUpdates(input.engine_version)) return undefined;
+      // A build for no single operating system goes to every device; others to their own OS only.
+      if (row.platform !== 'cross_platform' && row.platform !== input.platform) return undefined;
+      if (input.build_id === row.build_id) {
+        if (row.adoption !== 'installed') await recordInstalled(row.license_id, input.device_fingerprint, row.build_id, now);
+        return undefined;
+      }
+      // Skipped (until a newer build is pushed), or installed already by an earlier report.
+      if (row.adoption !== null) return undefined;
+      const iat = Math.floor(now.getTime() / 1000);
+      const claims: UpdateManifestClaims = {
+        iss: 'latchkey',
+        sub: row.license_id,
+        app_id: input.app_id,
+        platform: input.platform,
+        device: input.device_fingerprint,
+        build_id: row.build_id,
+        version: row.version ?? row.build_id,
+        sha256: row.sha256,
+        length: row.protected_size_bytes,
+        url: links.create(row.build_id).download_url,
+        release_notes: row.release_notes,
+        serial: row.serial,
+        iat,
+        exp: iat + MANIFEST_LIFETIME_SECONDS,
+      };
+      return { manifest: keyring.sign(DOCUMENT_TYPES.updateManifest, claims) };
+    },
+
+    /** Idempotent: a second identical report changes nothing. */
+    async report(input: UpdateReportInput): Promise<void> {
+      const row = await store.report(input, clock.now()).catch((err: unknown) => {
+        // The build was deleted between the statement's read and its write.
+        throw isForeignKeyViolation(err) ? buildNotFound() : err;
+      });
+      assertActivatedDevice(row);
+      if (!row.build_known) throw buildNotFound();
+    },
+  };
+
+  async function recordInstalled(licenseId: string, fingerprintHash: string, buildId: string, now: Date): Promise<void> {
+    try {
+      await store.recordInstalled(licenseId, fingerprintHash, buildId, now);
+    } catch (err) {
+      // The target build was deleted meanwhile, and the push with it: nothing left to count.
+      if (!isForeignKeyViolation(err)) throw err;
+    }
+  }
+}
+
+export type UpdateChecks = ReturnType<typeof createUpdateChecks>;
