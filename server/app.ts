@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { createApiKeyCache } from './accounts/api-key-cache.js';
 import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
 import { createAccountsStore } from './accounts/store.js';
@@ -15,8 +16,10 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { MasterKey } from './crypto/master-key.js';
 import type { Db } from './db/knex.js';
+import { createNotificationListener } from './db/notification-listener.js';
 import { createAuthenticator } from './http/auth.js';
 import { errorHandler } from './http/error-handler.js';
+import { createLicenseLimits } from './http/license-limits.js';
 import { requestLogging } from './http/logging.js';
 import { createMetrics } from './http/metrics.js';
 import { buildOpenApi } from './http/openapi.js';
@@ -30,6 +33,11 @@ import { createLicensesStore } from './licenses/store.js';
 import { opsRouter } from './ops/routes.js';
 import type { Keyring } from './signing/keyring.js';
 import { signingRoutes } from './signing/routes.js';
+import { createUpdateChecks } from './updates/checks.js';
+import { updateRoutes } from './updates/routes.js';
+import { createPushGuards } from './updates/rules.js';
+import { createPushService } from './updates/service.js';
+import { createUpdatesStore } from './updates/store.js';
 
 export interface AppDeps {
   config: Config;
@@ -37,7 +45,7 @@ export interface AppDeps {
   clock: Clock;
   log: Logger;
   masterKey: MasterKey;
-  /** Signs runtime tokens; its public keys are served at /v1/public/keys. */
+  /** Signs runtime tokens and update manifests; its public keys are served at /v1/public/keys. */
   keyring: Keyring;
 }
 
@@ -46,18 +54,26 @@ export const API_VERSION = '1.0.0';
 /** Builds the Koa application; no listening here, so tests and `main.ts` share it. */
 export function createApp(deps: AppDeps) {
   const { config, db, clock, log, masterKey, keyring } = deps;
-  const accounts = createAccountsService({ store: createAccountsStore(db), clock, masterKey });
+  // Started and stopped by whoever runs the process, like `jobs`; until it runs, API keys are looked up every time.
+  const listener = createNotificationListener(db, log);
+  const accounts = createAccountsService({ store: createAccountsStore(db), clock, masterKey, apiKeys: createApiKeyCache(listener) });
   const rateLimiter = createRateLimiter(db, clock, config.rateLimitMultiplier);
+  // Limits per license, counted by the runtime statements themselves (the routes' class is `runtime`).
+  const licenseLimits = createLicenseLimits(clock, config.rateLimitMultiplier);
   const licenses = createLicensesService({ store: createLicensesStore(db), clock });
   const queue = createJobQueue();
-  const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue });
-  const apps = createAppsService({ store: createAppsStore(db), removeStoredFiles: builds.service.removeAppFiles });
+  const updatesStore = createUpdatesStore(db);
+  // Unreleasing a build and switching an app to released_only answer to the push rules.
+  const pushGuards = createPushGuards(updatesStore);
+  const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue, pushGuards });
+  const apps = createAppsService({ store: createAppsStore(db), removeStoredFiles: builds.service.removeAppFiles, pushGuards });
+  const pushes = createPushService({ store: updatesStore, clock });
+  const updateChecks = createUpdateChecks({ store: updatesStore, clock, keyring, links: builds.links });
   const activations = createActivationsService({
     store: createActivationsStore(db),
     clock,
     keyring,
-    rateLimiter,
-    buildExists: builds.service.exists,
+    limits: licenseLimits,
   });
   const authenticator = createAuthenticator(
     { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey },
@@ -71,6 +87,7 @@ export function createApp(deps: AppDeps) {
     ...builds.routes,
     ...licenseRoutes(licenses),
     ...activationRoutes(activations),
+    ...updateRoutes(pushes, updateChecks),
     ...signingRoutes(keyring),
   ];
   let openApi: unknown;
@@ -92,5 +109,5 @@ export function createApp(deps: AppDeps) {
   app.use(api.allowedMethods());
   // Started by whoever runs the process (main.ts, the test server), when configured to run jobs.
   const jobs = createJobRunner({ db, queue, log, handlers: [builds.job] }, { concurrency: config.jobConcurrency });
-  return { app, routes, rateLimiter, getOpenApi, jobs, storage: builds.storage };
+  return { app, routes, rateLimiter, getOpenApi, jobs, listener, storage: builds.storage };
 }

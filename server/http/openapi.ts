@@ -64,6 +64,7 @@ function jsonSuccess(r: RouteDef): Record<string, unknown> {
           }
         : {}),
     },
+    ...(r.noContent ? { 204: { description: r.noContent } } : {}),
   };
 }
 

@@ -44,6 +44,8 @@ export interface RouteDef<
   body?: B;
   /** Absent: the operation answers 204 with no body. */
   response?: R;
+  /** The operation may also answer 204 with no body, when the handler returns nothing; says when, for the OpenAPI document. */
+  noContent?: string;
   status?: number;
   /** Lists: the body is a bare array; `X-Total-Count` and `Link` carry the rest. */
   paginated?: boolean;
@@ -120,10 +122,8 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
   for (const route of routes) {
     router[route.method](route.operationId, toKoaPath(route.path), async (ctx) => {
       ctx.state.routePath = route.path;
-      const rateWindow = deps.rateLimiter.window(route.rateLimit);
-      const actor = await deps.authenticator.resolve(ctx, route.auth, rateWindow);
-      if (actor?.rateLimitHits !== undefined) rateWindow.settle(ctx, actor.rateLimitHits);
-      else await rateWindow.count(ctx, actor ? rateSubject.developer(actor.developerId) : rateSubject.address(ctx.ip));
+      const actor = await deps.authenticator.resolve(ctx, route.auth);
+      await deps.rateLimiter.admit(ctx, route.rateLimit, actor ? rateSubject.developer(actor.developerId) : rateSubject.address(ctx.ip));
       if (route.auth !== 'none' && !actor) await deps.authenticator.reject(ctx, route.auth);
 
       const params = parseOrThrow(route.params, ctx.params, 'path');
@@ -143,7 +143,7 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
         throw err;
       }
       if (route.fileResponse) return;
-      if (!route.response) {
+      if (!route.response || (route.noContent && result === undefined)) {
         ctx.status = 204;
         return;
       }

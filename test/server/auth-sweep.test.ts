@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
-import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
+import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, formData, type CallOptions } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 
@@ -20,9 +20,10 @@ expect((await call('POST', '/v1/auth/api-keys/rotate', { token: stale.accessToke
 server.clock.advance(3600 * 1000 + 1000);
 const expiredAccessToken = stale.accessToken;
 
-// Developer A owns the resources; developer B tries to reach them.
+// Developer A owns the resources; developer B tries to reach them. A is on Pro, which update pushes need.
 const devA = await registerDeveloper(call);
 const devB = await registerDeveloper(call);
+await setPlan(call, server.adminToken, devA.id, 'pro');
 
 interface Operation {
   method: string;
@@ -139,6 +140,12 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   createLicense: async (resource) => ({ app_id: await resource('app_id'), license_type: 'trial' }),
   uploadBuild: () => new Form(formData({ platform: 'cross_platform' }, { artifact: { name: 'tool.bin', data: 'sweep' } })),
   replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.bin', data: 'signed' } })),
+  pushAppUpdate: async (resource) => {
+    // A push needs a license holder besides the READY build it names.
+    await resource('license_id');
+    return { target_build_id: await resource('build_id'), release_notes: 'Sweep' };
+  },
+  pushLicenseUpdate: async (resource) => ({ target_build_id: await resource('build_id'), release_notes: 'Sweep' }),
 };
 
 /** Developer A's request for `op`: real ids of A's (created on demand) and a valid body. */
@@ -207,10 +214,11 @@ describe('operator endpoint', () => {
   });
 
   it('refuses a wrong token and a developer credential with 401', async () => {
-    for (const credentials of [{ token: `${server.adminToken}x` }, { token: devA.accessToken }, { apiKey: devA.apiKey }]) {
-      expectError(await call('PUT', planPath(devA.id), { ...credentials, body: { plan: 'pro' } }), 401, 'UNAUTHORIZED');
+    const dev = await registerDeveloper(call);
+    for (const credentials of [{ token: `${server.adminToken}x` }, { token: dev.accessToken }, { apiKey: dev.apiKey }]) {
+      expectError(await call('PUT', planPath(dev.id), { ...credentials, body: { plan: 'pro' } }), 401, 'UNAUTHORIZED');
     }
-    expect((await call('GET', '/v1/auth/me', { token: devA.accessToken })).body.plan).toBe('free');
+    expect((await call('GET', '/v1/auth/me', { token: dev.accessToken })).body.plan).toBe('free');
   });
 
   it('sets the plan with the right token', async () => {
