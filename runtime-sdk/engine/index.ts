@@ -4,6 +4,7 @@
  * only once the license gate is passed.
  */
 import type { PublicJwkInput } from '../options.js';
+import { createUpdater } from '../updates/index.js';
 import { isIntact } from './integrity.js';
 import { passLicenseGate, processIo } from './license-gate.js';
 import { ENGINE_VERSION } from './version.js';
@@ -13,6 +14,8 @@ export { ENGINE_VERSION } from './version.js';
 /** What protection bakes into the build. */
 export interface EngineConfig {
   appId: string;
+  /** The app's name as its developer gave it, shown in the update question. */
+  appName: string;
   /** The authority's public URL. */
   serverUrl: string;
   /** The authority's JWK Set at protection time, pinned. */
@@ -48,7 +51,7 @@ export async function runProtectedApp({ config, ownFile, startApp }: ProtectedEn
     process.exitCode = UNLICENSED_EXIT_CODE;
     return;
   }
-  const { integrity: _checked, ...options } = config;
+  const { integrity: _checked, appName, ...options } = config;
   const license = await passLicenseGate({ ...options, engineVersion: ENGINE_VERSION, requestTimeoutMs: REQUEST_TIMEOUT_MS, retryLimit: RETRY_LIMIT });
   if (!license) {
     process.exitCode = UNLICENSED_EXIT_CODE;
@@ -57,6 +60,12 @@ export async function runProtectedApp({ config, ownFile, startApp }: ProtectedEn
   // A short-lived command-line app is gone before the background refresh would run: it checks in
   // once on the way out instead, so a revocation or renewal takes effect on its next start.
   process.once('beforeExit', () => void license.refresh().catch(() => undefined));
-  // Update check seam (issue 6): the engine's update check starts here, in the background.
+  // Settles an install the previous run began, then asks the authority for a push: in the
+  // background, so the app starts now whatever the network does. An install it leads to ends
+  // this process and starts the new version with the same arguments.
+  const updater = createUpdater({ license, appName, appFile: ownFile });
+  void updater.checkInBackground();
   await startApp();
+  // The app's code loaded and ran its start: this version works, the old copy can go.
+  void updater.markHealthy();
 }
