@@ -28,6 +28,20 @@ export async function seedProPlan(call: Call, adminToken: string, dev: SeededDev
   expectStatus(await call('PUT', `/v1/admin/developers/${dev.id}/plan`, { token: adminToken, body: { plan: 'pro' } }), 200, 'set plan');
 }
 
+/** `count` results of `make(i)`, at most `concurrency` requests in flight: a server's accept queue is finite. */
+export async function seedMany<T>(count: number, make: (i: number) => Promise<T>, concurrency = 32): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      results[i] = await make(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+  return results;
+}
+
 export async function seedLicense(call: Call, dev: SeededDeveloper, body: Record<string, unknown>): Promise<{ license_id: string; license_key: string }> {
   return expectStatus(await call('POST', '/v1/licenses', { apiKey: dev.apiKey, body }), 201, 'create license').body;
 }
