@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
-import type { AccountsService } from './service.js';
+import { CHALLENGE_TTL_SECONDS, type AccountsService } from './service.js';
 import type { DeveloperRow } from './store.js';
 
 const developerView = (d: DeveloperRow) => ({
@@ -30,6 +30,10 @@ export function accountRoutes(accounts: AccountsService) {
     defineRoute({
       method: 'post', path: '/v1/auth/login/verify-2fa', operationId: 'verifyTwoFactorLogin', tag, auth: 'none', rateLimit: 'auth',
       summary: 'Complete a 2FA login with a TOTP code or a backup code', body: s.VerifyTwoFactorBody, response: s.TokenPair,
+      description:
+        'A challenge completes one login: an invalid, expired or already used one is 401 INVALID_CREDENTIALS. A wrong code is ' +
+        `401 INVALID_TWO_FACTOR_CODE and leaves the challenge usable until it expires (${CHALLENGE_TTL_SECONDS / 60} minutes after login).`,
+      errors: [401],
       handler: ({ body }) => accounts.verifyTwoFactorLogin(body.challenge_token, body.code),
     }),
     defineRoute({

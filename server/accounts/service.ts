@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { MasterKey } from '../crypto/master-key.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, newId, randomHex, randomHumanCode, randomSecret, safeEqual, sha256Hex, verifyPassword } from '../crypto/secrets.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { isUniqueViolation, type Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { ApiKeyCache } from './api-key-cache.js';
 import type { AccountsStore, DeveloperRow } from './store.js';
@@ -10,7 +10,8 @@ import { totp } from './totp.js';
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
-const CHALLENGE_TTL_SECONDS = 300;
+export const CHALLENGE_TTL_SECONDS = 300;
+const CHALLENGE_REFUSED_DETAIL = 'The login challenge is invalid, expired or already used; log in again';
 const BACKUP_CODE_COUNT = 10;
 
 // Credentials carry their lookup id beside the secret, so verification is one indexed read plus a
@@ -52,15 +53,15 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
     };
   }
 
-  /** A TOTP code (never the same step twice) or an unused backup code. */
-  async function checkSecondFactor(dev: DeveloperRow, code: string): Promise<boolean> {
+  /** A TOTP code (never the same step twice) or an unused backup code; spent in `q` when given (a transaction). */
+  async function checkSecondFactor(dev: DeveloperRow, code: string, q?: Db): Promise<boolean> {
     if (/^\d{6}$/.test(code)) {
       if (!dev.totp_secret_sealed) return false;
       const secret = masterKey.open(dev.totp_secret_sealed, totpAad(dev.id));
       const step = await totp.matchStep(secret, code, clock.now().getTime());
-      return step !== null && (await store.advanceTotpStep(dev.id, step));
+      return step !== null && (await store.advanceTotpStep(dev.id, step, q));
     }
-    return store.useBackupCode(dev.id, sha256Hex(normaliseBackupCode(code)));
+    return store.useBackupCode(dev.id, sha256Hex(normaliseBackupCode(code)), q);
   }
 
   async function requireDeveloper(id: string): Promise<DeveloperRow> {
@@ -97,11 +98,22 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
       return issueTokenPair(dev.id);
     },
 
+    /**
+     * A challenge completes one login. It is marked used and the code spent in one transaction: a
+     * wrong code undoes both (the challenge may be tried again), and a concurrent verify of the same
+     * challenge waits for this one, then finds it used.
+     */
     async verifyTwoFactorLogin(challengeToken: string, code: string): Promise<TokenPair> {
-      const developerId = tokens.verify(challengeToken, '2fa_challenge', clock.now().getTime());
-      assertThat(developerId, 'INVALID_CREDENTIALS', 'The login challenge is invalid or expired; log in again');
+      const now = clock.now();
+      const developerId = tokens.verify(challengeToken, '2fa_challenge', now.getTime());
+      assertThat(developerId, 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
       const dev = await requireDeveloper(developerId);
-      assertThat(await checkSecondFactor(dev, code), 'INVALID_TWO_FACTOR_CODE', 'The two-factor code is incorrect or was already used');
+      // Issued before now, the token has expired by then: its record may go.
+      const recordExpiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
+      await store.transaction(async (trx) => {
+        assertThat(await store.useLoginChallenge(trx, sha256Hex(challengeToken), dev.id, recordExpiresAt, now), 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
+        assertThat(await checkSecondFactor(dev, code, trx), 'INVALID_TWO_FACTOR_CODE', 'The two-factor code is incorrect or was already used');
+      });
       return issueTokenPair(dev.id);
     },
 

@@ -63,18 +63,34 @@ export function createAccountsStore(db: Db) {
       }),
 
     /** Records a used TOTP step; false when that step (or a later one) was already used: a replay. */
-    advanceTotpStep: async (id: string, step: number) =>
-      (await db('developers')
+    advanceTotpStep: async (id: string, step: number, q: Db = db) =>
+      (await q('developers')
         .where({ id })
-        .andWhere((q) => q.whereNull('totp_last_step').orWhere('totp_last_step', '<', step))
+        .andWhere((newer) => newer.whereNull('totp_last_step').orWhere('totp_last_step', '<', step))
         .update({ totp_last_step: step })) === 1,
 
     /** Spends a confirmed backup code once; false when it does not exist or was used. */
-    useBackupCode: async (developerId: string, codeHash: string) =>
-      (await db('backup_codes')
+    useBackupCode: async (developerId: string, codeHash: string, q: Db = db) =>
+      (await q('backup_codes')
         .where({ developer_id: developerId, code_hash: codeHash, pending: false })
         .whereNull('used_at')
-        .update({ used_at: db.fn.now() })) === 1,
+        .update({ used_at: q.fn.now() })) === 1,
+
+    /**
+     * Records a 2FA login challenge (by its token's hash) as used until `expiresAt`; false when it
+     * already is. A concurrent verify of the same challenge waits on the new row until `trx` ends,
+     * then finds it used (commit) or free (rollback). The developer's expired records go with it.
+     */
+    useLoginChallenge: async (trx: Db, tokenHash: string, developerId: string, expiresAt: Date, now: Date) =>
+      (
+        await hotQuery(
+          trx,
+          `WITH expired AS (DELETE FROM used_login_challenges WHERE developer_id = $2 AND expires_at <= $4)
+           INSERT INTO used_login_challenges (token_hash, developer_id, expires_at) VALUES ($1, $2, $3)
+           ON CONFLICT (token_hash) DO NOTHING RETURNING 1`,
+          [tokenHash, developerId, expiresAt, now],
+        )
+      ).length === 1,
 
     countUnusedBackupCodes: (developerId: string) =>
       db('backup_codes')

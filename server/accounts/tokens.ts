@@ -1,15 +1,18 @@
 import { createHmac } from 'node:crypto';
-import { safeEqual } from '../crypto/secrets.js';
+import { randomHex, safeEqual } from '../crypto/secrets.js';
 
 /**
  * Developer access tokens and 2FA login challenges: compact JWS with HS256 under a key derived from
- * the master key. Stateless, so a request with an access token costs no database lookup.
+ * the master key. Stateless, so a request with an access token costs no database lookup; only a
+ * challenge that completed a login is recorded (by its hash), so that it completes no other.
  */
 export type TokenUse = 'access' | '2fa_challenge';
 
 interface Claims {
   sub: string;
   use: TokenUse;
+  /** Random, so no two tokens are alike: a used 2FA challenge is recorded by its hash. */
+  jti: string;
   iat: number;
   exp: number;
 }
@@ -21,7 +24,7 @@ export class SessionTokens {
 
   issue(sub: string, use: TokenUse, nowMs: number, ttlSeconds: number): string {
     const iat = Math.floor(nowMs / 1000);
-    const claims: Claims = { sub, use, iat, exp: iat + ttlSeconds };
+    const claims: Claims = { sub, use, jti: randomHex(12), iat, exp: iat + ttlSeconds };
     const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return `${HEADER}.${payload}.${this.mac(`${HEADER}.${payload}`)}`;
   }

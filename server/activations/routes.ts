@@ -1,14 +1,8 @@
-import { LICENSE_LIMITS } from '../http/license-limits.js';
-import { RATE_LIMITS } from '../http/rate-limit.js';
+import { RUNTIME_LIMITS_DESCRIPTION, describeLicenseLimit } from '../http/license-limits.js';
 import { setRateLimitHeaders } from '../http/rate-window.js';
 import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
 import type { ActivationsService } from './service.js';
-
-const perSeatRefreshes = `${LICENSE_LIMITS.refresh.limit} per ${LICENSE_LIMITS.refresh.windowSeconds / 60} minutes per seat (device limit)`;
-const rateLimits =
-  'Limited per license, not per address (many seats may share one). RateLimit headers describe the license\'s limit once the key or ' +
-  `token names a usable license, else the per-process guard of ${RATE_LIMITS.runtime.limit} requests per minute per address.`;
 
 export function activationRoutes(activations: ActivationsService) {
   const tag = 'Runtime';
@@ -18,11 +12,10 @@ export function activationRoutes(activations: ActivationsService) {
       summary: 'Activate a license key on a device; answers a signed runtime token and the policy',
       description:
         'Checks, first failure wins: unknown or revoked key 401 INVALID_LICENSE_KEY; expired 403 LICENSE_EXPIRED; ' +
-        `unknown build 404 BUILD_NOT_FOUND; more than ${LICENSE_LIMITS.activation.limit} activations per ` +
-        `${LICENSE_LIMITS.activation.windowSeconds / 60} minutes per license 429 (Retry-After). ` +
+        `unknown build 404 BUILD_NOT_FOUND; activations past ${describeLicenseLimit('activation')} 429 (Retry-After). ` +
         'A device already activated re-activates without taking a slot. A new device of a trial license on a computer ' +
         'that used its trials 403 TRIAL_ALREADY_USED; a new device over the limit 403 DEVICE_LIMIT_EXCEEDED. ' +
-        `A trial created without an expiry starts its 14 days at its first activation. ${rateLimits}`,
+        `A trial created without an expiry starts its 14 days at its first activation. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.ActivateBody, response: s.ActivationResult, errors: [401, 403, 404],
       handler: ({ body, ctx }) => activations.activate(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
@@ -31,9 +24,9 @@ export function activationRoutes(activations: ActivationsService) {
       summary: 'Refresh the runtime token of an activated device, by its token or by license key and fingerprint',
       description:
         'Answers like activation. Fails 401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED once it expired, ' +
-        `429 (Retry-After) past ${perSeatRefreshes}, ` +
+        `429 (Retry-After) past ${describeLicenseLimit('refresh')}, ` +
         '403 DEVICE_NOT_ACTIVATED once the device was reset, 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign. ' +
-        `An expired token is accepted if genuine. ${rateLimits}`,
+        `An expired token is accepted if genuine. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.RefreshBody, response: s.ActivationResult, errors: [401, 403],
       handler: ({ body, ctx }) => activations.refresh(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
-import type { LicenseLimits, RateLimitReport } from '../http/license-limits.js';
+import { enforceLicenseLimit, type LicenseLimits, type RateLimitReport } from '../http/license-limits.js';
 import { rateLimited } from '../http/rate-window.js';
 import { NO_COMMITMENT_TRIAL_DAYS, assertUsable, isUnstartedTrial } from '../licenses/rules.js';
 import type { Keyring } from '../signing/keyring.js';
@@ -106,11 +106,7 @@ export function createActivationsService(deps: { store: ActivationsStore; clock:
       const refreshes = limits.window('refresh');
       const license = await store.refresh(by, device, deviceReport, refreshes, now);
       assertUsable(license);
-      const decision = refreshes.decideFor(license.refresh_hits, license.device_limit);
-      report(decision);
-      if (!decision.allowed) {
-        throw rateLimited(decision.resetSeconds, `Too many token refreshes of this license; retry in ${decision.resetSeconds} seconds`);
-      }
+      enforceLicenseLimit(refreshes.decideFor(license.refresh_hits, license.device_limit), report, 'token refreshes');
       assertThat(
         license.device_known,
         'DEVICE_NOT_ACTIVATED',

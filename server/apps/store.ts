@@ -14,6 +14,32 @@ export interface AppRow extends Required<Omit<CreateAppInput, 'price_id' | 'prod
   updated_at: Date;
 }
 
+/**
+ * Every column of AppRow, named: prepared statements must not `SELECT *`, as a column a migration
+ * adds would fail them in running processes ("cached plan must not change result type"). The
+ * `satisfies` keeps the list in step with AppRow.
+ */
+const APP_COLUMNS = Object.keys({
+  id: true,
+  developer_id: true,
+  name: true,
+  platforms: true,
+  protection_level: true,
+  price_id: true,
+  delivery_mode: true,
+  product_key: true,
+  trials_per_computer: true,
+  default_device_limit: true,
+  offline_grace_hours: true,
+  download_limit: true,
+  fingerprint_salt: true,
+  created_at: true,
+  updated_at: true,
+} satisfies Record<keyof AppRow, true>).join(', ');
+
+/** The page and, through a window function, the total; prepared: every GET /v1/apps runs it. */
+const LIST_SQL = `SELECT ${APP_COLUMNS}, count(*) OVER () AS total FROM apps WHERE developer_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`;
+
 /** The stored settings an update changes (`release_current` is an instruction, not a setting). */
 export type AppPatch = Omit<UpdateAppInput, 'release_current'>;
 
@@ -25,11 +51,7 @@ export function createAppsStore(db: Db) {
 
     /** One round trip: the page and, through a window function, the total. */
     async list(developerId: string, page: Page): Promise<{ rows: AppRow[]; total: number }> {
-      const rows = await hotQuery<AppRow & { total: number }>(
-        db,
-        'SELECT *, count(*) OVER () AS total FROM apps WHERE developer_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3',
-        [developerId, page.limit, page.offset],
-      );
+      const rows = await hotQuery<AppRow & { total: number }>(db, LIST_SQL, [developerId, page.limit, page.offset], 'apps.list');
       if (rows.length > 0) return { rows, total: rows[0]!.total };
       const counted = await db('apps').where({ developer_id: developerId }).count<{ count: string }[]>('* as count');
       return { rows, total: Number(counted[0]!.count) };

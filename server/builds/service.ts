@@ -66,7 +66,6 @@ export function createBuildsService(deps: BuildsServiceDeps) {
     get,
     /** Before an upload is read: another tenant's or a missing app costs the client no upload. */
     assertApp,
-    exists: store.exists,
 
     async list(developerId: string, appId: string, filter: ListBuildsFilter) {
       await assertApp(developerId, appId);

@@ -76,9 +76,6 @@ export function createBuildsStore(db: Db) {
     /** For a signed download link, which is its own authorisation. */
     findReady: (id: string) => db<BuildRow>('builds').where({ id, status: 'READY' }).first(),
 
-    /** Whether `id` is a build of `appId`, for activation (any status: an installed copy stays valid). */
-    exists: async (appId: string, id: string) => Boolean(await db('builds').where({ id, app_id: appId }).first('id')),
-
     remove: (developerId: string, appId: string, id: string) =>
       scoped(db, developerId, appId).where({ id }).delete().returning('*').then((r: BuildRow[]) => r[0]),
 

@@ -3,10 +3,11 @@ import type { DownloadLinks } from '../builds/download-link.js';
 import type { Clock } from '../clock.js';
 import { isForeignKeyViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
+import { enforceLicenseLimit, type LicenseLimits, type RateLimitReport } from '../http/license-limits.js';
 import type { Keyring } from '../signing/keyring.js';
 import { engineSupportsUpdates } from './engine-version.js';
 import type { UpdateCheckInput, UpdateReportInput } from './schemas.js';
-import type { UpdatesStore } from './store.js';
+import type { CountedLicense, UpdatesStore } from './store.js';
 
 /**
  * How long a manifest is good for after it is signed: the popup is answered and the download
@@ -17,28 +18,41 @@ export const MANIFEST_LIFETIME_SECONDS = 30 * 60;
 
 /**
  * The runtime's credential, as activation refresh treats it: an unknown or revoked key, or a key of
- * another app (told apart from nothing, so keys cannot be probed across apps), is 401; a device not
- * activated on the license is 403.
+ * another app (told apart from nothing, so keys cannot be probed across apps), is 401.
  */
-function assertActivatedDevice(row: { status: string; device_known: boolean } | undefined): asserts row {
+function assertLicenseOfApp<T extends CountedLicense>(row: T | undefined): asserts row is T {
   if (!row || row.status === 'REVOKED') throw new RequestError('INVALID_LICENSE_KEY', 'The license key is invalid or has been revoked');
-  assertThat(row.device_known, 'DEVICE_NOT_ACTIVATED', 'This device is not activated on the license; activate it first');
 }
+
+const assertActivatedDevice = (row: { device_known: boolean }) =>
+  assertThat(row.device_known, 'DEVICE_NOT_ACTIVATED', 'This device is not activated on the license; activate it first');
 
 const buildNotFound = () => new RequestError('BUILD_NOT_FOUND', 'No such build of this app');
 
 /** The update check and the adoption report of protected apps: SPEC.md push rules 5 and 9. */
-export function createUpdateChecks(deps: { store: UpdatesStore; clock: Clock; keyring: Keyring; links: Pick<DownloadLinks, 'create'> }) {
-  const { store, clock, keyring, links } = deps;
+export function createUpdateChecks(deps: {
+  store: UpdatesStore;
+  clock: Clock;
+  keyring: Keyring;
+  links: Pick<DownloadLinks, 'create'>;
+  limits: LicenseLimits;
+}) {
+  const { store, clock, keyring, links, limits } = deps;
 
   return {
     /**
-     * A signed manifest when a push applies to this device, else nothing (204). Each check records
-     * the device's launch: platform, engine and running version.
+     * A signed manifest when a push applies to this device, else nothing (204). Each check within
+     * the license's limit records the device's launch: platform, engine and running version; past it,
+     * 429. `reportLimit` gets the license's count once the key names a usable license (a revoked
+     * key must read like one that never existed), for the RateLimit headers.
      */
-    async check(input: UpdateCheckInput): Promise<{ manifest: string } | undefined> {
+    async check(input: UpdateCheckInput, reportLimit: RateLimitReport): Promise<{ manifest: string } | undefined> {
       const now = clock.now();
-      const row = await store.check(input, now);
+      const checks = limits.window('update_check');
+      const row = await store.check(input, checks, now);
+      assertLicenseOfApp(row);
+      // Before the device: a check past the limit recorded no launch, so the device reads as unknown.
+      enforceLicenseLimit(checks.decideFor(row.hits, row.device_limit), reportLimit, 'update checks');
       assertActivatedDevice(row);
       // Inactive licenses receive no pushes (SPEC.md); a lapsed one is not an error for the app.
       if (row.status !== 'ACTIVE' || row.build_id === null) return undefined;
@@ -71,12 +85,15 @@ export function createUpdateChecks(deps: { store: UpdatesStore; clock: Clock; ke
       return { manifest: keyring.sign(DOCUMENT_TYPES.updateManifest, claims) };
     },
 
-    /** Idempotent: a second identical report changes nothing. */
-    async report(input: UpdateReportInput): Promise<void> {
-      const row = await store.report(input, clock.now()).catch((err: unknown) => {
+    /** Idempotent: a second identical report changes nothing. 429 past the license's limit of reports, as `check`. */
+    async report(input: UpdateReportInput, reportLimit: RateLimitReport): Promise<void> {
+      const reports = limits.window('update_report');
+      const row = await store.report(input, reports, clock.now()).catch((err: unknown) => {
         // The build was deleted between the statement's read and its write.
         throw isForeignKeyViolation(err) ? buildNotFound() : err;
       });
+      assertLicenseOfApp(row);
+      enforceLicenseLimit(reports.decideFor(row.hits, row.device_limit), reportLimit, 'update reports');
       assertActivatedDevice(row);
       if (!row.build_known) throw buildNotFound();
     },

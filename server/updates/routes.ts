@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import { AppIdParams } from '../apps/schemas.js';
+import { RUNTIME_LIMITS_DESCRIPTION, describeLicenseLimit } from '../http/license-limits.js';
+import { setRateLimitHeaders } from '../http/rate-window.js';
 import { defineRoute } from '../http/route.js';
 import { LicenseIdParams } from '../licenses/schemas.js';
 import { MANIFEST_LIFETIME_SECONDS, type UpdateChecks } from './checks.js';
@@ -25,7 +27,7 @@ const CONFLICTS = `409 PUSH_CONFLICT carries \`reason\` (${PUSH_CONFLICT_REASONS
 export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
   const app = { tag: 'Updates', auth: 'developer', rateLimit: 'apps' } as const;
   const license = { tag: 'Updates', auth: 'developer', rateLimit: 'general' } as const;
-  const runtime = { tag: 'Runtime', auth: 'none', rateLimit: 'general' } as const;
+  const runtime = { tag: 'Runtime', auth: 'none', rateLimit: 'runtime' } as const;
   return [
     defineRoute({
       ...app, method: 'post', path: '/v1/apps/{app_id}/push-update', operationId: 'pushAppUpdate',
@@ -91,26 +93,29 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       ...runtime, method: 'post', path: '/v1/updates/check', operationId: 'checkForUpdate',
       summary: 'Update check of a protected app: a signed manifest when a push applies to this device',
       description:
-        'Checks, first failure wins: unknown or revoked key, or a key of another app, 401 INVALID_LICENSE_KEY; device not activated ' +
-        'on the license 403 DEVICE_NOT_ACTIVATED. Then 204 when the license is not ACTIVE (expired licenses receive no pushes), no ' +
+        'Checks, first failure wins: unknown or revoked key, or a key of another app, 401 INVALID_LICENSE_KEY; checks past ' +
+        `${describeLicenseLimit('update_check')} 429 (Retry-After), recording nothing; device not activated on the license ` +
+        '403 DEVICE_NOT_ACTIVATED. Then 204 when the license is not ACTIVE (expired licenses receive no pushes), no ' +
         `push applies, the engine is older than ${MIN_UPDATE_ENGINE} (the device counts as unable), the device's platform is not ` +
         "the build's (unless cross_platform), the device runs the target build (it counts as installed), or it skipped or installed " +
         'that build. The push that applies is the newer (by serial) of the app push and the license\'s own. The manifest is bound to ' +
         `app, platform, license and device, expires ${MANIFEST_LIFETIME_SECONDS / 60} minutes after issue, and names the build's ` +
-        "SHA-256, size and a signed download link. Every check records the device's platform, engine and running version.",
+        "SHA-256, size and a signed download link. Every check within the limit records the device's platform, engine and " +
+        `running version. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.UpdateCheckBody, response: s.UpdateManifest, errors: [401, 403],
       noContent: 'No update for this device now',
-      handler: ({ body }) => checks.check(body),
+      handler: ({ body, ctx }) => checks.check(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
     defineRoute({
       ...runtime, method: 'post', path: '/v1/updates/report', operationId: 'reportUpdate',
       summary: 'Adoption report of a protected app: a build installed (first start of it) or skipped (Skip this version)',
       description:
-        'Same credential checks as the update check (401, 403); `build_id` not a build of the app 404 BUILD_NOT_FOUND. Records ' +
-        '`version` as the device\'s app version (the installed one, with `installed`). Idempotent; a later install replaces a skip, ' +
-        'never the reverse.',
+        'Checks, first failure wins: the key as in the update check (401); reports past ' +
+        `${describeLicenseLimit('update_report')} 429 (Retry-After), recording nothing; the device as in the update check (403); ` +
+        '`build_id` not a build of the app 404 BUILD_NOT_FOUND. Records `version` as the device\'s app version (the installed one, ' +
+        `with \`installed\`). Idempotent; a later install replaces a skip, never the reverse. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.UpdateReportBody, errors: [401, 403, 404],
-      handler: ({ body }) => checks.report(body),
+      handler: ({ body, ctx }) => checks.report(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
   ];
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { hotQuery, type Db } from '../db/knex.js';
 import type { BuildPlatform } from '../builds/schemas.js';
 import type { BuildRow } from '../builds/store.js';
+import { countHitCte, type LicenseLimitWindow } from '../http/license-limits.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus } from '../licenses/rules.js';
 import type { AdoptionEvent, UpdateCheckInput, UpdateReportInput } from './schemas.js';
 
@@ -36,9 +37,17 @@ export interface DeviceGroup {
 /** Which devices a push governs: an app push, those of licenses without a newer push of their own. */
 export type PushScope = { appId: string; serial: number } | { licenseId: string };
 
-interface CheckedDevice {
-  license_id: string;
+/** The license of a runtime request and this request counted in the license's window of its limit. */
+export interface CountedLicense {
   status: LicenseStatus;
+  device_limit: number;
+  /** Requests of this kind of the license in the current window, this one included. */
+  hits: number;
+}
+
+interface CheckedDevice extends CountedLicense {
+  license_id: string;
+  /** The device's launch was recorded: it is activated on the license, and the check was within the limit. */
   device_known: boolean;
 }
 
@@ -60,8 +69,8 @@ type NoPush = { [K in keyof ApplicablePush]: null };
 /** What one update check needs, read in one statement; the push fields are all null when no push applies. */
 export type CheckRow = CheckedDevice & (ApplicablePush | NoPush);
 
-export interface ReportRow {
-  status: LicenseStatus;
+export interface ReportRow extends CountedLicense {
+  /** The device is activated on the license (whether or not the report was within the limit). */
   device_known: boolean;
   build_known: boolean;
 }
@@ -89,18 +98,25 @@ const ADOPTION_UPSERT = `
   DO UPDATE SET state = EXCLUDED.state, at = EXCLUDED.at
   WHERE update_adoptions.state = 'skipped' AND EXCLUDED.state = 'installed'`;
 
+/** The license of the key, only for the app named: another app's key reads as unknown. $1 now, $2 key, $3 app. */
+const LICENSE_OF_APP = `
+  SELECT licenses.id, licenses.device_limit, (${STATUS_AT_$1}) AS status FROM licenses WHERE licenses.license_key = $2 AND licenses.app_id = $3`;
+
 /**
- * The license of the key (only for the app named: another app's key reads as unknown), a launch of
- * the device recorded unless the license is revoked, and the push that applies to the license: the
- * newer (by serial) of the app's and its own. $1 now, $2 key, $3 app, $4 fingerprint hash,
- * $5 platform, $6 engine version, $7 app version.
+ * The license of the key (for the app named), the check counted in the license's window, a launch
+ * of the device recorded unless the license is revoked or past its limit, and the push that applies
+ * to the license: the newer (by serial) of the app's and its own. $1 now, $2 key, $3 app,
+ * $4 fingerprint hash, $5 platform, $6 engine version, $7 app version, $8/$9 the limit's bucket
+ * prefix and window, $10 the limit per seat.
  */
 const CHECK_SQL = `
-  WITH lic AS (
-    SELECT licenses.id, (${STATUS_AT_$1}) AS status FROM licenses WHERE licenses.license_key = $2 AND licenses.app_id = $3
+  WITH lic AS (${LICENSE_OF_APP}
+  ), hit AS (
+    ${countHitCte({ bucket: '$8::text || lic.id', windowStart: '$9::timestamptz', from: 'lic' })}
   ), touched AS (
     UPDATE devices SET last_seen_at = $1, platform = $5, engine_version = $6, app_version = $7
-    WHERE license_id = (SELECT id FROM lic WHERE status <> 'REVOKED') AND fingerprint_hash = $4
+    WHERE license_id = (SELECT lic.id FROM lic, hit WHERE lic.status <> 'REVOKED' AND hit.hits <= $10::bigint * lic.device_limit)
+      AND fingerprint_hash = $4
     RETURNING 1
   ), push AS (
     (SELECT build_id, release_notes, serial FROM app_pushes WHERE app_id = $3
@@ -108,34 +124,41 @@ const CHECK_SQL = `
      SELECT build_id, release_notes, serial FROM license_pushes WHERE license_id = (SELECT id FROM lic))
     ORDER BY serial DESC LIMIT 1
   )
-  SELECT lic.id AS license_id, lic.status, EXISTS (SELECT 1 FROM touched) AS device_known,
+  SELECT lic.id AS license_id, lic.status, lic.device_limit, (SELECT hits FROM hit) AS hits, EXISTS (SELECT 1 FROM touched) AS device_known,
     push.build_id, push.release_notes, push.serial,
     builds.platform, builds.version, builds.sha256, builds.protected_size_bytes,
     (SELECT state FROM update_adoptions a WHERE a.license_id = lic.id AND a.fingerprint_hash = $4 AND a.build_id = push.build_id) AS adoption
   FROM lic LEFT JOIN push ON true LEFT JOIN builds ON builds.id = push.build_id`;
 
 /**
- * The license of the key (for the app named), whether the device is activated on it and the build is
- * the app's; only when all three hold, a launch of the device and the adoption are recorded.
- * $1 now, $2 key, $3 app, $4 fingerprint hash, $5 build, $6 event, $7 platform, $8 engine, $9 version.
+ * The license of the key (for the app named), the report counted in the license's window, whether
+ * the device is activated on the license and the build is the app's; only when all three hold and
+ * the report is within the limit, a launch of the device and the adoption are recorded.
+ * $1 now, $2 key, $3 app, $4 fingerprint hash, $5 build, $6 event, $7 platform, $8 engine, $9 version,
+ * $10/$11 the limit's bucket prefix and window, $12 the limit per seat.
  */
 const REPORT_SQL = `
-  WITH lic AS (
-    SELECT licenses.id, (${STATUS_AT_$1}) AS status FROM licenses WHERE licenses.license_key = $2 AND licenses.app_id = $3
+  WITH lic AS (${LICENSE_OF_APP}
+  ), hit AS (
+    ${countHitCte({ bucket: '$10::text || lic.id', windowStart: '$11::timestamptz', from: 'lic' })}
   ), known AS (
     SELECT devices.license_id FROM devices JOIN lic ON lic.id = devices.license_id
     WHERE lic.status <> 'REVOKED' AND devices.fingerprint_hash = $4
   ), build AS (
     SELECT id FROM builds WHERE id = $5 AND app_id = $3
+  ), recorded AS (
+    SELECT known.license_id, build.id AS build_id FROM known, build, lic, hit WHERE hit.hits <= $12::bigint * lic.device_limit
   ), touched AS (
     UPDATE devices SET last_seen_at = $1, platform = coalesce($7, platform), engine_version = coalesce($8, engine_version), app_version = $9
-    WHERE license_id = (SELECT license_id FROM known) AND fingerprint_hash = $4 AND EXISTS (SELECT 1 FROM build)
+    WHERE license_id = (SELECT license_id FROM recorded) AND fingerprint_hash = $4
   ), adopted AS (
     INSERT INTO update_adoptions (license_id, fingerprint_hash, build_id, state, at)
-    SELECT known.license_id, $4, build.id, $6, $1 FROM known, build
+    SELECT license_id, $4, build_id, $6, $1 FROM recorded
     ${ADOPTION_UPSERT}
   )
-  SELECT lic.status, EXISTS (SELECT 1 FROM known) AS device_known, EXISTS (SELECT 1 FROM build) AS build_known FROM lic`;
+  SELECT lic.status, lic.device_limit, (SELECT hits FROM hit) AS hits,
+    EXISTS (SELECT 1 FROM known) AS device_known, EXISTS (SELECT 1 FROM build) AS build_known
+  FROM lic`;
 
 /** Push records and adoption. Developer reads are scoped by developer; runtime ones by license key. */
 export function createUpdatesStore(db: Db) {
@@ -247,7 +270,7 @@ export function createUpdatesStore(db: Db) {
 
     // Prepared: every launch of every protected app runs it, and planning its CTEs each time cost
     // PostgreSQL more than running them (the bench went from 0.5 to about 1 times its baseline).
-    check: async (input: UpdateCheckInput, now: Date) =>
+    check: async (input: UpdateCheckInput, checks: LicenseLimitWindow, now: Date) =>
       (
         await hotQuery<CheckRow>(db, CHECK_SQL, [
           now,
@@ -257,10 +280,13 @@ export function createUpdatesStore(db: Db) {
           input.platform,
           input.engine_version,
           input.version,
+          checks.bucketPrefix,
+          checks.start,
+          checks.limit,
         ], 'update-check')
       )[0],
 
-    report: async (input: UpdateReportInput, now: Date) =>
+    report: async (input: UpdateReportInput, reports: LicenseLimitWindow, now: Date) =>
       (
         await hotQuery<ReportRow>(db, REPORT_SQL, [
           now,
@@ -272,6 +298,9 @@ export function createUpdatesStore(db: Db) {
           input.platform ?? null,
           input.engine_version ?? null,
           input.version,
+          reports.bucketPrefix,
+          reports.start,
+          reports.limit,
         ])
       )[0],
 

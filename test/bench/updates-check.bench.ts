@@ -14,9 +14,9 @@ interface Device {
 
 /**
  * Issue 6: an update check with a push active, every device offered the build: the license, the
- * device's launch, the push and its build read in one statement, a signed download link and one
- * Ed25519 signature of the manifest, plus the per-address rate limit. The baseline runs one
- * statement of the same reads and writes and signs once.
+ * check counted in the license's limit, the device's launch, the push and its build in one
+ * statement, a signed download link and one Ed25519 signature of the manifest. The baseline runs
+ * one statement of the same reads and writes (no limit) and signs once.
  */
 export default defineBench({
   title: 'Update checks with a push active, against node:http doing the same statement with pg and one Ed25519 signature',

@@ -296,6 +296,31 @@ describe('two-factor authentication', () => {
     expect((await status(dev)).body.backup_codes_remaining).toBe(9);
   });
 
+  it('completes one login per challenge: verifying it again is 401, also when the verifies are sent at once', async () => {
+    const dev = await registerDeveloper(call);
+    const { backupCodes } = await enableTwoFactor(dev);
+    const used = await challenge(dev);
+    expect((await verify(used, backupCodes[0]!)).status).toBe(200);
+    expectError(await verify(used, backupCodes[1]!), 401, 'INVALID_CREDENTIALS');
+
+    const raced = await challenge(dev);
+    const results = await Promise.all(backupCodes.slice(1, 5).map((code) => verify(raced, code)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 401, 401, 401]);
+    for (const refused of results.filter((r) => r.status === 401)) expectError(refused, 401, 'INVALID_CREDENTIALS');
+    // The refused verifies spent no code: only the two logins' are gone.
+    expect((await status(dev)).body.backup_codes_remaining).toBe(8);
+  });
+
+  it('keeps a challenge through a wrong code, so the right one still completes it, once', async () => {
+    const dev = await registerDeveloper(call);
+    const { secret } = await enableTwoFactor(dev);
+    const challengeToken = await challenge(dev);
+    const code = await nextTotpCode(secret);
+    expectError(await verify(challengeToken, otherCode(code)), 401, 'INVALID_TWO_FACTOR_CODE');
+    expect((await verify(challengeToken, code)).status).toBe(200);
+    expectError(await verify(challengeToken, await nextTotpCode(secret)), 401, 'INVALID_CREDENTIALS');
+  });
+
   it('rejects a made-up challenge token', async () => {
     expectError(await verify('garbage', '123456'), 401, 'INVALID_CREDENTIALS');
   });
