@@ -4,6 +4,10 @@ import type { Knex } from 'knex';
 export interface JobPayloads {
   /** Scan and protect an uploaded build (server/builds/protect-job.ts). */
   protect_build: { build_id: string; app_id: string };
+  /** Send one outbox email (server/email/send-job.ts). */
+  send_email: { email_id: string };
+  /** Report a license's platform fee to the payment processor (server/billing/report-fee-job.ts). */
+  report_license_fee: { license_id: string };
 }
 export type JobKind = keyof JobPayloads;
 

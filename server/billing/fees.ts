@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { Clock } from '../clock.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { LicenseType } from '../licenses/rules.js';
+import { insertFeeOnce } from './store.js';
+
+/** SPEC.md: "Platform fee: 4 USD per license". */
+export const LICENSE_FEE_USD = 4;
+export const LICENSE_FEE_CENTS = LICENSE_FEE_USD * 100;
+const FEE_CURRENCY = 'usd';
+
+/**
+ * The processor's idempotency keys are one namespace per account: the prefix keeps this event's key
+ * from ever matching another request's that also names the license.
+ */
+export const feeIdempotencyKey = (licenseId: string) => `license_fee:${licenseId}`;
+
+/** Processor outages are retried with backoff (5 s doubling to 5 min): about half an hour in all. */
+const REPORT_ATTEMPTS = 12;
+
+export interface LicenseFeeRequest {
+  licenseId: string;
+  appId: string;
+  developerId: string;
+  /** The license's source: the channel that sold it. */
+  source: string;
+  /** The license's type once sold (a converted trial is no longer `trial`). */
+  licenseType: LicenseType;
+  /** A test license (a processor test-mode sale, a `test: true` event): never billed. */
+  test?: boolean;
+}
+
+/** `charged`: charged now; `already_charged`: by an earlier call; `exempt`: trial and test licenses never are. */
+export type LicenseFeeOutcome = 'charged' | 'already_charged' | 'exempt';
+
+/** The platform fee ledger: each license sold is charged once, whatever the route or the retries. */
+export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
+  const { queue, clock } = deps;
+
+  return {
+    /**
+     * Charges the license's fee in `trx` (the transaction that sells the license), with the job that
+     * reports it to the payment processor. Call `queue.wake()` after the commit to report it at once.
+     */
+    async recordLicenseFee(trx: Knex.Transaction, request: LicenseFeeRequest): Promise<LicenseFeeOutcome> {
+      if (request.licenseType === 'trial' || request.test) return 'exempt';
+      const charged = await insertFeeOnce(trx, {
+        license_id: request.licenseId,
+        developer_id: request.developerId,
+        app_id: request.appId,
+        amount_cents: LICENSE_FEE_CENTS,
+        currency: FEE_CURRENCY,
+        source: request.source,
+        charged_at: clock.now(),
+        report_idempotency_key: feeIdempotencyKey(request.licenseId),
+      });
+      if (!charged) return 'already_charged';
+      await queue.enqueue(trx, 'report_license_fee', { license_id: request.licenseId }, { maxAttempts: REPORT_ATTEMPTS });
+      return 'charged';
+    },
+  };
+}
+
+export type FeeLedger = ReturnType<typeof createFeeLedger>;

@@ -1,0 +1,67 @@
+import { escapeHtml } from './html.js';
+
+/** What a customer needs after buying: the key, where to download, how to start. */
+export interface DeliveryDetails {
+  appName: string;
+  licenseKey: string;
+  downloadUrl: string;
+  /** ISO 8601: signed download links expire (7 days), the key does not. */
+  downloadExpiresAt: string;
+  appVersion?: string;
+}
+
+export interface RenderedEmail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** "2025-03-09 14:05 UTC": unambiguous whatever the reader's locale. */
+function utcMinute(iso: string): string {
+  return `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** The license delivery email, as plain text and as simple HTML with every value escaped. */
+export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
+  const product = d.appVersion ? `${d.appName} ${d.appVersion}` : d.appName;
+  const expires = utcMinute(d.downloadExpiresAt);
+  const steps = [
+    `Download ${product} with the link above and install it.`,
+    `Start ${d.appName}. When it asks for a license key, paste the key above.`,
+    `Keep this email: the key is what unlocks ${d.appName} if you reinstall it or move to another computer.`,
+  ];
+
+  const text = [
+    `Thank you for buying ${d.appName}.`,
+    '',
+    'Your license key:',
+    '',
+    `    ${d.licenseKey}`,
+    '',
+    `Download ${product}:`,
+    d.downloadUrl,
+    `(This download link works until ${expires}. Your license key does not expire with it.)`,
+    '',
+    'Getting started',
+    ...steps.map((step, i) => `${i + 1}. ${step}`),
+    '',
+  ].join('\n');
+
+  const e = escapeHtml;
+  const html = `<!doctype html>
+<html><body style="font-family: sans-serif; line-height: 1.5">
+<p>Thank you for buying ${e(d.appName)}.</p>
+<p>Your license key:</p>
+<p style="font-family: monospace; font-size: 1.25em"><strong>${e(d.licenseKey)}</strong></p>
+<p><a href="${e(d.downloadUrl)}">Download ${e(product)}</a><br>
+<small>This download link works until ${e(expires)}. Your license key does not expire with it.</small></p>
+<h3>Getting started</h3>
+<ol>
+${steps.map((step) => `<li>${e(step)}</li>`).join('\n')}
+</ol>
+</body></html>
+`;
+
+  // One header line whatever the app's name holds.
+  return { subject: `Your ${d.appName} license key`.replace(/\s+/g, ' '), text, html };
+}
