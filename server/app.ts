@@ -11,12 +11,18 @@ import { createActivationsStore } from './activations/store.js';
 import { appRoutes } from './apps/routes.js';
 import { createAppsService } from './apps/service.js';
 import { createAppsStore } from './apps/store.js';
+import { createFeeLedger } from './billing/fees.js';
+import { reportLicenseFeeJob } from './billing/report-fee-job.js';
+import { ledgerOnlyFeeReporter } from './billing/usage-reporter.js';
 import { createBuilds } from './builds/index.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { MasterKey } from './crypto/master-key.js';
 import type { Db } from './db/knex.js';
 import { createNotificationListener } from './db/notification-listener.js';
+import { createEmailOutbox } from './email/outbox.js';
+import { sendEmailJob } from './email/send-job.js';
+import { createEmailTransport } from './email/transport.js';
 import { createAuthenticator } from './http/auth.js';
 import { errorHandler } from './http/error-handler.js';
 import { createLicenseLimits } from './http/license-limits.js';
@@ -31,6 +37,7 @@ import { licenseRoutes } from './licenses/routes.js';
 import { createLicensesService } from './licenses/service.js';
 import { createLicensesStore } from './licenses/store.js';
 import { opsRouter } from './ops/routes.js';
+import { createPayments } from './payments/index.js';
 import type { Keyring } from './signing/keyring.js';
 import { signingRoutes } from './signing/routes.js';
 import { createUpdateChecks } from './updates/checks.js';
@@ -66,9 +73,20 @@ export function createApp(deps: AppDeps) {
   // Unreleasing a build and switching an app to released_only answer to the push rules.
   const pushGuards = createPushGuards(updatesStore);
   const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue, pushGuards });
-  const apps = createAppsService({ store: createAppsStore(db), removeStoredFiles: builds.service.removeAppFiles, pushGuards });
+  const payments = createPayments({
+    config, db, clock, log, links: builds.links,
+    fees: createFeeLedger({ queue, clock }),
+    outbox: createEmailOutbox({ queue }),
+    wakeJobs: () => queue.wake(),
+  });
+  const apps = createAppsService({
+    store: createAppsStore(db),
+    removeStoredFiles: builds.service.removeAppFiles,
+    pushGuards,
+    checkPriceId: payments.service.checkPriceId,
+  });
   const pushes = createPushService({ store: updatesStore, clock });
-  const updateChecks = createUpdateChecks({ store: updatesStore, clock, keyring, links: builds.links });
+  const updateChecks = createUpdateChecks({ store: updatesStore, clock, keyring, links: builds.links, limits: licenseLimits });
   const activations = createActivationsService({
     store: createActivationsStore(db),
     clock,
@@ -89,6 +107,7 @@ export function createApp(deps: AppDeps) {
     ...activationRoutes(activations),
     ...updateRoutes(pushes, updateChecks),
     ...signingRoutes(keyring),
+    ...payments.routes,
   ];
   let openApi: unknown;
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
@@ -108,6 +127,9 @@ export function createApp(deps: AppDeps) {
   app.use(api.routes());
   app.use(api.allowedMethods());
   // Started by whoever runs the process (main.ts, the test server), when configured to run jobs.
-  const jobs = createJobRunner({ db, queue, log, handlers: [builds.job] }, { concurrency: config.jobConcurrency });
+  const emailJob = sendEmailJob({ db, transport: createEmailTransport(config), clock, log });
+  // Fees stay in the ledger, marked not_reported, until a payment processor's reporter replaces this one.
+  const feeJob = reportLicenseFeeJob({ db, reporter: ledgerOnlyFeeReporter, clock, log });
+  const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency });
   return { app, routes, rateLimiter, getOpenApi, jobs, listener, storage: builds.storage };
 }

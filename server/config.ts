@@ -94,6 +94,23 @@ const ConfigSchema = z.object({
   LATCHKEY_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Trust X-Forwarded-For for client addresses (set only behind a proxy that overwrites it). */
   LATCHKEY_TRUST_PROXY: z.stringbool().default(false),
+  /** The mail server for outgoing email (smtp:// or smtps://, credentials in the URL). Unset: `.eml` files in the data directory. */
+  SMTP_URL: z
+    .string()
+    .url()
+    .refine((v) => /^smtps?:$/.test(new URL(v).protocol), 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  /** The From of every email: an address, optionally with a display name (`Acme <no-reply@acme.test>`). */
+  LATCHKEY_EMAIL_FROM: z
+    .string()
+    .regex(/^[^\r\n]*[^\s<>@]+@[^\s<>@]+>?\s*$/, 'must be an email address, optionally as `Name <address>`')
+    .default('Latchkey <no-reply@localhost>'),
+  /** Stripe secret key of the platform account; unset: the commerce routes answer 503 PAYMENTS_NOT_CONFIGURED. */
+  LATCHKEY_STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_/, 'must be a Stripe secret or restricted key (sk_... or rk_...)').optional(),
+  /** Signing secret of the webhook endpoint that delivers to POST /v1/webhooks/payments. */
+  LATCHKEY_STRIPE_WEBHOOK_SECRET: z.string().startsWith('whsec_', 'must be a Stripe webhook signing secret (whsec_...)').optional(),
+  /** Where the Stripe API is reached (default Stripe's own); tests point it at a local fake. */
+  LATCHKEY_STRIPE_API_BASE: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -117,6 +134,9 @@ export interface Config {
   runJobs: boolean;
   jobConcurrency: number;
   trustProxy: boolean;
+  smtpUrl: string | undefined;
+  emailFrom: string;
+  stripe: { secretKey: string; webhookSecret: string | undefined; apiBase: URL | undefined } | undefined;
   logLevel: z.infer<typeof ConfigSchema>['LOG_LEVEL'];
 }
 
@@ -146,6 +166,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     runJobs: c.LATCHKEY_RUN_JOBS,
     jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
     trustProxy: c.LATCHKEY_TRUST_PROXY,
+    smtpUrl: c.SMTP_URL,
+    emailFrom: c.LATCHKEY_EMAIL_FROM,
+    stripe: c.LATCHKEY_STRIPE_SECRET_KEY
+      ? {
+          secretKey: c.LATCHKEY_STRIPE_SECRET_KEY,
+          webhookSecret: c.LATCHKEY_STRIPE_WEBHOOK_SECRET,
+          apiBase: c.LATCHKEY_STRIPE_API_BASE ? new URL(c.LATCHKEY_STRIPE_API_BASE) : undefined,
+        }
+      : undefined,
     logLevel: c.LOG_LEVEL,
   };
 }

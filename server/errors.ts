@@ -5,6 +5,13 @@
 export const ERROR_CODES = {
   VALIDATION_FAILED: 400,
   INVALID_JSON: 400,
+  /** A payment processor notification whose signature is missing, wrong or too old. */
+  INVALID_WEBHOOK_SIGNATURE: 400,
+  /** The processor does not know the account or Price the request names. */
+  PAYMENT_ACCOUNT_NOT_FOUND: 400,
+  PRICE_NOT_FOUND: 400,
+  /** A Price the price rules refuse (tiered, usage-based, under 4 USD per period, not USD). */
+  PRICE_NOT_SUPPORTED: 400,
   UNAUTHORIZED: 401,
   INVALID_CREDENTIALS: 401,
   INVALID_TWO_FACTOR_CODE: 401,
@@ -24,6 +31,8 @@ export const ERROR_CODES = {
   DEVELOPER_NOT_FOUND: 404,
   LICENSE_NOT_FOUND: 404,
   BUILD_NOT_FOUND: 404,
+  /** The public entitlement of a checkout session whose payment notification is not processed yet. */
+  LICENSE_NOT_PROVISIONED: 404,
   METHOD_NOT_ALLOWED: 405,
   EMAIL_IN_USE: 409,
   PRICE_ID_IN_USE: 409,
@@ -35,6 +44,10 @@ export const ERROR_CODES = {
   PUSH_CONFLICT: 409,
   NO_READY_BUILD: 409,
   NO_ACTIVE_LICENSE: 409,
+  /** A commerce operation while no payment processor account is connected. */
+  PAYMENT_ACCOUNT_NOT_CONNECTED: 409,
+  /** The processor account is already connected to another developer. */
+  PAYMENT_ACCOUNT_IN_USE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,
@@ -42,6 +55,10 @@ export const ERROR_CODES = {
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  /** No Stripe key configured on this server (LATCHKEY_STRIPE_SECRET_KEY). */
+  PAYMENTS_NOT_CONFIGURED: 503,
+  /** The payment processor did not answer, or answered with its own failure; retry later. */
+  PAYMENT_PROCESSOR_UNAVAILABLE: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

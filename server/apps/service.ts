@@ -18,8 +18,15 @@ export function createAppsService(deps: {
   /** Removes what an app keeps outside the database: its builds' files. */
   removeStoredFiles: (appId: string) => Promise<void>;
   pushGuards: Pick<PushGuards, 'beforeReleasedOnly'>;
+  /** SPEC.md's price rules, against the developer's connected processor account; throws the refusal. */
+  checkPriceId: (developerId: string, priceId: string) => Promise<void>;
 }) {
   const { store } = deps;
+
+  /** Only a Price ID being set is checked: clearing one, or leaving it out, needs no processor. */
+  const checkPrice = async (developerId: string, priceId: string | null | undefined) => {
+    if (priceId) await deps.checkPriceId(developerId, priceId);
+  };
 
   async function get(developerId: string, appId: string): Promise<AppRow> {
     const app = await store.find(developerId, appId);
@@ -31,8 +38,9 @@ export function createAppsService(deps: {
     get,
     list: (developerId: string, page: Page) => store.list(developerId, page),
 
-    create: (developerId: string, input: CreateAppInput) =>
-      store
+    create: async (developerId: string, input: CreateAppInput) => {
+      await checkPrice(developerId, input.price_id);
+      return store
         .insert({
           ...input,
           price_id: input.price_id ?? null,
@@ -42,11 +50,15 @@ export function createAppsService(deps: {
           developer_id: developerId,
           fingerprint_salt: randomSecret(32),
         })
-        .catch(priceIdConflict),
+        .catch(priceIdConflict);
+    },
 
     /** Switching to released_only answers to the push rules in the same transaction (SPEC.md push rule 4). */
     async update(developerId: string, appId: string, input: UpdateAppInput): Promise<AppRow> {
       const { release_current, ...patch } = input;
+      // Another developer's app answers 404 before their price is judged.
+      if (patch.price_id) await get(developerId, appId);
+      await checkPrice(developerId, patch.price_id);
       const app = await store
         .transaction(async (trx) => {
           if (patch.delivery_mode === 'released_only') {

@@ -40,6 +40,7 @@ const SECURITY: Record<RouteDef['auth'], unknown[]> = {
 };
 
 function requestBody(r: RouteDef): Record<string, unknown> {
+  if (r.rawBody) return { requestBody: { required: true, description: r.rawBody.description, content: { 'application/json': { schema: { type: 'object' } } } } };
   if (!r.body) return {};
   const schema = jsonSchema(r.body, 'input');
   if (!r.multipart) return { requestBody: { required: true, content: { 'application/json': { schema } } } };

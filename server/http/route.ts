@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import type { Actor, Authenticator, AuthMode } from './auth.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody, readRawBody } from './body.js';
 import { fileOf, readMultipart, type MultipartSpec } from './multipart.js';
 import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
 
@@ -53,6 +53,12 @@ export interface RouteDef<
   errors?: number[];
   /** The body is multipart/form-data: `body` validates its text fields and the file part (an `UploadedFile`). */
   multipart?: MultipartSpec;
+  /**
+   * The body is read as bytes, unparsed, into `ctx.state.rawBody` (a Buffer; `body` stays
+   * undefined): for a signature over the exact bytes sent (payment processor notifications). The
+   * handler validates what it parses; `description` documents the body in the OpenAPI document.
+   */
+  rawBody?: { description: string };
   /** Runs once the caller and path are known, before the body is read: refuses before a large upload is stored. */
   precheck?(input: { params: z.infer<P>; actor: ActorFor<A> }): Promise<void>;
   /** The handler writes a file (status, headers, stream) itself instead of returning JSON. */
@@ -130,6 +136,7 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       const query = parseOrThrow(route.query, ctx.query, 'query');
       if (route.precheck) await route.precheck({ params, actor: actor as never });
       const { multipart } = route;
+      if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
       const raw = multipart ? await readMultipart(ctx, multipart) : route.body ? await readJsonBody(ctx, deps.maxJsonBytes) : undefined;
 
       let result;

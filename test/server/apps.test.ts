@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
+import { startFakeStripe, type FakeStripe } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client, type ApiResponse, type Call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -7,16 +8,34 @@ import { startTestServer, type TestServer } from '../support/server.js';
 let server: TestServer;
 let call: Call;
 let dev: TestDeveloper;
+// Saving a Price ID checks it against the developer's connected account, here a fake Stripe's.
+let stripe: FakeStripe;
+let account: string;
 beforeAll(async () => {
-  server = await startTestServer();
+  stripe = await startFakeStripe();
+  server = await startTestServer({ env: stripe.env });
   call = client(server.url);
   dev = await registerDeveloper(call);
+  account = await connectAccount(dev);
 });
-afterAll(() => server.close());
+afterAll(async () => {
+  await server.close();
+  await stripe.close();
+});
+
+async function connectAccount(owner: TestDeveloper): Promise<string> {
+  const id = stripe.addAccount();
+  expect((await call('PUT', '/v1/payments/account', { token: owner.accessToken, body: { account_id: id } })).status).toBe(200);
+  return id;
+}
 
 let priceSerial = 0;
-/** A Price ID no other test uses (the uniqueness is global, across developers). */
-const newPriceId = () => `price_${process.pid}x${Date.now()}x${++priceSerial}`;
+/** A Price ID no other test uses (the uniqueness is global, across developers), on `dev`'s account. */
+const newPriceId = () => {
+  const id = `price_${process.pid}x${Date.now()}x${++priceSerial}`;
+  stripe.addPrice(account, { id });
+  return id;
+};
 
 const getApp = (id: string, owner = dev) => call('GET', `/v1/apps/${id}`, { token: owner.accessToken });
 const updateApp = (id: string, body: unknown, owner = dev) => call('PUT', `/v1/apps/${id}`, { token: owner.accessToken, body });
@@ -109,6 +128,8 @@ describe('Price ID', () => {
     const priceId = newPriceId();
     const owner = await createApp(call, dev, { price_id: priceId });
     const other = await registerDeveloper(call);
+    // The same Price on the other developer's account too: the price rules pass, the uniqueness does not.
+    stripe.addPrice(await connectAccount(other), { id: priceId });
 
     const ownSecondApp = await createApp(call, dev);
     expectError(await updateApp(ownSecondApp.id, { price_id: priceId }), 409, 'PRICE_ID_IN_USE');

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
+import { startFakeStripe } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, formData, type CallOptions } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
@@ -9,8 +10,13 @@ import { startTestServer } from '../support/server.js';
 // OpenAPI document, so routes added later are swept without anyone remembering to. The operations
 // are read before the tests are collected (top-level await), so each gets its own named tests.
 
-const server = await startTestServer();
-afterAll(() => server.close());
+// A fake Stripe: saving a Price ID (updateApp's sample) checks it against the connected account.
+const stripe = await startFakeStripe();
+const server = await startTestServer({ env: stripe.env });
+afterAll(async () => {
+  await server.close();
+  await stripe.close();
+});
 const call = client(server.url);
 
 // Credentials that must never work: an access token past its hour and an API key rotated away.
@@ -24,6 +30,8 @@ const expiredAccessToken = stale.accessToken;
 const devA = await registerDeveloper(call);
 const devB = await registerDeveloper(call);
 await setPlan(call, server.adminToken, devA.id, 'pro');
+const accountA = stripe.addAccount();
+expect((await call('PUT', '/v1/payments/account', { token: devA.accessToken, body: { account_id: accountA } })).status).toBe(200);
 
 interface Operation {
   method: string;
@@ -136,7 +144,12 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   confirmTwoFactor: () => ({ code: '123456' }),
   disableTwoFactor: () => ({ password: 'correct horse battery', code: '123456' }),
   createApp: () => ({ name: 'Sweep', platforms: ['linux-x64'] }),
-  updateApp: () => ({ name: 'Renamed by someone else', price_id: `price_sweep${randomBytes(6).toString('hex')}` }),
+  updateApp: () => {
+    const priceId = `price_sweep${randomBytes(6).toString('hex')}`;
+    stripe.addPrice(accountA, { id: priceId });
+    return { name: 'Renamed by someone else', price_id: priceId };
+  },
+  connectPaymentAccount: () => ({ account_id: stripe.addAccount() }),
   createLicense: async (resource) => ({ app_id: await resource('app_id'), license_type: 'trial' }),
   uploadBuild: () => new Form(formData({ platform: 'cross_platform' }, { artifact: { name: 'tool.bin', data: 'sweep' } })),
   replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.bin', data: 'signed' } })),

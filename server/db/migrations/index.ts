@@ -4,6 +4,9 @@ import { licensing } from './002_licensing.js';
 import { deviceSlots } from './003_device_slots.js';
 import { builds } from './004_builds.js';
 import { updates } from './005_updates.js';
+import { emailAndFees } from './007_email_and_fees.js';
+import { payments } from './008_payments.js';
+import { usedLoginChallenges } from './009_used_login_challenges.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges];

@@ -1,0 +1,62 @@
+/**
+ * What the service needs from a payment processor, in its own words, so the rules never touch the
+ * Stripe SDK and the SDK's shapes stay in one file (stripe-processor.ts).
+ */
+
+/**
+ * A Price as the price rules judge it. Enumerations stay open strings, as Stripe types them: a
+ * value added later reads as unsupported rather than failing.
+ */
+export interface ProcessorPrice {
+  id: string;
+  active: boolean;
+  /** `one_time` or `recurring`. */
+  type: string;
+  /** `per_unit` or `tiered`. */
+  billingScheme: string;
+  /** Minor units (cents for USD); null for tiered and custom-amount prices. */
+  unitAmount: number | null;
+  currency: string;
+  /** `usageType`: `licensed` or `metered`. */
+  recurring: { interval: string; usageType: string } | null;
+}
+
+/** A checkout session of a connected account, as fulfilment reads it back from the processor. */
+export interface ProcessorCheckoutSession {
+  id: string;
+  /** False for a test-mode sale: its license is never billed. */
+  livemode: boolean;
+  /** `payment`, `subscription` or `setup`. */
+  mode: string;
+  /** `paid`, `unpaid` or `no_payment_required`. */
+  paymentStatus: string;
+  customerEmail: string | null;
+  priceIds: string[];
+  metadata: Record<string, string>;
+  /** The payment link it came from, when it came from one. */
+  paymentLinkId: string | null;
+  /** The percentage fee set on that payment link: the processor took the platform fee itself. */
+  applicationFeePercent: number | null;
+}
+
+/** A notification whose signature checked out; its payload is still unvalidated JSON. */
+export interface VerifiedEvent {
+  payload: unknown;
+}
+
+export interface PaymentProcessor {
+  /** Whether the connected account exists (and this platform may act on it). */
+  accountExists(accountId: string): Promise<boolean>;
+  /** The Price on the connected account, or null when it has no such Price. */
+  retrievePrice(accountId: string, priceId: string): Promise<ProcessorPrice | null>;
+  /** The session on the connected account with its line items and payment link, or null. */
+  retrieveCheckoutSession(accountId: string, sessionId: string): Promise<ProcessorCheckoutSession | null>;
+  /** Checks the signature header against the raw body; throws InvalidSignatureError when it fails. */
+  verifyEvent(rawBody: Buffer, signatureHeader: string | undefined, receivedAt: Date): VerifiedEvent;
+}
+
+/** The notification is not from the processor (missing, tampered, wrong secret, outside the tolerance). */
+export class InvalidSignatureError extends Error {}
+
+/** The processor could not answer (network, outage, its own 5xx): the caller answers 503, and the processor retries. */
+export class ProcessorUnavailableError extends Error {}

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+export const ConnectAccountBody = z.strictObject({
+  account_id: z.string().regex(/^acct_[A-Za-z0-9]{1,64}$/, 'must be a connected account id (acct_...)'),
+});
+
+export const PaymentAccount = z.object({
+  connected: z.boolean(),
+  account_id: z.string().nullable(),
+  connected_at: z.iso.datetime().nullable(),
+});
+
+export const PublicPricing = z.object({
+  base_fee_annual_usd: z.number(),
+  license_fee_usd: z.number(),
+  free_download_limit: z.number().int(),
+  storage_fee_per_gb_month_usd: z.number(),
+});
+
+export const WebhookReceipt = z.object({
+  received: z.literal(true),
+  duplicate: z.boolean().describe('The event id was processed before; nothing changed'),
+  outcome: z.string().describe('What processing did: fulfilled, already_fulfilled, applied, stale_skipped, ignored, ...'),
+});
+
+const Metadata = z.record(z.string(), z.string()).nullish().transform((m) => m ?? {});
+const Timestamp = z.number().int().nonnegative();
+
+/** The envelope every Stripe event shares; `account` is set on events of connected accounts. */
+export const ProcessorEvent = z.object({
+  id: z.string().min(1).max(255),
+  type: z.string().min(1).max(255),
+  created: Timestamp,
+  account: z.string().regex(/^acct_/).optional(),
+  data: z.object({ object: z.unknown() }),
+});
+
+export const CheckoutSessionObject = z.object({ id: z.string().regex(/^cs_[A-Za-z0-9_]{1,255}$/) });
+
+const SubscriptionDetails = z.object({ metadata: Metadata }).nullish();
+
+/** An invoice of a developer's Pro subscription; the developer id is in its or its subscription's metadata. */
+export const InvoiceObject = z.object({
+  customer: z.string().min(1).max(255),
+  metadata: Metadata,
+  parent: z.object({ subscription_details: SubscriptionDetails }).nullish(),
+  subscription_details: SubscriptionDetails,
+  period_end: Timestamp.optional(),
+  lines: z.object({ data: z.array(z.object({ period: z.object({ end: Timestamp }) })) }).optional(),
+});
+
+export const SubscriptionObject = z.object({
+  customer: z.string().min(1).max(255),
+  status: z.string().max(64),
+  metadata: Metadata,
+});
+
+export type ProcessorEvent = z.infer<typeof ProcessorEvent>;
+export type InvoiceObject = z.infer<typeof InvoiceObject>;

@@ -1,0 +1,149 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex.js';
+
+export interface PaymentConnection {
+  payment_account_id: string | null;
+  payment_connected_at: Date | null;
+  payment_connection_generation: number;
+}
+
+/** A developer's Pro subscription as the processor's invoice and subscription events left it. */
+export interface SubscriptionState {
+  id: string;
+  plan: 'free' | 'pro';
+  billing_customer_id: string | null;
+  subscription_event_at: Date | null;
+}
+
+/** The app a paid checkout session bought, with what fulfilment needs of it and its owner. */
+export interface SaleApp {
+  id: string;
+  developer_id: string;
+  name: string;
+  delivery_mode: string;
+  default_device_limit: number;
+}
+
+export interface SessionLicense {
+  id: string;
+  developer_id: string;
+  app_id: string;
+  license_key: string;
+  license_type: 'perpetual' | 'subscription';
+  device_limit: number;
+  email: string | null;
+  source: string;
+  /** Shown in the portal: the session id with all but its end masked. */
+  payment_session_id: string;
+  payment_session_hash: string;
+}
+
+export type SubscriptionChange = Partial<{
+  plan: 'free' | 'pro';
+  billing_customer_id: string;
+  plan_period_end: Date | null;
+  plan_grace_until: Date | null;
+  subscription_metadata: Record<string, string>;
+}>;
+
+const CONNECTION_COLUMNS = ['payment_account_id', 'payment_connected_at', 'payment_connection_generation'];
+
+export function createPaymentsStore(db: Db) {
+  return {
+    transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+
+    connection: (developerId: string) => db('developers').where({ id: developerId }).first<PaymentConnection | undefined>(CONNECTION_COLUMNS),
+
+    /** Connecting (again) starts a new generation: links made under an earlier one stay dead. */
+    connect: (developerId: string, accountId: string, now: Date) =>
+      db('developers')
+        .where({ id: developerId })
+        .update({
+          payment_account_id: accountId,
+          payment_connected_at: now,
+          payment_connection_generation: db.raw('payment_connection_generation + 1'),
+        })
+        .returning(CONNECTION_COLUMNS)
+        .then((r: PaymentConnection[]) => r[0]!),
+
+    disconnect: (developerId: string) =>
+      db('developers')
+        .where({ id: developerId })
+        .update({ payment_account_id: null, payment_connected_at: null })
+        .returning(CONNECTION_COLUMNS)
+        .then((r: PaymentConnection[]) => r[0]!),
+
+    /** Records the event id in `trx`; false when it was already processed (a concurrent twin waits here for the first to commit). */
+    claimEvent: async (trx: Knex.Transaction, event: { id: string; type: string }, now: Date): Promise<boolean> => {
+      const rows = await trx('payment_events')
+        .insert({ id: event.id, type: event.type, outcome: 'processing', received_at: now })
+        .onConflict('id')
+        .ignore()
+        .returning('id');
+      return rows.length === 1;
+    },
+
+    settleEvent: (trx: Knex.Transaction, eventId: string, outcome: string) => trx('payment_events').where({ id: eventId }).update({ outcome }),
+
+    /** The owner of a connected account; unique, so one tenant at most. */
+    developerOfAccount: (trx: Knex.Transaction, accountId: string) =>
+      trx('developers').where({ payment_account_id: accountId }).first<{ id: string } | undefined>('id'),
+
+    /** The developer's app behind a sale: by its saved Price ID, else by the session's `service_app_id`. Never another developer's. */
+    saleApp: (trx: Knex.Transaction, developerId: string, by: { priceIds: string[]; appId: string | undefined }) =>
+      trx('apps')
+        .where({ developer_id: developerId })
+        .where((q) => {
+          q.whereIn('price_id', by.priceIds);
+          if (by.appId) q.orWhere({ id: by.appId });
+        })
+        // The Price match is what SPEC.md names as how the app is picked; metadata only when no Price matches.
+        .orderByRaw('(price_id = ANY(?)) DESC', [by.priceIds])
+        .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'default_device_limit'),
+
+    /** The newest READY build a customer may download (a released one under `released_only`). */
+    latestDeliverableBuild: (trx: Knex.Transaction, app: SaleApp) => {
+      const q = trx('builds').where({ app_id: app.id, status: 'READY' });
+      if (app.delivery_mode === 'released_only') q.where({ released: true });
+      return q.orderBy([{ column: 'completed_at', order: 'desc' }, { column: 'created_at', order: 'desc' }]).first<{ id: string } | undefined>('id');
+    },
+
+    /**
+     * Mints the license of a session unless one exists: answers it, or undefined when the session
+     * already has one (a retried or twin notification). A license-key collision (about one in
+     * 10^23) fails the delivery, and the processor's retry mints with another key.
+     */
+    mintSessionLicense: (trx: Knex.Transaction, row: SessionLicense) =>
+      trx
+        .raw(
+          `INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source, payment_session_id, payment_session_hash)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (payment_session_hash) WHERE payment_session_hash IS NOT NULL DO NOTHING
+           RETURNING id, license_key`,
+          [row.id, row.developer_id, row.app_id, row.license_key, row.license_type, row.device_limit, row.email, row.source, row.payment_session_id, row.payment_session_hash],
+        )
+        .then((r: { rows: { id: string; license_key: string }[] }) => r.rows[0]),
+
+    /** The license of a session, if it was minted (by its session hash). */
+    licenseOfSession: (q: Knex | Knex.Transaction, sessionHash: string) =>
+      q('licenses').where({ payment_session_hash: sessionHash }).first<{ id: string; license_key: string } | undefined>('id', 'license_key'),
+
+    /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
+    subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>
+      trx('developers').where({ billing_customer_id: customerId }).forUpdate().first<SubscriptionState | undefined>('id', 'plan', 'billing_customer_id', 'subscription_event_at'),
+
+    subscriptionByDeveloper: (trx: Knex.Transaction, developerId: string) =>
+      trx('developers').where({ id: developerId }).forUpdate().first<SubscriptionState | undefined>('id', 'plan', 'billing_customer_id', 'subscription_event_at'),
+
+    applySubscription: (trx: Knex.Transaction, developerId: string, eventAt: Date, change: SubscriptionChange) =>
+      trx('developers')
+        .where({ id: developerId })
+        .update({
+          ...change,
+          ...(change.subscription_metadata && { subscription_metadata: JSON.stringify(change.subscription_metadata) }),
+          subscription_event_at: eventAt,
+        }),
+  };
+}
+
+export type PaymentsStore = ReturnType<typeof createPaymentsStore>;

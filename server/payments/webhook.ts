@@ -1,0 +1,70 @@
+import type { Clock } from '../clock.js';
+import { RequestError } from '../errors.js';
+import type { FulfilSession } from './fulfilment.js';
+import { InvalidSignatureError, ProcessorUnavailableError, type PaymentProcessor } from './processor.js';
+import { CheckoutSessionObject, ProcessorEvent } from './schemas.js';
+import type { PaymentsStore } from './store.js';
+import { parseObject, SUBSCRIPTION_EVENTS, type ApplySubscriptionEvent, type SubscriptionEventType } from './subscriptions.js';
+
+/** Checkout events that mean the session is paid (card payments at once; bank debits later). */
+const CHECKOUT_EVENTS = new Set(['checkout.session.completed', 'checkout.session.async_payment_succeeded']);
+const isSubscriptionEvent = (type: string): type is SubscriptionEventType => (SUBSCRIPTION_EVENTS as readonly string[]).includes(type);
+
+export interface WebhookReceipt {
+  received: true;
+  duplicate: boolean;
+  outcome: string;
+}
+
+/**
+ * `POST /v1/webhooks/payments`: the signature on the raw body first, then the event's shape, then
+ * processing once per event id. A failure of the processor answers 503, so it delivers again.
+ */
+export function createWebhookHandler(deps: {
+  processor: PaymentProcessor;
+  store: PaymentsStore;
+  clock: Clock;
+  fulfilSession: FulfilSession;
+  applySubscriptionEvent: ApplySubscriptionEvent;
+  /** After a commit that queued jobs (emails, fee reports): start them now. */
+  afterCommit: () => void;
+}) {
+  const { processor, store, clock } = deps;
+
+  return async function receive(rawBody: Buffer, signatureHeader: string | undefined): Promise<WebhookReceipt> {
+    let payload: unknown;
+    try {
+      payload = processor.verifyEvent(rawBody, signatureHeader, clock.now()).payload;
+    } catch (err) {
+      if (err instanceof InvalidSignatureError) throw new RequestError('INVALID_WEBHOOK_SIGNATURE', err.message);
+      throw err;
+    }
+    const event = parseObject(ProcessorEvent, payload);
+
+    // Connected accounts' checkout sessions are read back from the processor (line items, its
+    // payment link), outside the transaction: no row lock is held across a network call.
+    const checkout = CHECKOUT_EVENTS.has(event.type) && event.account ? { account: event.account, id: parseObject(CheckoutSessionObject, event.data.object).id } : null;
+    let session = null;
+    if (checkout) {
+      try {
+        session = await processor.retrieveCheckoutSession(checkout.account, checkout.id);
+      } catch (err) {
+        if (err instanceof ProcessorUnavailableError) throw new RequestError('PAYMENT_PROCESSOR_UNAVAILABLE', `${err.message}; deliver the event again later`);
+        throw err;
+      }
+    }
+
+    const receipt = await store.transaction(async (trx): Promise<WebhookReceipt> => {
+      if (!(await store.claimEvent(trx, event, clock.now()))) return { received: true, duplicate: true, outcome: 'duplicate' };
+      let outcome: string;
+      if (checkout) outcome = session ? await deps.fulfilSession(trx, checkout.account, session) : 'session_not_found';
+      // The developer's own subscription lives on the platform account: a connected account's invoices are not ours.
+      else if (isSubscriptionEvent(event.type) && !event.account) outcome = await deps.applySubscriptionEvent(trx, { ...event, type: event.type });
+      else outcome = 'ignored';
+      await store.settleEvent(trx, event.id, outcome);
+      return { received: true, duplicate: false, outcome };
+    });
+    if (!receipt.duplicate) deps.afterCommit();
+    return receipt;
+  };
+}

@@ -1,0 +1,187 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { expectError } from '../support/assertions.js';
+import { newEventId, newSessionId, signedEvent, startFakeStripe } from '../support/fake-stripe.js';
+import { createApp, registerDeveloper } from '../support/fixtures.js';
+import { client } from '../support/http.js';
+import { startTestServer } from '../support/server.js';
+
+const stripe = await startFakeStripe();
+const server = await startTestServer({ env: stripe.env });
+afterAll(async () => {
+  await server.close();
+  await stripe.close();
+});
+const call = client(server.url);
+const db = server.database.db;
+
+const deliver = (signed: { payload: string; header: string }, header: string | undefined = signed.header) =>
+  call('POST', '/v1/webhooks/payments', { raw: { data: signed.payload, contentType: 'application/json' }, headers: header === undefined ? {} : { 'stripe-signature': header } });
+
+/** A developer with a connected account and an app selling one Price. */
+async function seller() {
+  const dev = await registerDeveloper(call);
+  const account = stripe.addAccount();
+  expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
+  const priceId = `price_${randomBytes(8).toString('hex')}`;
+  stripe.addPrice(account, { id: priceId });
+  const app = await createApp(call, dev, { price_id: priceId });
+  return { dev, account, priceId, app };
+}
+
+function checkoutCompleted(account: string, sessionId: string, type = 'checkout.session.completed') {
+  return signedEvent({ id: newEventId(), type, account, data: { object: { id: sessionId, object: 'checkout.session' } } });
+}
+
+const licensesOf = (appId: string) => db('licenses').where({ app_id: appId }).select('id', 'email', 'source', 'license_type', 'payment_session_id');
+const feesOf = (appId: string) => db('license_fees').where({ app_id: appId }).select('license_id');
+
+describe('signature', () => {
+  it.each([
+    ['a tampered body', (s: ReturnType<typeof signedEvent>) => ({ payload: s.payload.replace('checkout', 'checkouT'), header: s.header })],
+    ['a wrong secret', () => signedEvent({ id: newEventId(), type: 'checkout.session.completed' }, { secret: 'whsec_wrong' })],
+    ['a missing header', (s: ReturnType<typeof signedEvent>) => ({ payload: s.payload, header: undefined })],
+    ['a stale timestamp', () => signedEvent({ id: newEventId(), type: 'checkout.session.completed' }, { timestamp: Math.floor(Date.now() / 1000) - 600 })],
+    ['a garbage header', (s: ReturnType<typeof signedEvent>) => ({ payload: s.payload, header: 't=1,v1=00' })],
+  ])('refuses %s with 400 and changes nothing', async (_name, make) => {
+    const { account, app } = await seller();
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: (await db('apps').where({ id: app.id }).first()).price_id });
+    const bad = make(checkoutCompleted(account, sessionId)) as { payload: string; header: string | undefined };
+    expectError(await deliver({ payload: bad.payload, header: bad.header ?? '' }, bad.header), 400, 'INVALID_WEBHOOK_SIGNATURE');
+    expect(await licensesOf(app.id)).toEqual([]);
+  });
+
+  it('refuses a signed event of the wrong shape with 400', async () => {
+    expectError(await deliver(signedEvent({ id: newEventId(), type: 'checkout.session.completed', data: 'nope' })), 400, 'VALIDATION_FAILED');
+    const bad = signedEvent({ id: newEventId(), type: 'checkout.session.completed', account: 'acct_x', data: { object: { id: 'pi_123' } } });
+    expectError(await deliver(bad), 400, 'VALIDATION_FAILED');
+  });
+});
+
+describe('checkout fulfilment', () => {
+  it('mints one license and one fee for a paid session, however often it is delivered', async () => {
+    const { account, app } = await seller();
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: (await db('apps').where({ id: app.id }).first()).price_id, email: 'buyer@example.com' });
+    const event = checkoutCompleted(account, sessionId);
+    const results = await Promise.all(Array.from({ length: 5 }, () => deliver(event)));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(results.filter((r) => r.body.outcome === 'fulfilled')).toHaveLength(1);
+    // The same session through its other event, and replayed later: still one license.
+    expect((await deliver(checkoutCompleted(account, sessionId, 'checkout.session.async_payment_succeeded'))).body.outcome).toBe('already_fulfilled');
+    expect((await deliver(event)).body).toEqual({ received: true, duplicate: true, outcome: 'duplicate' });
+
+    const licenses = await licensesOf(app.id);
+    expect(licenses).toHaveLength(1);
+    expect(licenses[0]).toMatchObject({ email: 'buyer@example.com', source: 'direct_payment', license_type: 'perpetual' });
+    // The session id is a secret: only a masked form is stored.
+    expect(licenses[0]!.payment_session_id).not.toBe(sessionId);
+    expect(await feesOf(app.id)).toEqual([{ license_id: licenses[0]!.id }]);
+  });
+
+  it('mints concurrently delivered distinct events for the same session once', async () => {
+    const { account, app, priceId } = await seller();
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: priceId });
+    const results = await Promise.all(Array.from({ length: 5 }, () => deliver(checkoutCompleted(account, sessionId))));
+    expect(results.filter((r) => r.body.outcome === 'fulfilled')).toHaveLength(1);
+    expect(await licensesOf(app.id)).toHaveLength(1);
+  });
+
+  it('finds the app by metadata service_app_id when no Price matches, and mints nothing for an unpaid session', async () => {
+    const { account, app } = await seller();
+    const byMetadata = newSessionId();
+    stripe.addSession(account, { id: byMetadata, price_id: 'price_elsewhere', metadata: { service_app_id: app.id }, email: null });
+    expect((await deliver(checkoutCompleted(account, byMetadata))).body.outcome).toBe('fulfilled');
+    const unpaid = newSessionId();
+    stripe.addSession(account, { id: unpaid, price_id: 'price_elsewhere', payment_status: 'unpaid', metadata: { service_app_id: app.id } });
+    expect((await deliver(checkoutCompleted(account, unpaid))).body.outcome).toBe('not_paid');
+    expect(await licensesOf(app.id)).toHaveLength(1);
+  });
+
+  it("never matches another developer's app or Price", async () => {
+    const victim = await seller();
+    const attacker = await seller();
+    const sessionId = newSessionId();
+    stripe.addSession(attacker.account, { id: sessionId, price_id: victim.priceId, metadata: { service_app_id: victim.app.id } });
+    expect((await deliver(checkoutCompleted(attacker.account, sessionId))).body.outcome).toBe('no_matching_app');
+    // A session of one account named under another account's event is not found there.
+    expect((await deliver(checkoutCompleted(victim.account, sessionId))).body.outcome).toBe('session_not_found');
+    expect(await licensesOf(victim.app.id)).toEqual([]);
+    expect(await licensesOf(attacker.app.id)).toEqual([]);
+  });
+
+  it('delivers nothing while the account is disconnected, and a late notification after reconnecting fulfils', async () => {
+    const { dev, account, app, priceId } = await seller();
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: priceId });
+    expect((await call('DELETE', '/v1/payments/account', { token: dev.accessToken })).status).toBe(200);
+    expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('account_not_connected');
+    expect(await licensesOf(app.id)).toEqual([]);
+    expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
+    expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('fulfilled');
+  });
+
+  it('answers 503 while the processor is down, so the event is delivered again', async () => {
+    const { account, app, priceId } = await seller();
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: priceId });
+    const event = checkoutCompleted(account, sessionId);
+    stripe.state.outage = true;
+    try {
+      expectError(await deliver(event), 503, 'PAYMENT_PROCESSOR_UNAVAILABLE');
+    } finally {
+      stripe.state.outage = false;
+    }
+    expect((await deliver(event)).body.outcome).toBe('fulfilled');
+    expect(await licensesOf(app.id)).toHaveLength(1);
+  });
+});
+
+describe('developer subscription events', () => {
+  const customer = () => `cus_${randomBytes(8).toString('hex')}`;
+  const at = (secondsAgo: number) => Math.floor(Date.now() / 1000) - secondsAgo;
+  const invoice = (type: string, cus: string, created: number, metadata: Record<string, string> = {}) =>
+    signedEvent({ id: newEventId(), type, created, data: { object: { object: 'invoice', customer: cus, metadata, lines: { data: [{ period: { end: at(-30 * 86400) } }] } } } });
+  const subscription = (type: string, cus: string, created: number, metadata: Record<string, string> = {}) =>
+    signedEvent({ id: newEventId(), type, created, data: { object: { object: 'subscription', customer: cus, status: 'active', metadata } } });
+  const planOf = async (id: string) => db('developers').where({ id }).first('plan', 'plan_grace_until', 'plan_period_end', 'subscription_metadata');
+
+  it('invoice.paid makes the developer Pro; payment_failed starts the grace period; deleted makes them free', async () => {
+    const dev = await registerDeveloper(call);
+    const cus = customer();
+    expect((await deliver(invoice('invoice.paid', cus, at(300), { developer_id: dev.id }))).body.outcome).toBe('applied');
+    expect((await call('GET', '/v1/auth/me', { token: dev.accessToken })).body.plan).toBe('pro');
+    expect((await planOf(dev.id)).plan_period_end).not.toBeNull();
+
+    // Later events find the developer by the stored customer id.
+    expect((await deliver(invoice('invoice.payment_failed', cus, at(200)))).body.outcome).toBe('applied');
+    const failed = await planOf(dev.id);
+    expect(failed.plan).toBe('pro');
+    expect(failed.plan_grace_until.getTime() - Date.now()).toBeGreaterThan(6 * 86_400_000);
+
+    expect((await deliver(subscription('customer.subscription.updated', cus, at(150), { tier: 'annual' }))).body.outcome).toBe('applied');
+    expect((await planOf(dev.id)).subscription_metadata).toEqual({ tier: 'annual', status: 'active' });
+
+    expect((await deliver(subscription('customer.subscription.deleted', cus, at(100)))).body.outcome).toBe('applied');
+    expect((await planOf(dev.id)).plan).toBe('free');
+  });
+
+  it('skips an older event arriving after a newer one: a late renewal does not resurrect a deleted subscription', async () => {
+    const dev = await registerDeveloper(call);
+    const cus = customer();
+    await deliver(invoice('invoice.paid', cus, at(1000), { developer_id: dev.id }));
+    await deliver(subscription('customer.subscription.deleted', cus, at(100)));
+    expect((await deliver(invoice('invoice.paid', cus, at(500), { developer_id: dev.id }))).body.outcome).toBe('stale_skipped');
+    expect((await planOf(dev.id)).plan).toBe('free');
+  });
+
+  it('ignores an unknown customer, and a connected account\'s own invoices', async () => {
+    const dev = await registerDeveloper(call);
+    expect((await deliver(invoice('invoice.paid', customer(), at(10)))).body.outcome).toBe('developer_not_found');
+    const connected = signedEvent({ id: newEventId(), type: 'invoice.paid', account: 'acct_someone', data: { object: { customer: customer(), metadata: { developer_id: dev.id } } } });
+    expect((await deliver(connected)).body.outcome).toBe('ignored');
+    expect((await planOf(dev.id)).plan).toBe('free');
+  });
+});

@@ -1,0 +1,124 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import Stripe from 'stripe';
+import { closeNow, listenOnLoopback } from './local-http.js';
+
+export const FAKE_STRIPE_SECRET_KEY = `sk_test_fake${randomBytes(8).toString('hex')}`;
+export const FAKE_STRIPE_WEBHOOK_SECRET = `whsec_fake${randomBytes(16).toString('hex')}`;
+
+export interface FakePrice {
+  id: string;
+  type?: 'one_time' | 'recurring';
+  billing_scheme?: 'per_unit' | 'tiered';
+  unit_amount?: number | null;
+  currency?: string;
+  active?: boolean;
+  recurring?: { interval: 'day' | 'week' | 'month' | 'year'; usage_type: 'licensed' | 'metered' } | null;
+}
+
+export interface FakeSession {
+  id: string;
+  price_id: string;
+  payment_status?: 'paid' | 'unpaid';
+  mode?: 'payment' | 'subscription';
+  email?: string | null;
+  metadata?: Record<string, string>;
+  payment_link?: { id: string; application_fee_percent: number | null } | null;
+  livemode?: boolean;
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/**
+ * A local stand-in for the Stripe API, for the `stripe` package: only the endpoints the service
+ * calls, Stripe's JSON shapes and error shapes, connected accounts through the Stripe-Account
+ * header. Tests add accounts, Prices and checkout sessions, and can make it fail like an outage.
+ */
+export async function startFakeStripe() {
+  const accounts = new Set<string>();
+  const prices = new Map<string, FakePrice>(); // `${account} ${price id}`
+  const sessions = new Map<string, FakeSession>(); // `${account} ${session id}`
+  const state = { outage: false, requests: [] as string[] };
+
+  const send = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` });
+    res.end(JSON.stringify(body));
+  };
+  const missing = (res: ServerResponse, what: string, id: string) =>
+    send(res, 404, { error: { type: 'invalid_request_error', code: 'resource_missing', message: `No such ${what}: '${id}'`, param: 'id' } });
+
+  function priceObject(p: FakePrice) {
+    const type = p.type ?? 'one_time';
+    return {
+      id: p.id, object: 'price', active: p.active ?? true, billing_scheme: p.billing_scheme ?? 'per_unit', currency: p.currency ?? 'usd',
+      livemode: false, metadata: {}, product: 'prod_fake', type,
+      unit_amount: p.unit_amount === undefined ? 1900 : p.unit_amount,
+      recurring: type === 'recurring' ? { interval: 'month', interval_count: 1, usage_type: 'licensed', ...p.recurring } : null,
+    };
+  }
+
+  function sessionObject(s: FakeSession) {
+    return {
+      id: s.id, object: 'checkout.session', livemode: s.livemode ?? true, mode: s.mode ?? 'payment', status: 'complete',
+      payment_status: s.payment_status ?? 'paid', customer_email: null, metadata: s.metadata ?? {},
+      customer_details: { email: s.email === undefined ? 'buyer@example.com' : s.email },
+      payment_link: s.payment_link ? { id: s.payment_link.id, object: 'payment_link', application_fee_percent: s.payment_link.application_fee_percent } : null,
+      line_items: { object: 'list', has_more: false, url: `/v1/checkout/sessions/${s.id}/line_items`, data: [{ id: 'li_fake', object: 'item', quantity: 1, price: priceObject({ id: s.price_id }) }] },
+    };
+  }
+
+  function route(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    state.requests.push(`${req.method} ${url.pathname}`);
+    if (req.headers.authorization !== `Bearer ${FAKE_STRIPE_SECRET_KEY}`) {
+      return send(res, 401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } });
+    }
+    if (state.outage) return send(res, 500, { error: { type: 'api_error', message: 'An unknown error occurred' } });
+    const account = String(req.headers['stripe-account'] ?? '');
+    let m: RegExpExecArray | null;
+    if (req.method === 'GET' && (m = /^\/v1\/accounts\/([^/]+)$/.exec(url.pathname))) {
+      const id = decodeURIComponent(m[1]!);
+      return accounts.has(id) ? send(res, 200, { id, object: 'account', charges_enabled: true, created: now() }) : missing(res, 'account', id);
+    }
+    if (req.method === 'GET' && (m = /^\/v1\/prices\/([^/]+)$/.exec(url.pathname))) {
+      const price = prices.get(`${account} ${decodeURIComponent(m[1]!)}`);
+      return price ? send(res, 200, priceObject(price)) : missing(res, 'price', decodeURIComponent(m[1]!));
+    }
+    if (req.method === 'GET' && (m = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(url.pathname))) {
+      const session = sessions.get(`${account} ${decodeURIComponent(m[1]!)}`);
+      return session ? send(res, 200, sessionObject(session)) : missing(res, 'checkout.session', decodeURIComponent(m[1]!));
+    }
+    return send(res, 404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url.pathname})` } });
+  }
+
+  const server = createServer((req, res) => {
+    // Stripe's requests are form-encoded; none of the GETs above carries a body, but drain whatever comes.
+    req.resume();
+    req.on('end', () => route(req, res));
+  });
+  const url = await listenOnLoopback(server);
+  return {
+    url,
+    state,
+    addAccount: (id = `acct_${randomBytes(8).toString('hex')}`) => (accounts.add(id), id),
+    addPrice: (account: string, price: FakePrice) => prices.set(`${account} ${price.id}`, price),
+    addSession: (account: string, session: FakeSession) => sessions.set(`${account} ${session.id}`, session),
+    /** Environment for startTestServer: the server's Stripe client talks to this fake. */
+    env: { LATCHKEY_STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY, LATCHKEY_STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET, LATCHKEY_STRIPE_API_BASE: url },
+    close: () => closeNow(server),
+  };
+}
+
+export type FakeStripe = Awaited<ReturnType<typeof startFakeStripe>>;
+
+const signer = new Stripe(FAKE_STRIPE_SECRET_KEY);
+
+/** A Stripe event as the processor delivers it: JSON body and `Stripe-Signature` with Stripe's real scheme. */
+export function signedEvent(event: Record<string, unknown>, options: { secret?: string; timestamp?: number } = {}) {
+  const payload = JSON.stringify({ object: 'event', api_version: '2026-10-28.endive', livemode: true, created: now(), ...event });
+  const header = signer.webhooks.generateTestHeaderString({ payload, secret: options.secret ?? FAKE_STRIPE_WEBHOOK_SECRET, timestamp: options.timestamp });
+  return { payload, header };
+}
+
+export const newEventId = () => `evt_${randomBytes(12).toString('hex')}`;
+export const newSessionId = () => `cs_test_${randomBytes(16).toString('hex')}`;
