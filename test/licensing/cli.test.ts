@@ -1,13 +1,9 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomFingerprint } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { tenant, type Tenant } from './world.js';
+import { runLatchkey } from '../support/cli.js';
 
-const run = promisify(execFile);
-const BIN = path.resolve('server/cli/bin.js');
 
 let server: TestServer;
 let t: Tenant;
@@ -17,18 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** Runs the real `latchkey` executable against the test server; never throws, returns the exit code. */
-async function latchkey(args: string[], env: Record<string, string> = {}) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH, LATCHKEY_URL: server.url, LATCHKEY_API_KEY: t.dev.apiKey, ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const latchkey = (args: string[], env: Record<string, string> = {}) => runLatchkey(server.url, t.dev.apiKey, args, env);
 
 // Each case starts the real executable several times (a TypeScript load each): generous time, no timing asserted.
 describe('latchkey licenses', { timeout: 120_000 }, () => {

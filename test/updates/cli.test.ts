@@ -1,15 +1,12 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Owner } from '../builds/support.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { licensedDevice, proOwner, readyBuild, type Device } from './support.js';
+import { runLatchkey } from '../support/cli.js';
 
-const run = promisify(execFile);
-const BIN = path.resolve('server/cli/bin.js');
 
 let server: TestServer;
 let o: Owner;
@@ -26,18 +23,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs the real `latchkey` executable against the test server; never throws, returns the exit code. */
-async function latchkey(args: string[]) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH, LATCHKEY_URL: server.url, LATCHKEY_API_KEY: o.dev.apiKey },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const latchkey = (args: string[]) => runLatchkey(server.url, o.dev.apiKey, args);
 
 // Each case starts the real executable (a TypeScript load each): generous time, no timing asserted.
 describe('latchkey updates', { timeout: 120_000 }, () => {
