@@ -8,7 +8,7 @@ import { MANIFEST_LIFETIME_SECONDS, type UpdateChecks } from './checks.js';
 import { MIN_UPDATE_ENGINE } from './engine-version.js';
 import { PUSH_CONFLICT_REASONS } from './rules.js';
 import * as s from './schemas.js';
-import type { PushService, PushState } from './service.js';
+import type { LicensePushState, PushService, PushState } from './service.js';
 
 const pushView = (state: PushState | null): z.input<typeof s.ActivePush> | null =>
   state && {
@@ -21,6 +21,8 @@ const pushView = (state: PushState | null): z.input<typeof s.ActivePush> | null 
     devices: state.devices,
     complete: state.devices.pending === 0,
   };
+
+const licensePushView = (licenseId: string, { appId, state }: LicensePushState) => ({ license_id: licenseId, app_id: appId, push: pushView(state) });
 
 const CONFLICTS = `409 PUSH_CONFLICT carries \`reason\` (${PUSH_CONFLICT_REASONS.join(', ')})`;
 
@@ -69,19 +71,13 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
         'newest READY build, none 409 NO_READY_BUILD. It applies to the license in place of the app push until a later app push ' +
         'overrides (and clears) it.',
       params: LicenseIdParams, body: s.PushLicenseUpdateBody, response: s.LicensePushStatus, errors: [403, 404, 409],
-      handler: async ({ actor, params, body }) => {
-        const { appId, state } = await pushes.pushLicense(actor.developerId, params.license_id, body);
-        return { license_id: params.license_id, app_id: appId, push: pushView(state) };
-      },
+      handler: async ({ actor, params, body }) => licensePushView(params.license_id, await pushes.pushLicense(actor.developerId, params.license_id, body)),
     }),
     defineRoute({
       ...license, method: 'get', path: '/v1/licenses/{license_id}/push-update', operationId: 'getLicensePush',
       summary: "The license's own push (null when none) and its devices by adoption state",
       params: LicenseIdParams, response: s.LicensePushStatus, errors: [404],
-      handler: async ({ actor, params }) => {
-        const { appId, state } = await pushes.getLicensePush(actor.developerId, params.license_id);
-        return { license_id: params.license_id, app_id: appId, push: pushView(state) };
-      },
+      handler: async ({ actor, params }) => licensePushView(params.license_id, await pushes.getLicensePush(actor.developerId, params.license_id)),
     }),
     defineRoute({
       ...license, method: 'delete', path: '/v1/licenses/{license_id}/push-update', operationId: 'clearLicensePush',
