@@ -21,15 +21,22 @@ function utcMinute(iso: string): string {
   return `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+const productName = (d: Pick<DeliveryDetails, 'appName' | 'appVersion'>) => (d.appVersion ? `${d.appName} ${d.appVersion}` : d.appName);
+
+/** The getting-started steps of the delivery email and the hosted delivery page; `keep` names what to keep. */
+export function gettingStartedSteps(d: Pick<DeliveryDetails, 'appName' | 'appVersion'>, keep: string): string[] {
+  return [
+    `Download ${productName(d)} with the link above and install it.`,
+    `Start ${d.appName}. When it asks for a license key, paste the key above.`,
+    `${keep}: the key is what unlocks ${d.appName} if you reinstall it or move to another computer.`,
+  ];
+}
+
 /** The license delivery email, as plain text and as simple HTML with every value escaped. */
 export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
-  const product = d.appVersion ? `${d.appName} ${d.appVersion}` : d.appName;
+  const product = productName(d);
   const expires = utcMinute(d.downloadExpiresAt);
-  const steps = [
-    `Download ${product} with the link above and install it.`,
-    `Start ${d.appName}. When it asks for a license key, paste the key above.`,
-    `Keep this email: the key is what unlocks ${d.appName} if you reinstall it or move to another computer.`,
-  ];
+  const steps = gettingStartedSteps(d, 'Keep this email');
 
   const text = [
     `Thank you for buying ${d.appName}.`,

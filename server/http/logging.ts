@@ -24,12 +24,16 @@ export function createLogger(level: string): Logger {
   });
 }
 
+/** Path segments that are secrets: the checkout session id of the public entitlement endpoint. */
+const SECRET_PATH_SEGMENT = /(\/checkout-session\/)[^/?#]*/gi;
+
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url;
+  const path = (q < 0 ? url : url.slice(0, q)).replace(SECRET_PATH_SEGMENT, '$1[redacted]');
+  if (q < 0) return path;
   const params = new URLSearchParams(url.slice(q + 1));
   for (const name of [...params.keys()]) if (SECRET_QUERY_PARAMS.has(name)) params.set(name, '[redacted]');
-  return `${url.slice(0, q)}?${params.toString()}`;
+  return `${path}?${params.toString()}`;
 }
 
 const REQUEST_ID = /^[\w.-]{1,128}$/;

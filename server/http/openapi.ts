@@ -88,7 +88,11 @@ function fileResponses(description: string): Record<string, unknown> {
 export function buildOpenApi(routes: RouteDef[], info: { version: string; serverUrl: string }): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
-    const responses = r.fileResponse ? fileResponses(r.fileResponse.description) : jsonSuccess(r);
+    const responses = !r.fileResponse
+      ? jsonSuccess(r)
+      : r.fileResponse.contentType
+        ? { 200: { description: r.fileResponse.description, content: { [r.fileResponse.contentType]: { schema: { type: 'string' } } } } }
+        : fileResponses(r.fileResponse.description);
     const errorStatuses = new Set<number>([400, 429, ...(r.errors ?? [])]);
     if (r.auth !== 'none') errorStatuses.add(401);
     for (const status of [...errorStatuses].sort()) {

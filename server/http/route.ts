@@ -61,8 +61,8 @@ export interface RouteDef<
   rawBody?: { description: string };
   /** Runs once the caller and path are known, before the body is read: refuses before a large upload is stored. */
   precheck?(input: { params: z.infer<P>; actor: ActorFor<A> }): Promise<void>;
-  /** The handler writes a file (status, headers, stream) itself instead of returning JSON. */
-  fileResponse?: { description: string };
+  /** The handler writes a file (status, headers, stream) itself instead of returning JSON; a `contentType` (an HTML page) is answered whole. */
+  fileResponse?: { description: string; contentType?: string };
   handler(input: RouteInput<z.infer<P>, z.infer<Q>, z.infer<B>, A>): Promise<z.input<R> | void>;
 }
 

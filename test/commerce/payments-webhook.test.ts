@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { newEventId, newSessionId, signedEvent, startFakeStripe } from '../support/fake-stripe.js';
-import { createApp, registerDeveloper } from '../support/fixtures.js';
+import { registerDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
+import { checkoutHelpers } from './checkout.js';
 
 const stripe = await startFakeStripe();
 const server = await startTestServer({ env: stripe.env });
@@ -15,23 +16,7 @@ afterAll(async () => {
 const call = client(server.url);
 const db = server.database.db;
 
-const deliver = (signed: { payload: string; header: string }, header: string | undefined = signed.header) =>
-  call('POST', '/v1/webhooks/payments', { raw: { data: signed.payload, contentType: 'application/json' }, headers: header === undefined ? {} : { 'stripe-signature': header } });
-
-/** A developer with a connected account and an app selling one Price. */
-async function seller() {
-  const dev = await registerDeveloper(call);
-  const account = stripe.addAccount();
-  expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
-  const priceId = `price_${randomBytes(8).toString('hex')}`;
-  stripe.addPrice(account, { id: priceId });
-  const app = await createApp(call, dev, { price_id: priceId });
-  return { dev, account, priceId, app };
-}
-
-function checkoutCompleted(account: string, sessionId: string, type = 'checkout.session.completed') {
-  return signedEvent({ id: newEventId(), type, account, data: { object: { id: sessionId, object: 'checkout.session' } } });
-}
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
 
 const licensesOf = (appId: string) => db('licenses').where({ app_id: appId }).select('id', 'email', 'source', 'license_type', 'payment_session_id');
 const feesOf = (appId: string) => db('license_fees').where({ app_id: appId }).select('license_id');

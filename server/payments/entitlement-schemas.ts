@@ -1,0 +1,18 @@
+import { z } from 'zod';
+
+/** A checkout session id (`cs_...`); an unsubstituted `{CHECKOUT_SESSION_ID}` is refused here. */
+export const CheckoutSessionId = z.string().regex(/^cs_[A-Za-z0-9_]{1,255}$/, 'must be a checkout session id (cs_...)');
+export const AppId = z.string().min(1).max(64);
+
+export const EntitlementParams = z.object({ session_id: CheckoutSessionId });
+export const EntitlementQuery = z.object({ app_id: AppId });
+
+export const Entitlement = z.object({
+  license_key: z.string(),
+  download_url: z.string().nullable(),
+  download_expires_at: z.iso.datetime().nullable(),
+  app_name: z.string(),
+  app_version: z.string().nullable(),
+  customer_email: z.string().nullable(),
+  note: z.string().nullable().describe('Set when the download fields are null: no build of the app is READY yet'),
+});

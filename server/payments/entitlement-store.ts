@@ -1,0 +1,54 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex.js';
+
+/** A customer's license with what the delivery page and the entitlement endpoint show of it. */
+export interface EntitledLicense {
+  id: string;
+  developer_id: string;
+  app_id: string;
+  app_name: string;
+  delivery_mode: string;
+  license_key: string;
+  email: string | null;
+  status: string;
+}
+
+const LICENSE_COLUMNS = [
+  'licenses.id',
+  'licenses.developer_id',
+  'licenses.app_id',
+  'apps.name as app_name',
+  'apps.delivery_mode',
+  'licenses.license_key',
+  'licenses.email',
+  'licenses.status',
+];
+
+/** Reads for the customer-facing delivery surfaces; every lookup is scoped to the app named. */
+export function createEntitlementStore(db: Db) {
+  const licenses = (q: Knex | Knex.Transaction) => q('licenses').join('apps', 'apps.id', 'licenses.app_id');
+
+  return {
+    transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+
+    appExists: (q: Knex | Knex.Transaction, appId: string) => q('apps').where({ id: appId }).first<{ id: string } | undefined>('id'),
+
+    /**
+     * The license fulfilment minted for a session, only for the app that sold it: the session's
+     * connected account was checked then (fulfilment mints only for the owner of that account).
+     */
+    licenseOfSession: (q: Knex | Knex.Transaction, appId: string, sessionHash: string) =>
+      licenses(q).where({ 'licenses.payment_session_hash': sessionHash, 'licenses.app_id': appId }).first<EntitledLicense | undefined>(LICENSE_COLUMNS),
+
+    /** The newest live license of an app bought with an address (case-insensitively). */
+    latestLicenseForEmail: (q: Knex | Knex.Transaction, appId: string, email: string) =>
+      licenses(q)
+        .where({ 'licenses.app_id': appId })
+        .whereNot({ 'licenses.status': 'REVOKED' })
+        .whereRaw('lower(licenses.email) = lower(?)', [email])
+        .orderBy('licenses.created_at', 'desc')
+        .first<EntitledLicense | undefined>(LICENSE_COLUMNS),
+  };
+}
+
+export type EntitlementStore = ReturnType<typeof createEntitlementStore>;
