@@ -13,7 +13,6 @@ import { createAppsService } from './apps/service.js';
 import { createAppsStore } from './apps/store.js';
 import { createFeeLedger } from './billing/fees.js';
 import { reportLicenseFeeJob } from './billing/report-fee-job.js';
-import { ledgerOnlyFeeReporter } from './billing/usage-reporter.js';
 import { createBuilds } from './builds/index.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -37,6 +36,7 @@ import { licenseRoutes } from './licenses/routes.js';
 import { createLicensesService } from './licenses/service.js';
 import { createLicensesStore } from './licenses/store.js';
 import { opsRouter } from './ops/routes.js';
+import { deliveryPageRoutes } from './pages/routes.js';
 import { createPayments } from './payments/index.js';
 import type { Keyring } from './signing/keyring.js';
 import { signingRoutes } from './signing/routes.js';
@@ -108,6 +108,7 @@ export function createApp(deps: AppDeps) {
     ...updateRoutes(pushes, updateChecks),
     ...signingRoutes(keyring),
     ...payments.routes,
+    ...deliveryPageRoutes(payments.entitlements),
   ];
   let openApi: unknown;
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
@@ -128,8 +129,8 @@ export function createApp(deps: AppDeps) {
   app.use(api.allowedMethods());
   // Started by whoever runs the process (main.ts, the test server), when configured to run jobs.
   const emailJob = sendEmailJob({ db, transport: createEmailTransport(config), clock, log });
-  // Fees stay in the ledger, marked not_reported, until a payment processor's reporter replaces this one.
-  const feeJob = reportLicenseFeeJob({ db, reporter: ledgerOnlyFeeReporter, clock, log });
+  // Stripe's meter events when payments are configured; otherwise fees stay in the ledger, marked not_reported.
+  const feeJob = reportLicenseFeeJob({ db, reporter: payments.feeReporter, clock, log });
   const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency });
   return { app, routes, rateLimiter, getOpenApi, jobs, listener, storage: builds.storage };
 }

@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   BUILD_NOT_FOUND: 404,
   /** The public entitlement of a checkout session whose payment notification is not processed yet. */
   LICENSE_NOT_PROVISIONED: 404,
+  /** The app has no current payment link (never generated, or paused with DELETE). */
+  PAYMENT_LINK_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   EMAIL_IN_USE: 409,
   PRICE_ID_IN_USE: 409,
@@ -48,6 +50,10 @@ export const ERROR_CODES = {
   PAYMENT_ACCOUNT_NOT_CONNECTED: 409,
   /** The processor account is already connected to another developer. */
   PAYMENT_ACCOUNT_IN_USE: 409,
+  /** Selling an app needs its Price ID saved first. */
+  PRICE_ID_NOT_SET: 409,
+  /** A purchase link for a license that is already paid for, or revoked. */
+  LICENSE_NOT_PURCHASABLE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,

@@ -9,6 +9,10 @@ export const LICENSE_FEE_USD = 4;
 export const LICENSE_FEE_CENTS = LICENSE_FEE_USD * 100;
 const FEE_CURRENCY = 'usd';
 
+/** How a fee reaches the platform: one closed list (the table's CHECK matches). */
+export const FEE_COLLECTIONS = ['usage_report', 'application_fee'] as const;
+export type FeeCollection = (typeof FEE_COLLECTIONS)[number];
+
 /**
  * The processor's idempotency keys are one namespace per account: the prefix keeps this event's key
  * from ever matching another request's that also names the license.
@@ -28,6 +32,8 @@ export interface LicenseFeeRequest {
   licenseType: LicenseType;
   /** A test license (a processor test-mode sale, a `test: true` event): never billed. */
   test?: boolean;
+  /** `application_fee`: the processor already took the fee from the sale itself; it is recorded, not reported. */
+  collectedBy?: FeeCollection;
 }
 
 /** `charged`: charged now; `already_charged`: by an earlier call; `exempt`: trial and test licenses never are. */
@@ -44,6 +50,8 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
      */
     async recordLicenseFee(trx: Knex.Transaction, request: LicenseFeeRequest): Promise<LicenseFeeOutcome> {
       if (request.licenseType === 'trial' || request.test) return 'exempt';
+      const collectedBy = request.collectedBy ?? 'usage_report';
+      const byApplicationFee = collectedBy === 'application_fee';
       const charged = await insertFeeOnce(trx, {
         license_id: request.licenseId,
         developer_id: request.developerId,
@@ -53,8 +61,11 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
         source: request.source,
         charged_at: clock.now(),
         report_idempotency_key: feeIdempotencyKey(request.licenseId),
+        collected_by: collectedBy,
+        ...(byApplicationFee && { report_status: 'not_reported', report_detail: 'collected by the processor as the sale\'s application fee' }),
       });
       if (!charged) return 'already_charged';
+      if (byApplicationFee) return 'charged';
       await queue.enqueue(trx, 'report_license_fee', { license_id: request.licenseId }, { maxAttempts: REPORT_ATTEMPTS });
       return 'charged';
     },

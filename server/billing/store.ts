@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
+import type { FeeCollection } from './fees.js';
 
 /** Where a fee's usage event to the payment processor stands: one closed list (the table's CHECK matches). */
 export const FEE_REPORT_STATUSES = ['pending', 'reported', 'not_reported', 'failed'] as const;
@@ -14,6 +15,10 @@ export interface NewLicenseFee {
   source: string;
   charged_at: Date;
   report_idempotency_key: string;
+  collected_by: FeeCollection;
+  /** Set only for a fee that is never reported (collected as an application fee). */
+  report_status?: 'not_reported';
+  report_detail?: string;
 }
 
 export interface PendingFeeReport {

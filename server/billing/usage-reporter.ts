@@ -23,7 +23,7 @@ export interface FeeUsageReporter {
 }
 
 /**
- * The reporter until a payment processor is wired in: it reports nothing and says so. Each fee is
+ * The reporter when no payment processor is configured: it reports nothing and says so. Each fee is
  * kept in the ledger (`license_fees`) and marked `not_reported` with this reason, never shown as
  * billed when it was not.
  */

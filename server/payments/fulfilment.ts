@@ -1,9 +1,12 @@
 import type { Knex } from 'knex';
-import type { FeeLedger } from '../billing/fees.js';
+import type { Logger } from 'pino';
+import type { FeeCollection, FeeLedger } from '../billing/fees.js';
+import type { Clock } from '../clock.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import { newId, sha256Hex } from '../crypto/secrets.js';
 import type { EmailOutbox } from '../email/outbox.js';
 import { newLicenseKey } from '../licenses/license-key.js';
+import type { LinksStore } from './links-store.js';
 import type { ProcessorCheckoutSession } from './processor.js';
 import type { PaymentsStore } from './store.js';
 
@@ -11,23 +14,51 @@ import type { PaymentsStore } from './store.js';
 export const DIRECT_PAYMENT_SOURCE = 'direct_payment';
 
 /** What fulfilment did with a paid session; recorded on the event and answered to the processor. */
-export type FulfilmentOutcome = 'fulfilled' | 'already_fulfilled' | 'not_paid' | 'account_not_connected' | 'no_matching_app';
+export type FulfilmentOutcome =
+  | 'fulfilled'
+  | 'already_fulfilled'
+  | 'not_paid'
+  | 'account_not_connected'
+  | 'no_matching_app'
+  /** A Route A link that was replaced, paused, or made before the account was reconnected. */
+  | 'payment_link_inactive';
 
 /** The session id is a secret (it unlocks the entitlement): stored only as its hash, shown masked. */
 export const sessionHash = (sessionId: string) => sha256Hex(`checkout-session:${sessionId}`);
 const maskSessionId = (sessionId: string) => `${sessionId.slice(0, 3)}...${sessionId.slice(-6)}`;
 
 /**
- * Mints the license of a paid checkout session once, with its platform fee and, when the session
- * collected an email, the delivery email, all in the caller's transaction.
+ * Mints the license of a paid checkout session once (or, for a Route B purchase session, converts
+ * the license it was made for), with its platform fee and, when the session collected an email,
+ * the delivery email, all in the caller's transaction.
  */
 export function createFulfilment(deps: {
   store: PaymentsStore;
   links: DownloadLinks;
   fees: Pick<FeeLedger, 'recordLicenseFee'>;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
+  linksStore: LinksStore;
+  clock: Clock;
+  log: Logger;
 }) {
   const { store } = deps;
+
+  /**
+   * How the session's fee reaches the platform, or null when its Route A link may no longer sell
+   * (SPEC.md: links stop delivering until regenerated). A link this service did not create is the
+   * developer's own (Route C): its fee is an application fee when it set a percentage.
+   */
+  async function feeCollection(trx: Knex.Transaction, developer: { id: string; payment_connection_generation: number }, session: ProcessorCheckoutSession): Promise<FeeCollection | null> {
+    if (!session.paymentLinkId) return 'usage_report';
+    const link = await deps.linksStore.linkById(trx, session.paymentLinkId);
+    if (!link) return session.applicationFeePercent ? 'application_fee' : 'usage_report';
+    if (link.developer_id !== developer.id || link.deactivated_at || link.connection_generation !== developer.payment_connection_generation) {
+      deps.log.warn({ developer_id: developer.id, app_id: link.app_id, payment_link_id: link.id }, 'sale through an inactive payment link delivered no license');
+      return null;
+    }
+    // Route A sets the fixed application fee on one-time prices only (see sales-links.ts).
+    return session.mode === 'payment' ? 'application_fee' : 'usage_report';
+  }
 
   return async function fulfilSession(trx: Knex.Transaction, accountId: string, session: ProcessorCheckoutSession): Promise<FulfilmentOutcome> {
     if (session.paymentStatus !== 'paid') return 'not_paid';
@@ -37,19 +68,31 @@ export function createFulfilment(deps: {
     const app = await store.saleApp(trx, developer.id, { priceIds: session.priceIds, appId: session.metadata.service_app_id });
     if (!app) return 'no_matching_app';
 
+    const collectedBy = await feeCollection(trx, developer, session);
+    if (!collectedBy) return 'payment_link_inactive';
+
     const email = session.customerEmail?.trim() || null;
-    const license = await store.mintSessionLicense(trx, {
-      id: newId('lic'),
-      developer_id: developer.id,
-      app_id: app.id,
-      license_key: newLicenseKey(),
-      license_type: session.mode === 'subscription' ? 'subscription' : 'perpetual',
-      device_limit: app.default_device_limit,
-      email,
-      source: DIRECT_PAYMENT_SOURCE,
-      payment_session_id: maskSessionId(session.id),
-      payment_session_hash: sessionHash(session.id),
-    });
+    const licenseType = session.mode === 'subscription' ? 'subscription' : 'perpetual';
+    const paid = { payment_session_id: maskSessionId(session.id), payment_session_hash: sessionHash(session.id) };
+    // Route B: the session pays for an existing license, which it converts instead of minting one.
+    // Its metadata names the license, but only the stored session hash makes it a purchase session.
+    const purchase = session.metadata.license_id
+      ? await deps.linksStore.completePurchaseSession(trx, developer.id, paid.payment_session_hash, deps.clock.now())
+      : undefined;
+    if (purchase?.completed) return 'already_fulfilled';
+    const license = purchase
+      ? await deps.linksStore.convertPurchasedLicense(trx, purchase.licenseId, { license_type: licenseType, email, ...paid, now: deps.clock.now() })
+      : await store.mintSessionLicense(trx, {
+          id: newId('lic'),
+          developer_id: developer.id,
+          app_id: app.id,
+          license_key: newLicenseKey(),
+          license_type: licenseType,
+          device_limit: app.default_device_limit,
+          email,
+          source: DIRECT_PAYMENT_SOURCE,
+          ...paid,
+        });
     if (!license) return 'already_fulfilled';
 
     await deps.fees.recordLicenseFee(trx, {
@@ -57,8 +100,9 @@ export function createFulfilment(deps: {
       appId: app.id,
       developerId: developer.id,
       source: DIRECT_PAYMENT_SOURCE,
-      licenseType: session.mode === 'subscription' ? 'subscription' : 'perpetual',
+      licenseType,
       test: !session.livemode,
+      collectedBy,
     });
     const build = await store.latestDeliverableBuild(trx, app);
     // Without a READY build there is no link to send yet; the entitlement endpoint's first success mails it later.

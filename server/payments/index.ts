@@ -1,15 +1,23 @@
 import type { Logger } from 'pino';
 import type { FeeLedger } from '../billing/fees.js';
+import { ledgerOnlyFeeReporter } from '../billing/usage-reporter.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/knex.js';
 import type { EmailOutbox } from '../email/outbox.js';
+import { createEntitlements } from './entitlement.js';
+import { entitlementRoutes } from './entitlement-routes.js';
+import { createEntitlementStore } from './entitlement-store.js';
 import { createFulfilment } from './fulfilment.js';
+import { createLinksStore } from './links-store.js';
 import { paymentRoutes } from './routes.js';
+import { createSalesLinks } from './sales-links.js';
+import { salesLinkRoutes } from './sales-link-routes.js';
 import { createPaymentsService } from './service.js';
 import { createPaymentsStore } from './store.js';
-import { createStripeProcessor } from './stripe-processor.js';
+import { createStripeFeeReporter } from './stripe-fee-reporter.js';
+import { createStripeClient, createStripeProcessor } from './stripe-processor.js';
 import { createSubscriptions } from './subscriptions.js';
 import { createWebhookHandler } from './webhook.js';
 
@@ -27,17 +35,25 @@ export function createPayments(deps: {
 }) {
   const { clock } = deps;
   const store = createPaymentsStore(deps.db);
-  const processor = deps.config.stripe ? createStripeProcessor(deps.config.stripe) : null;
+  const stripe = deps.config.stripe ? createStripeClient(deps.config.stripe) : null;
+  const processor = deps.config.stripe && stripe ? createStripeProcessor(deps.config.stripe, stripe) : null;
+  // Fees are kept in the ledger only until a processor is configured to bill them.
+  const feeReporter = stripe ? createStripeFeeReporter({ stripe, billingCustomerOf: store.billingCustomerOf }) : ledgerOnlyFeeReporter;
   const service = createPaymentsService({ store, processor, clock });
+  const linksStore = createLinksStore(deps.db);
+  const salesLinks = createSalesLinks({ store: linksStore, processor, clock, publicBaseUrl: deps.config.publicBaseUrl });
   const receiveWebhook =
     processor &&
     createWebhookHandler({
       processor,
       store,
       clock,
-      fulfilSession: createFulfilment({ store, links: deps.links, fees: deps.fees, outbox: deps.outbox }),
+      fulfilSession: createFulfilment({ store, links: deps.links, fees: deps.fees, outbox: deps.outbox, linksStore, clock, log: deps.log }),
       applySubscriptionEvent: createSubscriptions({ store, log: deps.log }),
       afterCommit: deps.wakeJobs,
     });
-  return { service, routes: paymentRoutes(service, receiveWebhook) };
+  const entitlements = createEntitlements({
+    store: createEntitlementStore(deps.db), builds: store, links: deps.links, outbox: deps.outbox, wakeJobs: deps.wakeJobs,
+  });
+  return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, receiveWebhook), ...entitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
 }

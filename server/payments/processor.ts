@@ -39,6 +39,26 @@ export interface ProcessorCheckoutSession {
   applicationFeePercent: number | null;
 }
 
+/** Route A: a reusable link selling one Price, quantity 1, on a connected account. */
+export interface NewPaymentLink {
+  priceId: string;
+  /** Copied into each session's metadata: names the app when no Price matches. */
+  appId: string;
+  /** The platform fee taken on each sale by the processor (one-time prices only), or null. */
+  applicationFeeCents: number | null;
+  /** Where the buyer lands after paying, `{CHECKOUT_SESSION_ID}` literal: the processor fills it in. */
+  redirectUrl: string;
+}
+
+/** Route B: a one-off checkout for an existing license. */
+export interface NewCheckoutSession {
+  priceId: string;
+  mode: 'payment' | 'subscription';
+  metadata: Record<string, string>;
+  successUrl: string;
+  expiresAt: Date;
+}
+
 /** A notification whose signature checked out; its payload is still unvalidated JSON. */
 export interface VerifiedEvent {
   payload: unknown;
@@ -51,6 +71,10 @@ export interface PaymentProcessor {
   retrievePrice(accountId: string, priceId: string): Promise<ProcessorPrice | null>;
   /** The session on the connected account with its line items and payment link, or null. */
   retrieveCheckoutSession(accountId: string, sessionId: string): Promise<ProcessorCheckoutSession | null>;
+  createPaymentLink(accountId: string, link: NewPaymentLink): Promise<{ id: string; url: string }>;
+  /** Stops the link taking payments (its URL shows the processor's "no longer active" page). */
+  deactivatePaymentLink(accountId: string, linkId: string): Promise<void>;
+  createCheckoutSession(accountId: string, session: NewCheckoutSession): Promise<{ id: string; url: string }>;
   /** Checks the signature header against the raw body; throws InvalidSignatureError when it fails. */
   verifyEvent(rawBody: Buffer, signatureHeader: string | undefined, receivedAt: Date): VerifiedEvent;
 }

@@ -57,3 +57,15 @@ export const SubscriptionObject = z.object({
 
 export type ProcessorEvent = z.infer<typeof ProcessorEvent>;
 export type InvoiceObject = z.infer<typeof InvoiceObject>;
+
+export const PaymentLink = z.object({
+  id: z.string().describe('The processor\'s payment link id (plink_...)'),
+  url: z.string().describe('The reusable buying URL to publish'),
+  created_at: z.iso.datetime(),
+  delivering: z.boolean().describe('False when the processor account was reconnected since: regenerate the link to sell again'),
+});
+
+export const PurchaseLink = z.object({
+  checkout_url: z.string().describe('Single use: it stops working once paid or expired'),
+  expires_at: z.iso.datetime(),
+});

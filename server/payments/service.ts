@@ -8,13 +8,13 @@ import type { PaymentConnection, PaymentsStore } from './store.js';
 /** No Stripe key configured: every commerce operation says so instead of failing. */
 const notConfigured = () => new RequestError('PAYMENTS_NOT_CONFIGURED', 'Payments are not configured on this server (LATCHKEY_STRIPE_SECRET_KEY is unset)');
 
-function requireProcessor(processor: PaymentProcessor | null): PaymentProcessor {
+export function requireProcessor(processor: PaymentProcessor | null): PaymentProcessor {
   if (!processor) throw notConfigured();
   return processor;
 }
 
 /** A processor outage is the caller's to retry, never a 500. */
-async function askProcessor<T>(request: () => Promise<T>): Promise<T> {
+export async function askProcessor<T>(request: () => Promise<T>): Promise<T> {
   try {
     return await request();
   } catch (err) {

@@ -87,7 +87,9 @@ export function createPaymentsStore(db: Db) {
 
     /** The owner of a connected account; unique, so one tenant at most. */
     developerOfAccount: (trx: Knex.Transaction, accountId: string) =>
-      trx('developers').where({ payment_account_id: accountId }).first<{ id: string } | undefined>('id'),
+      trx('developers')
+        .where({ payment_account_id: accountId })
+        .first<{ id: string; payment_connection_generation: number } | undefined>('id', 'payment_connection_generation'),
 
     /** The developer's app behind a sale: by its saved Price ID, else by the session's `service_app_id`. Never another developer's. */
     saleApp: (trx: Knex.Transaction, developerId: string, by: { priceIds: string[]; appId: string | undefined }) =>
@@ -102,10 +104,12 @@ export function createPaymentsStore(db: Db) {
         .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'default_device_limit'),
 
     /** The newest READY build a customer may download (a released one under `released_only`). */
-    latestDeliverableBuild: (trx: Knex.Transaction, app: SaleApp) => {
+    latestDeliverableBuild: (trx: Knex.Transaction, app: Pick<SaleApp, 'id' | 'delivery_mode'>) => {
       const q = trx('builds').where({ app_id: app.id, status: 'READY' });
       if (app.delivery_mode === 'released_only') q.where({ released: true });
-      return q.orderBy([{ column: 'completed_at', order: 'desc' }, { column: 'created_at', order: 'desc' }]).first<{ id: string } | undefined>('id');
+      return q
+        .orderBy([{ column: 'completed_at', order: 'desc' }, { column: 'created_at', order: 'desc' }])
+        .first<{ id: string; version: string | null } | undefined>('id', 'version');
     },
 
     /**
@@ -127,6 +131,10 @@ export function createPaymentsStore(db: Db) {
     /** The license of a session, if it was minted (by its session hash). */
     licenseOfSession: (q: Knex | Knex.Transaction, sessionHash: string) =>
       q('licenses').where({ payment_session_hash: sessionHash }).first<{ id: string; license_key: string } | undefined>('id', 'license_key'),
+
+    /** The developer's customer on the platform account, where license fees are billed. */
+    billingCustomerOf: (developerId: string) =>
+      db('developers').where({ id: developerId }).first<{ billing_customer_id: string | null } | undefined>('billing_customer_id').then((r) => r?.billing_customer_id ?? null),
 
     /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
     subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>

@@ -33,12 +33,19 @@ async function orNullWhenMissing<T>(request: Promise<T>): Promise<T | null> {
   }
 }
 
+/** For creations: a missing Price or account here is the processor refusing, not data. */
+async function orThrowUnavailable<T>(request: Promise<T>): Promise<T> {
+  const result = await orNullWhenMissing(request);
+  if (result === null) throw new ProcessorUnavailableError('Stripe: the Price or account is no longer there');
+  return result;
+}
+
 const idOf = (value: string | { id: string } | null | undefined) => (typeof value === 'string' ? value : (value?.id ?? null));
 
-/** The processor interface on the official `stripe` package; connected accounts through the Stripe-Account header. */
-export function createStripeProcessor(settings: StripeSettings): PaymentProcessor {
+/** The official client, pointed at the fake API in tests; shared by the processor and the fee reporter. */
+export function createStripeClient(settings: StripeSettings): Stripe {
   const base = settings.apiBase;
-  const stripe = new Stripe(settings.secretKey, {
+  return new Stripe(settings.secretKey, {
     // Webhook deliveries retry on a 503 of ours; no retries stacked inside one request.
     maxNetworkRetries: 0,
     timeout: 10_000,
@@ -48,6 +55,10 @@ export function createStripeProcessor(settings: StripeSettings): PaymentProcesso
       protocol: base.protocol === 'http:' ? 'http' : 'https',
     }),
   });
+}
+
+/** The processor interface on the official `stripe` package; connected accounts through the Stripe-Account header. */
+export function createStripeProcessor(settings: StripeSettings, stripe: Stripe = createStripeClient(settings)): PaymentProcessor {
 
   return {
     async accountExists(accountId) {
@@ -85,6 +96,44 @@ export function createStripeProcessor(settings: StripeSettings): PaymentProcesso
         paymentLinkId: idOf(session.payment_link),
         applicationFeePercent: link?.application_fee_percent ?? null,
       };
+    },
+
+    async createPaymentLink(accountId, link) {
+      const created = await orThrowUnavailable(
+        stripe.paymentLinks.create(
+          {
+            line_items: [{ price: link.priceId, quantity: 1 }],
+            // Stripe copies a payment link's metadata to each of its checkout sessions.
+            metadata: { service_app_id: link.appId },
+            ...(link.applicationFeeCents !== null && { application_fee_amount: link.applicationFeeCents }),
+            after_completion: { type: 'redirect', redirect: { url: link.redirectUrl } },
+          },
+          { stripeAccount: accountId },
+        ),
+      );
+      return { id: created.id, url: created.url };
+    },
+
+    async deactivatePaymentLink(accountId, linkId) {
+      // A link already gone at the processor is as good as deactivated.
+      await orNullWhenMissing(stripe.paymentLinks.update(linkId, { active: false }, { stripeAccount: accountId }));
+    },
+
+    async createCheckoutSession(accountId, session) {
+      const created = await orThrowUnavailable(
+        stripe.checkout.sessions.create(
+          {
+            mode: session.mode,
+            line_items: [{ price: session.priceId, quantity: 1 }],
+            metadata: session.metadata,
+            success_url: session.successUrl,
+            expires_at: Math.floor(session.expiresAt.getTime() / 1000),
+          },
+          { stripeAccount: accountId },
+        ),
+      );
+      if (!created.url) throw new ProcessorUnavailableError('Stripe: the checkout session has no URL');
+      return { id: created.id, url: created.url };
     },
 
     verifyEvent(rawBody, signatureHeader, receivedAt) {

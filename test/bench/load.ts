@@ -12,6 +12,8 @@ export interface RequestSpec {
   body?: unknown;
   /** A JSON body built for each request, e.g. a new device every time. */
   bodyPerRequest?: () => unknown;
+  /** Headers that depend on that body, e.g. a signature over it. */
+  headersPerRequest?: (body: string) => Record<string, string>;
 }
 
 export interface LoadShape {
@@ -90,7 +92,16 @@ async function flatOut(url: string, request: RequestSpec, seconds: number, conne
     method: request.method ?? 'GET',
     headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...request.headers },
     body: request.body === undefined ? undefined : JSON.stringify(request.body),
-    requests: request.bodyPerRequest ? [{ setupRequest: (req) => ({ ...req, body: bodyOf(request) }) }] : undefined,
+    requests: request.bodyPerRequest
+      ? [
+          {
+            setupRequest: (req) => {
+              const body = bodyOf(request)!;
+              return { ...req, body, headers: { ...req.headers, ...request.headersPerRequest?.(body) } };
+            },
+          },
+        ]
+      : undefined,
     connections,
     duration: seconds,
   });
@@ -121,7 +132,11 @@ async function paced(url: string, request: RequestSpec, seconds: number, connect
 
   const send = (due: number) => {
     const body = bodyOf(request);
-    const headers = { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
+    const headers = {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...request.headers,
+      ...(body === undefined ? {} : request.headersPerRequest?.(body)),
+    };
     const done = new Promise<void>((resolve) => {
       const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname + target.search, method: request.method ?? 'GET', headers }, (res) => {
         res.resume();

@@ -50,6 +50,7 @@ describe('the fee ledger', () => {
         report_idempotency_key: `license_fee:${sale.licenseId}`,
         report_detail: null,
         reported_at: null,
+        collected_by: 'usage_report',
       },
     ]);
     expect(LICENSE_FEE_CENTS).toBe(400);

@@ -101,7 +101,12 @@ interface ResourceFixture {
 /** Path-parameter name -> how to make one for developer A. Add one when a route names a new kind of id. */
 const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   app_id: {
-    create: async (owner) => (await createApp(call, owner)).id,
+    // With a Price on A's connected account: the sales routes need one.
+    create: async (owner) => {
+      const priceId = `price_sweep${randomBytes(6).toString('hex')}`;
+      stripe.addPrice(accountA, { id: priceId });
+      return (await createApp(call, owner, { price_id: priceId })).id;
+    },
     readPath: (id) => `/v1/apps/${id}`,
   },
   license_id: {
@@ -161,10 +166,17 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   pushLicenseUpdate: async (resource) => ({ target_build_id: await resource('build_id'), release_notes: 'Sweep' }),
 };
 
+/** operationId -> what must exist besides the path's resources for the owner's request to succeed. */
+const OWNER_PRECONDITIONS: Record<string, (path: string) => Promise<void>> = {
+  getPaymentLink: async (path) => expect((await call('POST', path, { token: devA.accessToken })).status).toBe(201),
+  deletePaymentLink: async (path) => expect((await call('POST', path, { token: devA.accessToken })).status).toBe(201),
+};
+
 /** Developer A's request for `op`: real ids of A's (created on demand) and a valid body. */
 async function requestOf(op: Operation, resources: OwnedResources): Promise<{ path: string; body: unknown }> {
   let path = op.path;
   for (const param of pathParams(op)) path = path.replace(`{${param}}`, await resources.get(param, op.operationId));
+  await OWNER_PRECONDITIONS[op.operationId]?.(path);
   if (!op.hasBody) return { path, body: undefined };
   const sample = SAMPLE_BODIES[op.operationId];
   if (!sample) throw new Error(`${op.operationId} takes a body: add a valid sample to SAMPLE_BODIES in test/server/auth-sweep.test.ts`);
@@ -182,7 +194,7 @@ const BAD_CREDENTIALS: [string, CallOptions][] = [
 
 it('sweeps the secured operations of the OpenAPI document', () => {
   // Guards against a sweep that silently finds nothing to check.
-  expect(operations.map((op) => op.operationId)).toEqual(expect.arrayContaining(['getMe', 'listApps', 'updateApp', 'setDeveloperPlan']));
+  expect(operations.map((op) => op.operationId)).toEqual(expect.arrayContaining(['getMe', 'listApps', 'updateApp', 'setDeveloperPlan', 'createPaymentLink', 'getPaymentLink', 'deletePaymentLink', 'createPurchaseLink']));
 });
 
 describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))('%s', (_name, op) => {

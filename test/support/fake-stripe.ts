@@ -27,7 +27,37 @@ export interface FakeSession {
   livemode?: boolean;
 }
 
+export interface FakePaymentLink {
+  id: string;
+  account: string;
+  url: string;
+  active: boolean;
+  params: Record<string, string>;
+}
+
+export interface FakeCreatedSession {
+  id: string;
+  account: string;
+  url: string;
+  params: Record<string, string>;
+}
+
+export interface FakeMeterEvent {
+  identifier: string;
+  event_name: string;
+  payload: Record<string, string>;
+  idempotencyKey: string | undefined;
+}
+
 const now = () => Math.floor(Date.now() / 1000);
+const fakeId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
+
+/** Stripe's form encoding flattened: `line_items[0][price]` stays a key, as the tests read it. */
+const formParams = (body: string) => Object.fromEntries(new URLSearchParams(body));
+
+/** The nested `prefix[key]` entries of a flattened form, as an object. */
+const nested = (params: Record<string, string>, prefix: string) =>
+  Object.fromEntries(Object.entries(params).filter(([k]) => k.startsWith(`${prefix}[`)).map(([k, v]) => [k.slice(prefix.length + 1, -1), v]));
 
 /**
  * A local stand-in for the Stripe API, for the `stripe` package: only the endpoints the service
@@ -39,6 +69,10 @@ export async function startFakeStripe() {
   const prices = new Map<string, FakePrice>(); // `${account} ${price id}`
   const sessions = new Map<string, FakeSession>(); // `${account} ${session id}`
   const state = { outage: false, requests: [] as string[] };
+  const paymentLinks = new Map<string, FakePaymentLink>(); // by id (ids are unique across accounts)
+  const createdSessions = new Map<string, FakeCreatedSession>(); // by id
+  /** Billing meter events by `identifier`: Stripe records one event per identifier. */
+  const meterEvents = new Map<string, FakeMeterEvent>();
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` });
@@ -67,7 +101,50 @@ export async function startFakeStripe() {
     };
   }
 
-  function route(req: IncomingMessage, res: ServerResponse) {
+  function paymentLinkObject(link: FakePaymentLink) {
+    const fee = link.params.application_fee_amount;
+    return {
+      id: link.id, object: 'payment_link', active: link.active, livemode: false, url: link.url,
+      metadata: nested(link.params, 'metadata'),
+      application_fee_amount: fee === undefined ? null : Number(fee), application_fee_percent: null,
+      after_completion: { type: 'redirect', redirect: { url: link.params['after_completion[redirect][url]'] } },
+    };
+  }
+
+  /** The POST endpoints: Route A's links, Route B's sessions, the fee reporter's meter events. */
+  function routePost(req: IncomingMessage, res: ServerResponse, path: string, account: string, params: Record<string, string>) {
+    let m: RegExpExecArray | null;
+    if (path === '/v1/payment_links') {
+      if (!prices.has(`${account} ${params['line_items[0][price]']}`)) return missing(res, 'price', String(params['line_items[0][price]']));
+      const id = fakeId('plink');
+      const link = { id, account, url: `https://buy.stripe.test/${id}`, active: true, params };
+      paymentLinks.set(id, link);
+      return send(res, 200, paymentLinkObject(link));
+    }
+    if ((m = /^\/v1\/payment_links\/([^/]+)$/.exec(path))) {
+      const link = paymentLinks.get(decodeURIComponent(m[1]!));
+      if (!link || link.account !== account) return missing(res, 'payment_link', decodeURIComponent(m[1]!));
+      if (params.active !== undefined) link.active = params.active === 'true';
+      return send(res, 200, paymentLinkObject(link));
+    }
+    if (path === '/v1/checkout/sessions') {
+      if (!prices.has(`${account} ${params['line_items[0][price]']}`)) return missing(res, 'price', String(params['line_items[0][price]']));
+      const id = `cs_test_${randomBytes(16).toString('hex')}`;
+      const created = { id, account, url: `https://checkout.stripe.test/c/pay/${id}`, params };
+      createdSessions.set(id, created);
+      return send(res, 200, { id, object: 'checkout.session', url: created.url, mode: params.mode, status: 'open', expires_at: Number(params.expires_at), metadata: nested(params, 'metadata') });
+    }
+    if (path === '/v1/billing/meter_events') {
+      const identifier = params.identifier ?? fakeId('mev');
+      if (!meterEvents.has(identifier)) {
+        meterEvents.set(identifier, { identifier, event_name: String(params.event_name), payload: nested(params, 'payload'), idempotencyKey: req.headers['idempotency-key'] as string | undefined });
+      }
+      return send(res, 200, { object: 'billing.meter_event', identifier, event_name: params.event_name, livemode: false, created: now(), payload: nested(params, 'payload'), timestamp: now() });
+    }
+    return send(res, 404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (POST: ${path})` } });
+  }
+
+  function route(req: IncomingMessage, res: ServerResponse, body: string) {
     const url = new URL(req.url ?? '/', 'http://fake');
     state.requests.push(`${req.method} ${url.pathname}`);
     if (req.headers.authorization !== `Bearer ${FAKE_STRIPE_SECRET_KEY}`) {
@@ -75,6 +152,7 @@ export async function startFakeStripe() {
     }
     if (state.outage) return send(res, 500, { error: { type: 'api_error', message: 'An unknown error occurred' } });
     const account = String(req.headers['stripe-account'] ?? '');
+    if (req.method === 'POST') return routePost(req, res, url.pathname, account, formParams(body));
     let m: RegExpExecArray | null;
     if (req.method === 'GET' && (m = /^\/v1\/accounts\/([^/]+)$/.exec(url.pathname))) {
       const id = decodeURIComponent(m[1]!);
@@ -92,9 +170,10 @@ export async function startFakeStripe() {
   }
 
   const server = createServer((req, res) => {
-    // Stripe's requests are form-encoded; none of the GETs above carries a body, but drain whatever comes.
-    req.resume();
-    req.on('end', () => route(req, res));
+    // Stripe's requests are form-encoded.
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => route(req, res, Buffer.concat(chunks).toString('utf8')));
   });
   const url = await listenOnLoopback(server);
   return {
@@ -103,6 +182,9 @@ export async function startFakeStripe() {
     addAccount: (id = `acct_${randomBytes(8).toString('hex')}`) => (accounts.add(id), id),
     addPrice: (account: string, price: FakePrice) => prices.set(`${account} ${price.id}`, price),
     addSession: (account: string, session: FakeSession) => sessions.set(`${account} ${session.id}`, session),
+    paymentLinks,
+    createdSessions,
+    meterEvents,
     /** Environment for startTestServer: the server's Stripe client talks to this fake. */
     env: { LATCHKEY_STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY, LATCHKEY_STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET, LATCHKEY_STRIPE_API_BASE: url },
     close: () => closeNow(server),

@@ -7,6 +7,7 @@ import { updates } from './005_updates.js';
 import { emailAndFees } from './007_email_and_fees.js';
 import { payments } from './008_payments.js';
 import { usedLoginChallenges } from './009_used_login_challenges.js';
+import { paymentLinks } from './010_payment_links.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks];

@@ -7,6 +7,7 @@ export interface BaselineRequest {
   path: string;
   /** The raw request body ('' for a GET). */
   body: string;
+  headers: http.IncomingHttpHeaders;
 }
 
 /**
@@ -20,7 +21,7 @@ export function serveBaseline(handler: (req: BaselineRequest) => Promise<unknown
     let body = '';
     for await (const chunk of req) body += chunk;
     try {
-      const json = JSON.stringify(await handler({ pool, path: req.url ?? '/', body }));
+      const json = JSON.stringify(await handler({ pool, path: req.url ?? '/', body, headers: req.headers }));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
       res.end(json);
     } catch (err) {

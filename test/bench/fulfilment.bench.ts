@@ -1,0 +1,66 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { FAKE_STRIPE_SECRET_KEY, FAKE_STRIPE_WEBHOOK_SECRET, newEventId, newSessionId, startFakeStripe } from '../support/fake-stripe.js';
+import { defineBench, expectStatus, type RequestSpec, type Service } from './lib.js';
+import { seedDeveloper, seedProPlan, seedReadyBuild } from './seed.js';
+
+/** Stripe's signature scheme (`t=<unix time>,v1=<HMAC-SHA256 of "t.body">`), computed per request over the exact body sent. */
+function stripeSignature(body: string): string {
+  const t = Math.floor(Date.now() / 1000);
+  return `t=${t},v1=${createHmac('sha256', FAKE_STRIPE_WEBHOOK_SECRET).update(`${t}.${body}`).digest('hex')}`;
+}
+
+/**
+ * Issue 7: `checkout.session.completed` notifications, each for a new session, end to end: the
+ * signature check, the session read back from Stripe (a fake in this process, which both services
+ * call), and in one transaction the license, its fee row and report job, and the delivery email
+ * (the app has a READY build). The baseline does the same check, read and inserts. Latchkey's job
+ * runner stays on (builds become READY through it), so its process also writes the queued emails
+ * and settles the fee reports during the run: work the baseline leaves undone, charged to Latchkey.
+ */
+export default defineBench({
+  title: 'Checkout fulfilment notifications, against node:http doing the same signature check, session read and inserts with pg',
+  async run(ctx) {
+    const stripe = await startFakeStripe();
+    const services: Service[] = [];
+    try {
+      const latchkey = await ctx.startLatchkey(stripe.env);
+      services.push(latchkey);
+      const { call } = latchkey;
+      const dev = await seedDeveloper(call);
+      await seedProPlan(call, latchkey.adminToken, dev);
+      const account = stripe.addAccount();
+      expectStatus(await call('PUT', '/v1/payments/account', { apiKey: dev.apiKey, body: { account_id: account } }), 200, 'connect account');
+      const priceId = `price_bench${randomBytes(6).toString('hex')}`;
+      stripe.addPrice(account, { id: priceId });
+      const appBody = { name: 'Bench Store App', platforms: ['linux-x64'], price_id: priceId };
+      const app = expectStatus(await call('POST', '/v1/apps', { apiKey: dev.apiKey, body: appBody }), 201, 'create app').body as { id: string };
+      await seedReadyBuild(call, dev, app.id, '1.0.0');
+      const baseline = await ctx.startBaseline('fulfilment', {
+        STRIPE_API_BASE: stripe.url,
+        STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY,
+        STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET,
+      });
+      services.push(baseline);
+
+      const request: RequestSpec = {
+        method: 'POST',
+        path: '/v1/webhooks/payments',
+        bodyPerRequest: () => {
+          const sessionId = newSessionId();
+          stripe.addSession(account, { id: sessionId, price_id: priceId, email: `buyer-${randomBytes(4).toString('hex')}@example.com` });
+          return {
+            id: newEventId(), object: 'event', type: 'checkout.session.completed', account, livemode: true,
+            created: Math.floor(Date.now() / 1000), data: { object: { id: sessionId, object: 'checkout.session' } },
+          };
+        },
+        headersPerRequest: (body) => ({ 'stripe-signature': stripeSignature(body) }),
+      };
+      const [ours, base] = await ctx.measure('checkout.session.completed (new session)', [latchkey, baseline], request);
+      ctx.expectRatio('fulfilment throughput vs baseline', ours!, base!, 0.5);
+    } finally {
+      // The services first: requests still in flight when the load stops must not find the fake gone.
+      for (const service of services) await service.stop();
+      await stripe.close();
+    }
+  },
+});

@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { expectError } from '../support/assertions.js';
+import { newSessionId, startFakeStripe } from '../support/fake-stripe.js';
+import { createApp, registerDeveloper, setPlan } from '../support/fixtures.js';
+import { client } from '../support/http.js';
+import { startTestServer } from '../support/server.js';
+import { checkoutHelpers } from './checkout.js';
+
+const stripe = await startFakeStripe();
+const server = await startTestServer({ env: { ...stripe.env, PUBLIC_BASE_URL: 'https://licenses.example.com' } });
+afterAll(async () => {
+  await server.close();
+  await stripe.close();
+});
+const call = client(server.url);
+const db = server.database.db;
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
+
+/** A Pro seller: paid sales need Pro. */
+async function proSeller(price: { type?: 'one_time' | 'recurring' } = {}) {
+  const s = await seller();
+  await setPlan(call, server.adminToken, s.dev.id, 'pro');
+  if (price.type) stripe.addPrice(s.account, { id: s.priceId, ...price });
+  return s;
+}
+
+const generate = (s: Awaited<ReturnType<typeof seller>>) => call('POST', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken });
+
+/** A paid session through `linkId`, as Stripe reports it, delivered; answers the webhook outcome. */
+async function saleThrough(s: Awaited<ReturnType<typeof seller>>, linkId: string) {
+  const sessionId = newSessionId();
+  stripe.addSession(s.account, { id: sessionId, price_id: s.priceId, metadata: { service_app_id: s.app.id }, payment_link: { id: linkId, application_fee_percent: null } });
+  const res = await deliver(checkoutCompleted(s.account, sessionId));
+  expect(res.status).toBe(200);
+  return res.body.outcome as string;
+}
+
+describe('Route A: the app payment link', () => {
+  it('creates a link on the connected account with the Price, the fee and the literal-brace download redirect', async () => {
+    const s = await proSeller();
+    const res = await generate(s);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ id: expect.stringMatching(/^plink_/), url: expect.stringMatching(/^https:/), created_at: expect.any(String), delivering: true });
+    const link = stripe.paymentLinks.get(res.body.id)!;
+    expect(link.account).toBe(s.account);
+    expect(link.params).toMatchObject({
+      'line_items[0][price]': s.priceId,
+      'line_items[0][quantity]': '1',
+      application_fee_amount: '400',
+      'metadata[service_app_id]': s.app.id,
+      'after_completion[type]': 'redirect',
+      'after_completion[redirect][url]': `https://licenses.example.com/download?session_id={CHECKOUT_SESSION_ID}&app_id=${s.app.id}`,
+    });
+    expect((await call('GET', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).body).toEqual(res.body);
+  });
+
+  it('sets no application fee on a subscription Price: that fee is reported once per license instead', async () => {
+    const s = await proSeller({ type: 'recurring' });
+    const res = await generate(s);
+    expect(res.status).toBe(201);
+    expect(stripe.paymentLinks.get(res.body.id)!.params.application_fee_amount).toBeUndefined();
+  });
+
+  it('regenerating deactivates the old link at Stripe, and its sales no longer mint', async () => {
+    const s = await proSeller();
+    const first = (await generate(s)).body;
+    expect(await saleThrough(s, first.id)).toBe('fulfilled');
+    const second = (await generate(s)).body;
+    expect(second.id).not.toBe(first.id);
+    expect(stripe.paymentLinks.get(first.id)!.active).toBe(false);
+    expect(stripe.paymentLinks.get(second.id)!.active).toBe(true);
+
+    expect(await saleThrough(s, first.id)).toBe('payment_link_inactive');
+    expect(await saleThrough(s, second.id)).toBe('fulfilled');
+    expect(await db('licenses').where({ app_id: s.app.id }).select('id')).toHaveLength(2);
+  });
+
+  it('DELETE pauses sales: the link is deactivated, GET answers 404 and a late sale mints nothing', async () => {
+    const s = await proSeller();
+    const link = (await generate(s)).body;
+    expect((await call('DELETE', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).status).toBe(204);
+    expect(stripe.paymentLinks.get(link.id)!.active).toBe(false);
+    expectError(await call('GET', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken }), 404, 'PAYMENT_LINK_NOT_FOUND');
+    expectError(await call('DELETE', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken }), 404, 'PAYMENT_LINK_NOT_FOUND');
+    expect(await saleThrough(s, link.id)).toBe('payment_link_inactive');
+    expect(await db('licenses').where({ app_id: s.app.id })).toEqual([]);
+  });
+
+  it('after disconnecting and reconnecting, the old link delivers nothing until regenerated', async () => {
+    const s = await proSeller();
+    const old = (await generate(s)).body;
+    expect((await call('DELETE', '/v1/payments/account', { token: s.dev.accessToken })).status).toBe(200);
+    expect(await saleThrough(s, old.id)).toBe('account_not_connected');
+    expect((await call('PUT', '/v1/payments/account', { token: s.dev.accessToken, body: { account_id: s.account } })).status).toBe(200);
+    expect((await call('GET', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).body.delivering).toBe(false);
+    expect(await saleThrough(s, old.id)).toBe('payment_link_inactive');
+
+    const fresh = (await generate(s)).body;
+    expect(fresh.delivering).toBe(true);
+    expect(await saleThrough(s, fresh.id)).toBe('fulfilled');
+  });
+
+  it('a link the developer built (Route C) still sells', async () => {
+    const s = await proSeller();
+    await generate(s);
+    expect(await saleThrough(s, `plink_own${randomBytes(6).toString('hex')}`)).toBe('fulfilled');
+  });
+});
+
+describe('Route A preconditions', () => {
+  it('needs Pro, then a connected account, then a saved Price ID', async () => {
+    const dev = await registerDeveloper(call);
+    const app = await createApp(call, dev);
+    const post = () => call('POST', `/v1/apps/${app.id}/payment-link`, { token: dev.accessToken });
+    expectError(await post(), 403, 'PLAN_REQUIRED');
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    expectError(await post(), 409, 'PAYMENT_ACCOUNT_NOT_CONNECTED');
+    const account = stripe.addAccount();
+    expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
+    expectError(await post(), 409, 'PRICE_ID_NOT_SET');
+  });
+
+  it("answers 404 for another developer's app and for a missing one", async () => {
+    const s = await proSeller();
+    const other = await registerDeveloper(call);
+    expectError(await call('POST', `/v1/apps/${s.app.id}/payment-link`, { token: other.accessToken }), 404, 'APP_NOT_FOUND');
+    expectError(await call('GET', `/v1/apps/${s.app.id}/payment-link`, { token: other.accessToken }), 404, 'APP_NOT_FOUND');
+    expectError(await call('POST', '/v1/apps/app_missing/payment-link', { token: s.dev.accessToken }), 404, 'APP_NOT_FOUND');
+  });
+
+  it('answers 503 when Stripe is down, and keeps the current link', async () => {
+    const s = await proSeller();
+    const link = (await generate(s)).body;
+    stripe.state.outage = true;
+    try {
+      expectError(await generate(s), 503, 'PAYMENT_PROCESSOR_UNAVAILABLE');
+    } finally {
+      stripe.state.outage = false;
+    }
+    expect((await call('GET', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).body.id).toBe(link.id);
+  });
+});
