@@ -2,7 +2,8 @@ import type { Knex } from 'knex';
 import { newId } from '../crypto/secrets.js';
 import type { JobQueue } from '../jobs/queue.js';
 import { renderDeliveryEmail, type DeliveryDetails } from './delivery-message.js';
-import { insertEmailOnce } from './store.js';
+import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
+import { insertEmailOnce, type NewOutboxEmail } from './store.js';
 
 export interface DeliveryEmailRequest extends DeliveryDetails {
   developerId: string;
@@ -21,6 +22,12 @@ const SEND_ATTEMPTS = 8;
 export function createEmailOutbox(deps: { queue: JobQueue }) {
   const { queue } = deps;
 
+  async function queueOnce(trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> {
+    const queued = await insertEmailOnce(trx, email);
+    if (queued) await queue.enqueue(trx, 'send_email', { email_id: email.id }, { maxAttempts: SEND_ATTEMPTS });
+    return queued;
+  }
+
   return {
     /**
      * Queues the license delivery email in `trx`, so it exists exactly when the license commits.
@@ -30,9 +37,8 @@ export function createEmailOutbox(deps: { queue: JobQueue }) {
     async queueDeliveryEmail(trx: Knex.Transaction, request: DeliveryEmailRequest): Promise<boolean> {
       const recipient = request.recipient.trim();
       const message = renderDeliveryEmail(request);
-      const id = newId('eml');
-      const queued = await insertEmailOnce(trx, {
-        id,
+      return queueOnce(trx, {
+        id: newId('eml'),
         developer_id: request.developerId,
         app_id: request.appId,
         license_id: request.licenseId,
@@ -43,8 +49,23 @@ export function createEmailOutbox(deps: { queue: JobQueue }) {
         html_body: message.html,
         dedupe_key: `license_delivery:${request.licenseId}:${recipient.toLowerCase()}`,
       });
-      if (queued) await queue.enqueue(trx, 'send_email', { email_id: id }, { maxAttempts: SEND_ATTEMPTS });
-      return queued;
+    },
+
+    /** Tells the developer their Pro renewal failed; once per processor event (`eventId`), whatever the retries. */
+    queuePaymentFailedEmail(trx: Knex.Transaction, request: PaymentFailedDetails & { developerId: string; recipient: string; eventId: string }): Promise<boolean> {
+      const message = renderPaymentFailedEmail(request);
+      return queueOnce(trx, {
+        id: newId('eml'),
+        developer_id: request.developerId,
+        app_id: null,
+        license_id: null,
+        kind: 'plan_payment_failed',
+        recipient: request.recipient.trim(),
+        subject: message.subject,
+        text_body: message.text,
+        html_body: message.html,
+        dedupe_key: `plan_payment_failed:${request.eventId}`,
+      });
     },
   };
 }

@@ -2,13 +2,14 @@ import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
 
 /** Every kind of email the service sends: one closed list (the table's CHECK matches). */
-export const EMAIL_KINDS = ['license_delivery'] as const;
+export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed'] as const;
 export type EmailKind = (typeof EMAIL_KINDS)[number];
 
 export interface NewOutboxEmail {
   id: string;
   developer_id: string;
-  app_id: string;
+  /** Null for an email to the developer about their own account. */
+  app_id: string | null;
   license_id: string | null;
   kind: EmailKind;
   recipient: string;

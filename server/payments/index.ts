@@ -29,7 +29,7 @@ export function createPayments(deps: {
   log: Logger;
   links: DownloadLinks;
   fees: Pick<FeeLedger, 'recordLicenseFee'>;
-  outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
+  outbox: Pick<EmailOutbox, 'queueDeliveryEmail' | 'queuePaymentFailedEmail'>;
   /** Starts jobs queued by a committed notification (emails, fee reports) at once. */
   wakeJobs: () => void;
 }) {
@@ -49,7 +49,7 @@ export function createPayments(deps: {
       store,
       clock,
       fulfilSession: createFulfilment({ store, links: deps.links, fees: deps.fees, outbox: deps.outbox, linksStore, clock, log: deps.log }),
-      applySubscriptionEvent: createSubscriptions({ store, log: deps.log }),
+      applySubscriptionEvent: createSubscriptions({ store, outbox: deps.outbox, log: deps.log }),
       afterCommit: deps.wakeJobs,
     });
   const entitlements = createEntitlements({

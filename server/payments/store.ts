@@ -10,6 +10,8 @@ export interface PaymentConnection {
 /** A developer's Pro subscription as the processor's invoice and subscription events left it. */
 export interface SubscriptionState {
   id: string;
+  email: string;
+  company_name: string;
   plan: 'free' | 'pro';
   billing_customer_id: string | null;
   subscription_event_at: Date | null;
@@ -138,10 +140,10 @@ export function createPaymentsStore(db: Db) {
 
     /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
     subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>
-      trx('developers').where({ billing_customer_id: customerId }).forUpdate().first<SubscriptionState | undefined>('id', 'plan', 'billing_customer_id', 'subscription_event_at'),
+      trx('developers').where({ billing_customer_id: customerId }).forUpdate().first<SubscriptionState | undefined>('id', 'email', 'company_name', 'plan', 'billing_customer_id', 'subscription_event_at'),
 
     subscriptionByDeveloper: (trx: Knex.Transaction, developerId: string) =>
-      trx('developers').where({ id: developerId }).forUpdate().first<SubscriptionState | undefined>('id', 'plan', 'billing_customer_id', 'subscription_event_at'),
+      trx('developers').where({ id: developerId }).forUpdate().first<SubscriptionState | undefined>('id', 'email', 'company_name', 'plan', 'billing_customer_id', 'subscription_event_at'),
 
     applySubscription: (trx: Knex.Transaction, developerId: string, eventAt: Date, change: SubscriptionChange) =>
       trx('developers')

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { z } from 'zod';
 import type { Logger } from 'pino';
+import type { EmailOutbox } from '../email/outbox.js';
 import { RequestError } from '../errors.js';
 import { InvoiceObject, SubscriptionObject, type ProcessorEvent } from './schemas.js';
 import type { PaymentsStore, SubscriptionChange, SubscriptionState } from './store.js';
@@ -8,6 +9,7 @@ import type { PaymentsStore, SubscriptionChange, SubscriptionState } from './sto
 /** After a failed renewal the developer keeps Pro this long while the processor retries the charge. */
 export const PLAN_GRACE_DAYS = 7;
 const DAY_MS = 86_400_000;
+const graceEnd = (failedAt: Date) => new Date(failedAt.getTime() + PLAN_GRACE_DAYS * DAY_MS);
 
 export const SUBSCRIPTION_EVENTS = ['invoice.paid', 'invoice.payment_failed', 'customer.subscription.updated', 'customer.subscription.deleted'] as const;
 export type SubscriptionEventType = (typeof SUBSCRIPTION_EVENTS)[number];
@@ -38,7 +40,7 @@ function periodEnd(invoice: InvoiceObject): Date | null {
  * in its metadata `developer_id`. Events apply in their creation order: an older one arriving after
  * a newer one is recorded and skipped, so a late renewal never resurrects a deleted subscription.
  */
-export function createSubscriptions(deps: { store: PaymentsStore; log: Logger }) {
+export function createSubscriptions(deps: { store: PaymentsStore; outbox: Pick<EmailOutbox, 'queuePaymentFailedEmail'>; log: Logger }) {
   const { store } = deps;
 
   async function subscriberOf(trx: Knex.Transaction, customerId: string, developerId: string | undefined): Promise<SubscriptionState | undefined> {
@@ -64,7 +66,7 @@ export function createSubscriptions(deps: { store: PaymentsStore; log: Logger })
       }
       case 'invoice.payment_failed': {
         customerId = parseObject(InvoiceObject, event.data.object).customer;
-        change = { plan_grace_until: new Date(eventAt.getTime() + PLAN_GRACE_DAYS * DAY_MS) };
+        change = { plan_grace_until: graceEnd(eventAt) };
         break;
       }
       case 'customer.subscription.updated': {
@@ -84,8 +86,9 @@ export function createSubscriptions(deps: { store: PaymentsStore; log: Logger })
     if (developer.subscription_event_at && developer.subscription_event_at.getTime() > eventAt.getTime()) return 'stale_skipped';
     await store.applySubscription(trx, developer.id, eventAt, change);
     if (event.type === 'invoice.payment_failed') {
-      // The developer notification: a warning an operator can alert on (no developer email kind exists in the outbox yet).
-      deps.log.warn({ developer_id: developer.id, grace_until: change.plan_grace_until }, 'Pro subscription payment failed; grace period started');
+      const graceUntil = graceEnd(eventAt);
+      await deps.outbox.queuePaymentFailedEmail(trx, { developerId: developer.id, recipient: developer.email, companyName: developer.company_name, graceUntil, eventId: event.id });
+      deps.log.warn({ developer_id: developer.id, grace_until: graceUntil }, 'Pro subscription payment failed; grace period started, developer notified');
     }
     return 'applied';
   };

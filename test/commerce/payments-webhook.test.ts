@@ -141,10 +141,15 @@ describe('developer subscription events', () => {
     expect((await planOf(dev.id)).plan_period_end).not.toBeNull();
 
     // Later events find the developer by the stored customer id.
-    expect((await deliver(invoice('invoice.payment_failed', cus, at(200)))).body.outcome).toBe('applied');
+    const paymentFailed = invoice('invoice.payment_failed', cus, at(200));
+    expect((await deliver(paymentFailed)).body.outcome).toBe('applied');
     const failed = await planOf(dev.id);
     expect(failed.plan).toBe('pro');
     expect(failed.plan_grace_until.getTime() - Date.now()).toBeGreaterThan(6 * 86_400_000);
+    // The developer is told by email, once, however often the processor delivers the event.
+    expect((await deliver(paymentFailed)).body.duplicate).toBe(true);
+    const notices = await db('email_outbox').where({ developer_id: dev.id, kind: 'plan_payment_failed' }).select('recipient', 'subject', 'text_body');
+    expect(notices).toEqual([{ recipient: dev.email, subject: 'Latchkey Pro: your payment failed', text_body: expect.stringContaining('Update your payment method') }]);
 
     expect((await deliver(subscription('customer.subscription.updated', cus, at(150), { tier: 'annual' }))).body.outcome).toBe('applied');
     expect((await planOf(dev.id)).subscription_metadata).toEqual({ tier: 'annual', status: 'active' });

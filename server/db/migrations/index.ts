@@ -8,6 +8,7 @@ import { emailAndFees } from './007_email_and_fees.js';
 import { payments } from './008_payments.js';
 import { usedLoginChallenges } from './009_used_login_challenges.js';
 import { paymentLinks } from './010_payment_links.js';
+import { developerEmails } from './011_developer_emails.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails];
