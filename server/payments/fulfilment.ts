@@ -9,6 +9,7 @@ import { newLicenseKey } from '../licenses/license-key.js';
 import type { LinksStore } from './links-store.js';
 import type { ProcessorCheckoutSession } from './processor.js';
 import type { PaymentsStore } from './store.js';
+import { subscriptionLicenseExpiry } from './subscription-licenses.js';
 
 /** SPEC.md's source label for licenses sold through the developer's connected processor account. */
 export const DIRECT_PAYMENT_SOURCE = 'direct_payment';
@@ -73,7 +74,13 @@ export function createFulfilment(deps: {
 
     const email = session.customerEmail?.trim() || null;
     const licenseType = session.mode === 'subscription' ? 'subscription' : 'perpetual';
-    const paid = { payment_session_id: maskSessionId(session.id), payment_session_hash: sessionHash(session.id) };
+    const paid = {
+      payment_session_id: maskSessionId(session.id),
+      payment_session_hash: sessionHash(session.id),
+      // A subscription license runs to the end of the period paid; its renewals extend it (subscription-licenses.ts).
+      expires_at: session.subscription ? subscriptionLicenseExpiry(session.subscription.currentPeriodEnd) : null,
+      processor_subscription_id: session.subscription?.id ?? null,
+    };
     // Route B: the session pays for an existing license, which it converts instead of minting one.
     // Its metadata names the license, but only the stored session hash makes it a purchase session.
     const purchase = session.metadata.license_id

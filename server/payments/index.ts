@@ -18,6 +18,7 @@ import { createPaymentsService } from './service.js';
 import { createPaymentsStore } from './store.js';
 import { createStripeFeeReporter } from './stripe-fee-reporter.js';
 import { createStripeClient, createStripeProcessor } from './stripe-processor.js';
+import { createSubscriptionLicenses } from './subscription-licenses.js';
 import { createSubscriptions } from './subscriptions.js';
 import { createWebhookHandler } from './webhook.js';
 
@@ -50,6 +51,7 @@ export function createPayments(deps: {
       clock,
       fulfilSession: createFulfilment({ store, links: deps.links, fees: deps.fees, outbox: deps.outbox, linksStore, clock, log: deps.log }),
       applySubscriptionEvent: createSubscriptions({ store, outbox: deps.outbox, log: deps.log }),
+      applyLicenseSubscriptionEvent: createSubscriptionLicenses({ store, clock }),
       afterCommit: deps.wakeJobs,
     });
   const entitlements = createEntitlements({

@@ -94,17 +94,26 @@ export function createLinksStore(db: Db) {
     convertPurchasedLicense: (
       trx: Knex.Transaction,
       licenseId: string,
-      change: { license_type: LicenseType; email: string | null; payment_session_id: string; payment_session_hash: string; now: Date },
+      change: {
+        license_type: LicenseType;
+        email: string | null;
+        payment_session_id: string;
+        payment_session_hash: string;
+        expires_at: Date | null;
+        processor_subscription_id: string | null;
+        now: Date;
+      },
     ) =>
       trx('licenses')
         .where({ id: licenseId })
         .update({
           status: 'ACTIVE',
           license_type: change.license_type,
-          expires_at: null,
+          expires_at: change.expires_at,
           email: trx.raw('COALESCE(email, ?)', [change.email]),
           payment_session_id: change.payment_session_id,
           payment_session_hash: change.payment_session_hash,
+          processor_subscription_id: change.processor_subscription_id,
           updated_at: change.now,
         })
         .returning(['id', 'license_key'])

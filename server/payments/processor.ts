@@ -37,6 +37,8 @@ export interface ProcessorCheckoutSession {
   paymentLinkId: string | null;
   /** The percentage fee set on that payment link: the processor took the platform fee itself. */
   applicationFeePercent: number | null;
+  /** The subscription a `subscription` session started, with the end of its paid period; else null. */
+  subscription: { id: string; currentPeriodEnd: Date } | null;
 }
 
 /** Route A: a reusable link selling one Price, quantity 1, on a connected account. */
@@ -69,7 +71,7 @@ export interface PaymentProcessor {
   accountExists(accountId: string): Promise<boolean>;
   /** The Price on the connected account, or null when it has no such Price. */
   retrievePrice(accountId: string, priceId: string): Promise<ProcessorPrice | null>;
-  /** The session on the connected account with its line items and payment link, or null. */
+  /** The session on the connected account with its line items, payment link and subscription, or null. */
   retrieveCheckoutSession(accountId: string, sessionId: string): Promise<ProcessorCheckoutSession | null>;
   createPaymentLink(accountId: string, link: NewPaymentLink): Promise<{ id: string; url: string }>;
   /** Stops the link taking payments (its URL shows the processor's "no longer active" page). */

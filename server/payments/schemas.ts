@@ -37,9 +37,13 @@ export const ProcessorEvent = z.object({
 
 export const CheckoutSessionObject = z.object({ id: z.string().regex(/^cs_[A-Za-z0-9_]{1,255}$/) });
 
-const SubscriptionDetails = z.object({ metadata: Metadata }).nullish();
+const SubscriptionId = z.string().regex(/^sub_[A-Za-z0-9_]{1,255}$/);
+const SubscriptionDetails = z.object({ metadata: Metadata, subscription: SubscriptionId.nullish() }).nullish();
 
-/** An invoice of a developer's Pro subscription; the developer id is in its or its subscription's metadata. */
+/**
+ * An invoice: of a developer's Pro subscription (the developer id is in its or its subscription's
+ * metadata), or on a connected account, of a buyer's subscription that pays for a license.
+ */
 export const InvoiceObject = z.object({
   customer: z.string().min(1).max(255),
   metadata: Metadata,
@@ -54,6 +58,9 @@ export const SubscriptionObject = z.object({
   status: z.string().max(64),
   metadata: Metadata,
 });
+
+/** A buyer's subscription on a connected account: its id names the license it pays for. */
+export const LicenseSubscriptionObject = z.object({ id: SubscriptionId });
 
 export type ProcessorEvent = z.infer<typeof ProcessorEvent>;
 export type InvoiceObject = z.infer<typeof InvoiceObject>;

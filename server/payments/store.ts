@@ -38,6 +38,16 @@ export interface SessionLicense {
   /** Shown in the portal: the session id with all but its end masked. */
   payment_session_id: string;
   payment_session_hash: string;
+  /** Set for a subscription sale: the license runs to the paid period's end. */
+  expires_at: Date | null;
+  processor_subscription_id: string | null;
+}
+
+/** A license paid for by a buyer's subscription, as its subscription's events left it. */
+export interface LicenseSubscriptionState {
+  id: string;
+  expires_at: Date | null;
+  processor_subscription_event_at: Date | null;
 }
 
 export type SubscriptionChange = Partial<{
@@ -122,11 +132,14 @@ export function createPaymentsStore(db: Db) {
     mintSessionLicense: (trx: Knex.Transaction, row: SessionLicense) =>
       trx
         .raw(
-          `INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source, payment_session_id, payment_session_hash)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source, payment_session_id, payment_session_hash, expires_at, processor_subscription_id)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (payment_session_hash) WHERE payment_session_hash IS NOT NULL DO NOTHING
            RETURNING id, license_key`,
-          [row.id, row.developer_id, row.app_id, row.license_key, row.license_type, row.device_limit, row.email, row.source, row.payment_session_id, row.payment_session_hash],
+          [
+            row.id, row.developer_id, row.app_id, row.license_key, row.license_type, row.device_limit, row.email, row.source,
+            row.payment_session_id, row.payment_session_hash, row.expires_at, row.processor_subscription_id,
+          ],
         )
         .then((r: { rows: { id: string; license_key: string }[] }) => r.rows[0]),
 
@@ -153,6 +166,17 @@ export function createPaymentsStore(db: Db) {
           ...(change.subscription_metadata && { subscription_metadata: JSON.stringify(change.subscription_metadata) }),
           subscription_event_at: eventAt,
         }),
+
+    /** Locks the license a subscription on the connected account pays for; never another developer's. */
+    subscriptionLicense: (trx: Knex.Transaction, accountId: string, subscriptionId: string) =>
+      trx('licenses')
+        .join('developers', 'developers.id', 'licenses.developer_id')
+        .where({ 'licenses.processor_subscription_id': subscriptionId, 'developers.payment_account_id': accountId })
+        .forUpdate('licenses')
+        .first<LicenseSubscriptionState | undefined>('licenses.id', 'licenses.expires_at', 'licenses.processor_subscription_event_at'),
+
+    applyLicenseSubscription: (trx: Knex.Transaction, licenseId: string, change: { expires_at: Date; processor_subscription_event_at: Date; updated_at: Date }) =>
+      trx('licenses').where({ id: licenseId }).update(change),
   };
 }
 

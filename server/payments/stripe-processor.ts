@@ -81,10 +81,13 @@ export function createStripeProcessor(settings: StripeSettings, stripe: Stripe =
 
     async retrieveCheckoutSession(accountId, sessionId): Promise<ProcessorCheckoutSession | null> {
       const session = await orNullWhenMissing(
-        stripe.checkout.sessions.retrieve(sessionId, { expand: ['line_items', 'payment_link'] }, { stripeAccount: accountId }),
+        stripe.checkout.sessions.retrieve(sessionId, { expand: ['line_items', 'payment_link', 'subscription'] }, { stripeAccount: accountId }),
       );
       if (!session) return null;
       const link = typeof session.payment_link === 'object' ? session.payment_link : null;
+      const subscription = typeof session.subscription === 'object' ? session.subscription : null;
+      // The period is per item on current API versions; the subscription is paid until its last item's ends.
+      const periodEnds = subscription?.items.data.map((item) => item.current_period_end) ?? [];
       return {
         id: session.id,
         livemode: session.livemode,
@@ -95,6 +98,7 @@ export function createStripeProcessor(settings: StripeSettings, stripe: Stripe =
         metadata: session.metadata ?? {},
         paymentLinkId: idOf(session.payment_link),
         applicationFeePercent: link?.application_fee_percent ?? null,
+        subscription: subscription && periodEnds.length > 0 ? { id: subscription.id, currentPeriodEnd: new Date(Math.max(...periodEnds) * 1000) } : null,
       };
     },
 

@@ -28,7 +28,7 @@ const developerIdOf = (invoice: InvoiceObject) =>
   invoice.metadata.developer_id ?? invoice.parent?.subscription_details?.metadata.developer_id ?? invoice.subscription_details?.metadata.developer_id;
 
 /** The end of the paid period: the latest line's, else the invoice's own. */
-function periodEnd(invoice: InvoiceObject): Date | null {
+export function periodEnd(invoice: InvoiceObject): Date | null {
   const ends = (invoice.lines?.data ?? []).map((line) => line.period.end);
   const end = ends.length > 0 ? Math.max(...ends) : invoice.period_end;
   return end === undefined ? null : new Date(end * 1000);

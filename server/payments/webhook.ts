@@ -4,6 +4,7 @@ import type { FulfilSession } from './fulfilment.js';
 import { InvalidSignatureError, ProcessorUnavailableError, type PaymentProcessor } from './processor.js';
 import { CheckoutSessionObject, ProcessorEvent } from './schemas.js';
 import type { PaymentsStore } from './store.js';
+import type { ApplyLicenseSubscriptionEvent } from './subscription-licenses.js';
 import { parseObject, SUBSCRIPTION_EVENTS, type ApplySubscriptionEvent, type SubscriptionEventType } from './subscriptions.js';
 
 /** Checkout events that mean the session is paid (card payments at once; bank debits later). */
@@ -26,6 +27,7 @@ export function createWebhookHandler(deps: {
   clock: Clock;
   fulfilSession: FulfilSession;
   applySubscriptionEvent: ApplySubscriptionEvent;
+  applyLicenseSubscriptionEvent: ApplyLicenseSubscriptionEvent;
   /** After a commit that queued jobs (emails, fee reports): start them now. */
   afterCommit: () => void;
 }) {
@@ -58,8 +60,13 @@ export function createWebhookHandler(deps: {
       if (!(await store.claimEvent(trx, event, clock.now()))) return { received: true, duplicate: true, outcome: 'duplicate' };
       let outcome: string;
       if (checkout) outcome = session ? await deps.fulfilSession(trx, checkout.account, session) : 'session_not_found';
-      // The developer's own subscription lives on the platform account: a connected account's invoices are not ours.
-      else if (isSubscriptionEvent(event.type) && !event.account) outcome = await deps.applySubscriptionEvent(trx, { ...event, type: event.type });
+      // The developer's own subscription lives on the platform account; a connected account's are its buyers', paying for licenses.
+      else if (isSubscriptionEvent(event.type)) {
+        const subscriptionEvent = { ...event, type: event.type };
+        outcome = event.account
+          ? await deps.applyLicenseSubscriptionEvent(trx, event.account, subscriptionEvent)
+          : await deps.applySubscriptionEvent(trx, subscriptionEvent);
+      }
       else outcome = 'ignored';
       await store.settleEvent(trx, event.id, outcome);
       return { received: true, duplicate: false, outcome };

@@ -25,6 +25,8 @@ export interface FakeSession {
   metadata?: Record<string, string>;
   payment_link?: { id: string; application_fee_percent: number | null } | null;
   livemode?: boolean;
+  /** The subscription a `subscription` session started; its period end is in Unix seconds. */
+  subscription?: { id: string; current_period_end: number };
 }
 
 export interface FakePaymentLink {
@@ -98,6 +100,10 @@ export async function startFakeStripe() {
       customer_details: { email: s.email === undefined ? 'buyer@example.com' : s.email },
       payment_link: s.payment_link ? { id: s.payment_link.id, object: 'payment_link', application_fee_percent: s.payment_link.application_fee_percent } : null,
       line_items: { object: 'list', has_more: false, url: `/v1/checkout/sessions/${s.id}/line_items`, data: [{ id: 'li_fake', object: 'item', quantity: 1, price: priceObject({ id: s.price_id }) }] },
+      // Expanded, as the service asks: the period end lives on the subscription's items.
+      subscription: s.subscription
+        ? { id: s.subscription.id, object: 'subscription', status: 'active', items: { object: 'list', has_more: false, data: [{ id: 'si_fake', object: 'subscription_item', current_period_end: s.subscription.current_period_end }] } }
+        : null,
     };
   }
 
@@ -204,3 +210,4 @@ export function signedEvent(event: Record<string, unknown>, options: { secret?: 
 
 export const newEventId = () => `evt_${randomBytes(12).toString('hex')}`;
 export const newSessionId = () => `cs_test_${randomBytes(16).toString('hex')}`;
+export const newSubscriptionId = () => `sub_${randomBytes(12).toString('hex')}`;
