@@ -1,19 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
-import { newSessionId, startFakeStripe } from '../support/fake-stripe.js';
+import { newSessionId } from '../support/fake-stripe.js';
 import { createApp } from '../support/fixtures.js';
-import { client } from '../support/http.js';
-import { startTestServer } from '../support/server.js';
 import { checkoutHelpers } from './checkout.js';
+import { startServerWithStripe } from '../support/stripe-server.js';
 
-const stripe = await startFakeStripe();
-const server = await startTestServer({ env: stripe.env });
-afterAll(async () => {
-  await server.close();
-  await stripe.close();
-});
-const call = client(server.url);
+const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
 const { deliver, seller, checkoutCompleted, readyBuild } = checkoutHelpers(call, stripe);
 

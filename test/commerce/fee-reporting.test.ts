@@ -1,23 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { feeIdempotencyKey } from '../../server/billing/fees.js';
 import { sessionHash } from '../../server/payments/fulfilment.js';
 import { createStripeFeeReporter, LICENSE_FEE_METER_EVENT } from '../../server/payments/stripe-fee-reporter.js';
 import { createStripeClient } from '../../server/payments/stripe-processor.js';
-import { newSessionId, startFakeStripe } from '../support/fake-stripe.js';
+import { newSessionId } from '../support/fake-stripe.js';
 import { createLicense, setPlan } from '../support/fixtures.js';
-import { client } from '../support/http.js';
-import { startTestServer } from '../support/server.js';
 import { checkoutHelpers } from './checkout.js';
 import { eventually } from './wait.js';
+import { startServerWithStripe } from '../support/stripe-server.js';
 
-const stripe = await startFakeStripe();
-const server = await startTestServer({ env: stripe.env });
-afterAll(async () => {
-  await server.close();
-  await stripe.close();
-});
-const call = client(server.url);
+const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
 const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
 

@@ -1,18 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
-import { startFakeStripe } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
+import { startServerWithStripe } from '../support/stripe-server.js';
 
-const stripe = await startFakeStripe();
-const server = await startTestServer({ env: stripe.env });
-afterAll(async () => {
-  await server.close();
-  await stripe.close();
-});
-const call = client(server.url);
+const { stripe, call } = await startServerWithStripe();
 const newPriceId = () => `price_${randomBytes(8).toString('hex')}`;
 
 async function connectedDeveloper(): Promise<{ dev: TestDeveloper; account: string }> {

@@ -1,23 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
-import { startFakeStripe } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, formData, type CallOptions } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
+import { startServerWithStripe } from '../support/stripe-server.js';
 
 // One routine runs the same credential and tenant checks against every secured operation of the
 // OpenAPI document, so routes added later are swept without anyone remembering to. The operations
 // are read before the tests are collected (top-level await), so each gets its own named tests.
 
 // A fake Stripe: saving a Price ID (updateApp's sample) checks it against the connected account.
-const stripe = await startFakeStripe();
-const server = await startTestServer({ env: stripe.env });
-afterAll(async () => {
-  await server.close();
-  await stripe.close();
-});
-const call = client(server.url);
+const { stripe, server, call } = await startServerWithStripe();
 
 // Credentials that must never work: an access token past its hour and an API key rotated away.
 const stale = await registerDeveloper(call);
