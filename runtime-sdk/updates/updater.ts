@@ -74,8 +74,12 @@ export class Updater {
     return this.checking;
   }
 
-  /** The new version works: its old copy and download are removed now rather than after `healthyAfterMs`. */
+  /**
+   * The new version works: its old copy and download are removed now rather than after `healthyAfterMs`.
+   * An interrupted install is settled first, so the copy removed is the one the journal says is old.
+   */
   async markHealthy(): Promise<void> {
+    await this.start();
     clearTimeout(this.healthyTimer);
     try {
       await removeOldCopies(this.config.fs, await this.state(), this.settings.logger);
