@@ -2,14 +2,16 @@ import { z } from 'zod';
 import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
 import { CHALLENGE_TTL_SECONDS, type AccountsService } from './service.js';
+import { PLANS } from './plan.js';
 import type { DeveloperRow } from './store.js';
 
-const developerView = (d: DeveloperRow) => ({
+const developerView = (d: DeveloperRow & { plan_grace_until?: Date | null }) => ({
   id: d.id,
   email: d.email,
   company_name: d.company_name,
   two_factor_enabled: d.two_factor_enabled,
   plan: d.plan,
+  plan_grace_until: d.plan_grace_until?.toISOString() ?? null,
   created_at: d.created_at.toISOString(),
 });
 
@@ -84,8 +86,8 @@ export function adminRoutes(accounts: AccountsService) {
       auth: 'admin', rateLimit: 'general', errors: [404],
       summary: 'Set a developer plan (operator only; enabled by LATCHKEY_ADMIN_TOKEN)',
       params: z.object({ developer_id: z.string().max(64) }),
-      body: z.strictObject({ plan: z.enum(['free', 'pro']) }),
-      response: z.object({ id: z.string(), plan: z.enum(['free', 'pro']) }),
+      body: z.strictObject({ plan: z.enum(PLANS) }),
+      response: z.object({ id: z.string(), plan: z.enum(PLANS) }),
       handler: async ({ params, body }) => {
         const dev = await accounts.setPlan(params.developer_id, body.plan);
         return { id: dev.id, plan: dev.plan };

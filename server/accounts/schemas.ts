@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PLANS } from './plan.js';
 
 const Email = z.string().trim().toLowerCase().pipe(z.email().max(254));
 const Password = z.string().min(10, 'must be at least 10 characters').max(200);
@@ -25,7 +26,8 @@ export const Developer = z.object({
   email: z.string(),
   company_name: z.string(),
   two_factor_enabled: z.boolean(),
-  plan: z.enum(['free', 'pro']),
+  plan: z.enum(PLANS).describe('The plan now: Pro stays on during the grace period after a failed renewal and ends by itself when it passes unpaid'),
+  plan_grace_until: z.iso.datetime().nullable().describe('While a failed Pro renewal is retried: when Pro ends unless it is paid; otherwise null'),
   created_at: z.iso.datetime(),
 });
 

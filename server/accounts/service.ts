@@ -135,7 +135,11 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
       return issueTokenPair(outcome.row.developer_id, outcome.row.family_id);
     },
 
-    me: requireDeveloper,
+    async me(id: string) {
+      const dev = await requireDeveloper(id);
+      const plan = await store.planOf(id, clock.now());
+      return { ...dev, plan: plan?.plan ?? dev.plan, plan_grace_until: plan?.plan_grace_until ?? null };
+    },
 
     /** Answers once the old key works on no server process any more. */
     async rotateApiKey(developerId: string): Promise<string> {

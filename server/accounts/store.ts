@@ -1,12 +1,14 @@
 import { hotQuery, type Db } from '../db/knex.js';
 import { API_KEY_REVOKED_CHANNEL } from './api-key-cache.js';
+import { effectivePlan, type Plan } from './plan.js';
 
 export interface DeveloperRow {
   id: string;
   email: string;
   password_hash: string;
   company_name: string;
-  plan: 'free' | 'pro';
+  /** The plan as last paid for; what it is now (grace periods end by themselves) is `effectivePlan`. */
+  plan: Plan;
   two_factor_enabled: boolean;
   totp_secret_sealed: string | null;
   totp_pending_sealed: string | null;
@@ -31,11 +33,16 @@ export function createAccountsStore(db: Db) {
 
     findDeveloper: (id: string) => db<DeveloperRow>('developers').where({ id }).first(),
 
+    /** The developer's plan now (a lapsed grace period is the free plan) and the grace period's end, if one runs. */
+    planOf: (id: string, now: Date) =>
+      db('developers').where({ id }).first<{ plan: Plan; plan_grace_until: Date | null }>(effectivePlan(db, now), 'plan_grace_until'),
+
     findDeveloperByEmail: (email: string) =>
       db<DeveloperRow>('developers').whereRaw('lower(email) = ?', [email.toLowerCase()]).first(),
 
+    /** An operator's decision replaces any running grace period. */
     setPlan: (id: string, plan: DeveloperRow['plan']) =>
-      db('developers').where({ id }).update({ plan }).returning('*').then((r: DeveloperRow[]) => r[0]),
+      db('developers').where({ id }).update({ plan, plan_grace_until: null }).returning('*').then((r: DeveloperRow[]) => r[0]),
 
     /** Stores a not-yet-confirmed TOTP secret and its backup codes, replacing any earlier pending setup. */
     startTwoFactorSetup: (id: string, pendingSealed: string, codeHashes: string[]) =>

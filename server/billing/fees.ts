@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../clock.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { LicenseType } from '../licenses/rules.js';
-import { insertFeeOnce } from './store.js';
+import { insertFeeOnce, reopenUnbilledFees } from './store.js';
 
 /** SPEC.md: "Platform fee: 4 USD per license". */
 export const LICENSE_FEE_USD = 4;
@@ -68,6 +68,19 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
       if (byApplicationFee) return 'charged';
       await queue.enqueue(trx, 'report_license_fee', { license_id: request.licenseId }, { maxAttempts: REPORT_ATTEMPTS });
       return 'charged';
+    },
+
+    /**
+     * Reports, in `trx`, the developer's fees that could not be billed before they had a billing
+     * customer (an operator-granted Pro, say). Each report keeps its license's idempotency key, so
+     * a fee the processor already recorded is never billed twice.
+     */
+    async reportUnbilledFees(trx: Knex.Transaction, developerId: string): Promise<number> {
+      const licenseIds = await reopenUnbilledFees(trx, developerId);
+      for (const licenseId of licenseIds) {
+        await queue.enqueue(trx, 'report_license_fee', { license_id: licenseId }, { maxAttempts: REPORT_ATTEMPTS });
+      }
+      return licenseIds.length;
     },
   };
 }

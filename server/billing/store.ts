@@ -44,6 +44,18 @@ export async function findPendingFeeReport(db: Db, licenseId: string): Promise<P
     .first('license_id', 'developer_id', 'amount_cents', 'currency', 'report_idempotency_key');
 }
 
+/**
+ * Makes the developer's fees that were kept in the ledger for want of a billing customer pending
+ * again (fees the processor took as application fees stay settled); answers their licenses.
+ */
+export async function reopenUnbilledFees(trx: Knex.Transaction, developerId: string): Promise<string[]> {
+  const rows: { license_id: string }[] = await trx('license_fees')
+    .where({ developer_id: developerId, collected_by: 'usage_report', report_status: 'not_reported' })
+    .update({ report_status: 'pending', report_detail: null })
+    .returning('license_id');
+  return rows.map((r) => r.license_id);
+}
+
 /** Settles a pending report only: a report settled by an earlier attempt keeps its outcome. */
 export async function settleFeeReport(db: Db, licenseId: string, status: Exclude<FeeReportStatus, 'pending'>, detail: string | null, at: Date): Promise<void> {
   await db('license_fees')

@@ -43,7 +43,7 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
     async create(developerId: string, input: CreateLicenseInput, source: LicenseSource): Promise<LicenseRead> {
       const now = clock.now();
       const expiresAt = expiryOf(input, now);
-      const app = await store.findAppForCreation(developerId, input.app_id);
+      const app = await store.findAppForCreation(developerId, input.app_id, now);
       assertThat(app, 'APP_NOT_FOUND', 'No such app');
       assertThat(
         app.plan === 'pro' || input.license_type === 'trial',

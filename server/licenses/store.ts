@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from './rules.js';
 import type { ListLicensesFilter, LicenseStatusFilter } from './schemas.js';
@@ -52,11 +53,11 @@ function whereStatus(query: Knex.QueryBuilder, status: LicenseStatusFilter, now:
 export function createLicensesStore(db: Db) {
   return {
     /** The app a license is created for, with what creation needs to know about it and its owner. */
-    findAppForCreation: (developerId: string, appId: string) =>
+    findAppForCreation: (developerId: string, appId: string, now: Date) =>
       db('apps')
         .join('developers', 'developers.id', 'apps.developer_id')
         .where({ 'apps.id': appId, 'apps.developer_id': developerId })
-        .first<{ default_device_limit: number; plan: 'free' | 'pro' } | undefined>('apps.default_device_limit', 'developers.plan'),
+        .first<{ default_device_limit: number; plan: Plan } | undefined>('apps.default_device_limit', effectivePlan(db, now)),
 
     insert: (row: NewLicense, now: Date) =>
       db('licenses')

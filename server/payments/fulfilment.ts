@@ -20,6 +20,8 @@ export type FulfilmentOutcome =
   | 'already_fulfilled'
   | 'not_paid'
   | 'account_not_connected'
+  /** SPEC.md's plan rules: paid sales need an active Pro subscription (see accounts/plan.ts). */
+  | 'plan_required'
   | 'no_matching_app'
   /** A Route A link that was replaced, paused, or made before the account was reconnected. */
   | 'payment_link_inactive';
@@ -64,8 +66,13 @@ export function createFulfilment(deps: {
   return async function fulfilSession(trx: Knex.Transaction, accountId: string, session: ProcessorCheckoutSession): Promise<FulfilmentOutcome> {
     if (session.paymentStatus !== 'paid') return 'not_paid';
     // Only the connected account's own sessions: a disconnected account's links deliver nothing.
-    const developer = await store.developerOfAccount(trx, accountId);
+    const developer = await store.developerOfAccount(trx, accountId, deps.clock.now());
     if (!developer) return 'account_not_connected';
+    if (developer.plan !== 'pro') {
+      // The buyer has paid the developer's account: say so loudly, so the developer refunds or renews and provisions by hand.
+      deps.log.warn({ developer_id: developer.id }, 'paid sale delivered no license: the developer has no active Pro subscription');
+      return 'plan_required';
+    }
     const app = await store.saleApp(trx, developer.id, { priceIds: session.priceIds, appId: session.metadata.service_app_id });
     if (!app) return 'no_matching_app';
 

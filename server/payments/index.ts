@@ -29,7 +29,7 @@ export function createPayments(deps: {
   clock: Clock;
   log: Logger;
   links: DownloadLinks;
-  fees: Pick<FeeLedger, 'recordLicenseFee'>;
+  fees: Pick<FeeLedger, 'recordLicenseFee' | 'reportUnbilledFees'>;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail' | 'queuePaymentFailedEmail'>;
   /** Starts jobs queued by a committed notification (emails, fee reports) at once. */
   wakeJobs: () => void;
@@ -50,7 +50,7 @@ export function createPayments(deps: {
       store,
       clock,
       fulfilSession: createFulfilment({ store, links: deps.links, fees: deps.fees, outbox: deps.outbox, linksStore, clock, log: deps.log }),
-      applySubscriptionEvent: createSubscriptions({ store, outbox: deps.outbox, log: deps.log }),
+      applySubscriptionEvent: createSubscriptions({ store, outbox: deps.outbox, fees: deps.fees, log: deps.log }),
       applyLicenseSubscriptionEvent: createSubscriptionLicenses({ store, clock }),
       afterCommit: deps.wakeJobs,
     });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
 
@@ -6,7 +7,7 @@ import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from '../l
 export interface SalesSetup {
   app_id: string;
   price_id: string | null;
-  plan: 'free' | 'pro';
+  plan: Plan;
   payment_account_id: string | null;
   payment_connection_generation: number;
 }
@@ -29,7 +30,7 @@ export interface PurchasableLicense extends SalesSetup {
   effective_status: LicenseStatus;
 }
 
-const SETUP_COLUMNS = ['apps.id as app_id', 'apps.price_id', 'developers.plan', 'developers.payment_account_id', 'developers.payment_connection_generation'];
+const setupColumns = (q: Knex, now: Date) => ['apps.id as app_id', 'apps.price_id', effectivePlan(q, now), 'developers.payment_account_id', 'developers.payment_connection_generation'];
 
 /** Queries of Route A's payment links and Route B's purchase sessions; every developer query is scoped by developer. */
 export function createLinksStore(db: Db) {
@@ -37,12 +38,12 @@ export function createLinksStore(db: Db) {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
 
     /** Locks the app row: two regenerations of one app's link run one after the other. */
-    lockSalesSetup: (trx: Knex.Transaction, developerId: string, appId: string) =>
+    lockSalesSetup: (trx: Knex.Transaction, developerId: string, appId: string, now: Date) =>
       trx('apps')
         .join('developers', 'developers.id', 'apps.developer_id')
         .where({ 'apps.id': appId, 'apps.developer_id': developerId })
         .forUpdate('apps')
-        .first<SalesSetup | undefined>(SETUP_COLUMNS),
+        .first<SalesSetup | undefined>(setupColumns(trx, now)),
 
     connectionGeneration: (developerId: string) =>
       db('developers').where({ id: developerId }).first<{ g: number }>('payment_connection_generation as g').then((r) => r!.g),
@@ -65,7 +66,7 @@ export function createLinksStore(db: Db) {
         .join('developers', 'developers.id', 'licenses.developer_id')
         .where({ 'licenses.id': licenseId, 'licenses.developer_id': developerId })
         .first<PurchasableLicense | undefined>([
-          ...SETUP_COLUMNS,
+          ...setupColumns(db, now),
           'licenses.id as license_id',
           'licenses.license_type',
           db.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now]),

@@ -55,7 +55,7 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
       // The app row stays locked across the processor calls: a rare developer operation, and two
       // concurrent regenerations must not both leave a link selling.
       return store.transaction(async (trx) => {
-        const setup = await store.lockSalesSetup(trx, developerId, appId);
+        const setup = await store.lockSalesSetup(trx, developerId, appId, clock.now());
         if (!setup) throw appNotFound();
         assertCanSell(setup);
         const price = await currentPrice(processor, setup.payment_account_id, setup.price_id);
@@ -99,7 +99,7 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
     async removePaymentLink(developerId: string, appId: string): Promise<void> {
       const processor = requireProcessor(deps.processor);
       await store.transaction(async (trx) => {
-        if (!(await store.lockSalesSetup(trx, developerId, appId))) throw appNotFound();
+        if (!(await store.lockSalesSetup(trx, developerId, appId, clock.now()))) throw appNotFound();
         const link = await store.currentLink(appId, trx);
         if (!link) throw new RequestError('PAYMENT_LINK_NOT_FOUND', 'The app has no payment link');
         await askProcessor(() => processor.deactivatePaymentLink(link.account_id, link.id));

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
 
 export interface PaymentConnection {
@@ -98,10 +99,10 @@ export function createPaymentsStore(db: Db) {
     settleEvent: (trx: Knex.Transaction, eventId: string, outcome: string) => trx('payment_events').where({ id: eventId }).update({ outcome }),
 
     /** The owner of a connected account; unique, so one tenant at most. */
-    developerOfAccount: (trx: Knex.Transaction, accountId: string) =>
+    developerOfAccount: (trx: Knex.Transaction, accountId: string, now: Date) =>
       trx('developers')
         .where({ payment_account_id: accountId })
-        .first<{ id: string; payment_connection_generation: number } | undefined>('id', 'payment_connection_generation'),
+        .first<{ id: string; payment_connection_generation: number; plan: Plan } | undefined>('id', 'payment_connection_generation', effectivePlan(trx, now)),
 
     /** The developer's app behind a sale: by its saved Price ID, else by the session's `service_app_id`. Never another developer's. */
     saleApp: (trx: Knex.Transaction, developerId: string, by: { priceIds: string[]; appId: string | undefined }) =>

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { z } from 'zod';
 import type { Logger } from 'pino';
+import type { FeeLedger } from '../billing/fees.js';
 import type { EmailOutbox } from '../email/outbox.js';
 import { RequestError } from '../errors.js';
 import { InvoiceObject, SubscriptionObject, type ProcessorEvent } from './schemas.js';
@@ -40,7 +41,12 @@ export function periodEnd(invoice: InvoiceObject): Date | null {
  * in its metadata `developer_id`. Events apply in their creation order: an older one arriving after
  * a newer one is recorded and skipped, so a late renewal never resurrects a deleted subscription.
  */
-export function createSubscriptions(deps: { store: PaymentsStore; outbox: Pick<EmailOutbox, 'queuePaymentFailedEmail'>; log: Logger }) {
+export function createSubscriptions(deps: {
+  store: PaymentsStore;
+  outbox: Pick<EmailOutbox, 'queuePaymentFailedEmail'>;
+  fees: Pick<FeeLedger, 'reportUnbilledFees'>;
+  log: Logger;
+}) {
   const { store } = deps;
 
   async function subscriberOf(trx: Knex.Transaction, customerId: string, developerId: string | undefined): Promise<SubscriptionState | undefined> {
@@ -85,6 +91,11 @@ export function createSubscriptions(deps: { store: PaymentsStore; outbox: Pick<E
     if (!developer) return 'developer_not_found';
     if (developer.subscription_event_at && developer.subscription_event_at.getTime() > eventAt.getTime()) return 'stale_skipped';
     await store.applySubscription(trx, developer.id, eventAt, change);
+    if (developer.billing_customer_id === null && change.billing_customer_id) {
+      // The developer can be billed now: fees kept in the ledger for want of a customer are reported.
+      const reported = await deps.fees.reportUnbilledFees(trx, developer.id);
+      if (reported > 0) deps.log.info({ developer_id: developer.id, fees: reported }, 'earlier unbilled license fees queued for reporting');
+    }
     if (event.type === 'invoice.payment_failed') {
       const graceUntil = graceEnd(eventAt);
       await deps.outbox.queuePaymentFailedEmail(trx, { developerId: developer.id, recipient: developer.email, companyName: developer.company_name, graceUntil, eventId: event.id });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { BuildRow } from '../builds/store.js';
+import type { Plan } from '../accounts/plan.js';
 import type { Clock } from '../clock.js';
 import { RequestError, assertThat } from '../errors.js';
 import { engineSupportsUpdates } from './engine-version.js';
@@ -33,7 +34,7 @@ function tally(groups: DeviceGroup[]): DeviceCounts {
   return counts;
 }
 
-function assertPro(plan: 'free' | 'pro'): void {
+function assertPro(plan: Plan): void {
   assertThat(plan === 'pro', 'PLAN_REQUIRED', 'Update pushes need a Pro subscription');
 }
 
@@ -86,7 +87,7 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
       const push = await store.transaction(async (trx) => {
         const app = await store.lockApp(trx, developerId, appId);
         assertThat(app, 'APP_NOT_FOUND', 'No such app');
-        assertPro(app.plan);
+        assertPro(await store.planOf(trx, developerId, now));
         const releasedOnly = app.delivery_mode === 'released_only';
         const target = await chooseTarget(trx, appId, input.target_build_id, releasedOnly);
         const mustRelease = releasedOnly && !target.released;

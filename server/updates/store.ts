@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { effectivePlan, planNow, type Plan } from '../accounts/plan.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import type { BuildPlatform } from '../builds/schemas.js';
 import type { BuildRow } from '../builds/store.js';
@@ -162,22 +163,21 @@ const REPORT_SQL = `
 
 /** Push records and adoption. Developer reads are scoped by developer; runtime ones by license key. */
 export function createUpdatesStore(db: Db) {
-  const appWithPlan = (q: Knex, developerId: string, appId: string) =>
+  const appOf = (q: Knex, developerId: string, appId: string) =>
     q('apps')
-      .join('developers', 'developers.id', 'apps.developer_id')
-      .where({ 'apps.id': appId, 'apps.developer_id': developerId })
-      .first<{ id: string; delivery_mode: 'all' | 'released_only'; plan: 'free' | 'pro' } | undefined>('apps.id', 'apps.delivery_mode', 'developers.plan');
+      .where({ id: appId, developer_id: developerId })
+      .first<{ id: string; delivery_mode: 'all' | 'released_only' } | undefined>('id', 'delivery_mode');
 
   const licenseWithPlan = (q: Knex, developerId: string, licenseId: string, now: Date) =>
     q('licenses')
       .join('developers', 'developers.id', 'licenses.developer_id')
       .join('apps', 'apps.id', 'licenses.app_id')
       .where({ 'licenses.id': licenseId, 'licenses.developer_id': developerId })
-      .first<{ id: string; app_id: string; effective_status: LicenseStatus; plan: 'free' | 'pro' } | undefined>(
+      .first<{ id: string; app_id: string; effective_status: LicenseStatus; plan: Plan } | undefined>(
         'licenses.id',
         'licenses.app_id',
         q.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now]),
-        'developers.plan',
+        effectivePlan(q, now),
       );
 
   const pushOf = (q: Knex, table: 'app_pushes' | 'license_pushes', where: Record<string, string>) =>
@@ -190,14 +190,16 @@ export function createUpdatesStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
 
-    findApp: (developerId: string, appId: string) => appWithPlan(db, developerId, appId),
+    findApp: (developerId: string, appId: string) => appOf(db, developerId, appId),
+
+    planOf: planNow,
 
     /**
      * The developer's app, locked until the transaction ends: pushes, unreleases and delivery-mode
      * changes of one app take turns. FOR NO KEY UPDATE still lets rows that reference the app
      * (builds, licenses) be inserted meanwhile.
      */
-    lockApp: (trx: Knex.Transaction, developerId: string, appId: string) => appWithPlan(trx, developerId, appId).forNoKeyUpdate('apps'),
+    lockApp: (trx: Knex.Transaction, developerId: string, appId: string) => appOf(trx, developerId, appId).forNoKeyUpdate(),
 
     findLicense: (developerId: string, licenseId: string, now: Date) => licenseWithPlan(db, developerId, licenseId, now),
 

@@ -8,7 +8,7 @@ import { startServerWithStripe } from '../support/stripe-server.js';
 
 const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
-const { deliver, seller, checkoutCompleted, readyBuild } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted, readyBuild } = checkoutHelpers(call, stripe, server.adminToken);
 
 const entitlement = (sessionId: string, appId: string) => call('GET', `/v1/public/checkout-session/${sessionId}/entitlement?app_id=${appId}`);
 const deliveryEmails = (appId: string) => db('email_outbox').where({ app_id: appId, kind: 'license_delivery' }).select('recipient', 'license_id');

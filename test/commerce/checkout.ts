@@ -1,19 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import { newEventId, signedEvent, type FakeStripe } from '../support/fake-stripe.js';
-import { createApp, registerDeveloper } from '../support/fixtures.js';
+import { createApp, registerDeveloper, setPlan } from '../support/fixtures.js';
 import type { Call } from '../support/http.js';
 import type { TestServer } from '../support/server.js';
 import { settled, uploadBuild } from '../builds/support.js';
 
 /** Checkout helpers over a test server wired to a fake Stripe: sellers, and signed notifications delivered to it. */
-export function checkoutHelpers(call: Call, stripe: FakeStripe) {
+export function checkoutHelpers(call: Call, stripe: FakeStripe, adminToken: string) {
   const deliver = (signed: { payload: string; header: string }, header: string | undefined = signed.header) =>
     call('POST', '/v1/webhooks/payments', { raw: { data: signed.payload, contentType: 'application/json' }, headers: header === undefined ? {} : { 'stripe-signature': header } });
 
-  /** A developer with a connected account and an app (`appBody` on top) selling one Price. */
-  async function seller(appBody: Record<string, unknown> = {}) {
+  /** A developer (Pro, as paid sales need, unless `plan` says otherwise) with a connected account and an app (`appBody` on top) selling one Price. */
+  async function seller(appBody: Record<string, unknown> = {}, plan: 'free' | 'pro' = 'pro') {
     const dev = await registerDeveloper(call);
+    if (plan === 'pro') await setPlan(call, adminToken, dev.id, 'pro');
     const account = stripe.addAccount();
     expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
     const priceId = `price_${randomBytes(8).toString('hex')}`;

@@ -18,7 +18,7 @@ const stripe = await startFakeStripe();
 const server = await startTestServer({ env: stripe.env });
 const call = client(server.url);
 const db = server.database.db;
-const { deliver, seller, checkoutCompleted, readyBuild } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted, readyBuild } = checkoutHelpers(call, stripe, server.adminToken);
 
 let browser: Browser;
 let context: BrowserContext;

@@ -4,20 +4,19 @@ import { feeIdempotencyKey } from '../../server/billing/fees.js';
 import { sessionHash } from '../../server/payments/fulfilment.js';
 import { createStripeFeeReporter, LICENSE_FEE_METER_EVENT } from '../../server/payments/stripe-fee-reporter.js';
 import { createStripeClient } from '../../server/payments/stripe-processor.js';
-import { newSessionId } from '../support/fake-stripe.js';
-import { createLicense, setPlan } from '../support/fixtures.js';
+import { newEventId, newSessionId, signedEvent } from '../support/fake-stripe.js';
+import { createLicense } from '../support/fixtures.js';
 import { checkoutHelpers } from './checkout.js';
 import { eventually } from './wait.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 
 const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
-const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
 
 /** A Pro seller billed on the platform account under its own customer. */
 async function billedSeller() {
   const s = await seller();
-  await setPlan(call, server.adminToken, s.dev.id, 'pro');
   const customer = `cus_${randomBytes(8).toString('hex')}`;
   await db('developers').where({ id: s.dev.id }).update({ billing_customer_id: customer });
   return { ...s, customer };
@@ -88,9 +87,21 @@ describe('license fee usage events to Stripe', () => {
     expect(stripe.meterEvents.has(feeIdempotencyKey(trial.license_id)) || stripe.meterEvents.has(feeIdempotencyKey(testSale))).toBe(false);
   });
 
-  it('keeps the fee in the ledger, not reported, for a developer with no billing customer', async () => {
+  it('keeps the fee in the ledger for a developer with no billing customer, and reports it once they become one', async () => {
     const s = await seller();
     const licenseId = await sell(s);
     expect(await settledFee(licenseId)).toMatchObject({ report_status: 'not_reported', report_detail: expect.stringContaining('no billing customer') });
+
+    // Their first paid Pro invoice links a customer: the fee kept in the ledger is reported, once.
+    const customer = `cus_${randomBytes(8).toString('hex')}`;
+    const paid = () =>
+      signedEvent({ id: newEventId(), type: 'invoice.paid', data: { object: { object: 'invoice', customer, metadata: { developer_id: s.dev.id } } } });
+    expect((await deliver(paid())).body.outcome).toBe('applied');
+    const reported = await settledFee(licenseId);
+    expect(reported).toMatchObject({ report_status: 'reported' });
+    expect(stripe.meterEvents.get(feeIdempotencyKey(licenseId))).toMatchObject({ payload: { stripe_customer_id: customer } });
+    // A renewal finds nothing left to report.
+    expect((await deliver(paid())).body.outcome).toBe('applied');
+    expect(await db('license_fees').where({ license_id: licenseId }).first()).toEqual(reported);
   });
 });

@@ -8,12 +8,11 @@ import { startServerWithStripe } from '../support/stripe-server.js';
 
 const { stripe, server, call } = await startServerWithStripe({ PUBLIC_BASE_URL: 'https://licenses.example.com' });
 const db = server.database.db;
-const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
 
-/** A Pro seller: paid sales need Pro. */
+/** A seller (Pro) whose Price, when `type` is given, is of that kind. */
 async function proSeller(price: { type?: 'one_time' | 'recurring' } = {}) {
   const s = await seller();
-  await setPlan(call, server.adminToken, s.dev.id, 'pro');
   if (price.type) stripe.addPrice(s.account, { id: s.priceId, ...price });
   return s;
 }

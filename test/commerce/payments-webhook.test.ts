@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { newEventId, newSessionId, signedEvent } from '../support/fake-stripe.js';
-import { registerDeveloper } from '../support/fixtures.js';
+import { createApp, registerDeveloper } from '../support/fixtures.js';
 import { checkoutHelpers } from './checkout.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 
 const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
 
-const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
 
 const licensesOf = (appId: string) => db('licenses').where({ app_id: appId }).select('id', 'email', 'source', 'license_type', 'payment_session_id');
 const feesOf = (appId: string) => db('license_fees').where({ app_id: appId }).select('license_id');
@@ -101,6 +101,15 @@ describe('checkout fulfilment', () => {
     expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('fulfilled');
   });
 
+  it('delivers no license for a developer without an active Pro subscription', async () => {
+    const { account, app, priceId } = await seller({}, 'free');
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: priceId, email: 'buyer@example.com' });
+    expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('plan_required');
+    expect(await licensesOf(app.id)).toEqual([]);
+    expect(await feesOf(app.id)).toEqual([]);
+  });
+
   it('answers 503 while the processor is down, so the event is delivered again', async () => {
     const { account, app, priceId } = await seller();
     const sessionId = newSessionId();
@@ -149,6 +158,34 @@ describe('developer subscription events', () => {
 
     expect((await deliver(subscription('customer.subscription.deleted', cus, at(100)))).body.outcome).toBe('applied');
     expect((await planOf(dev.id)).plan).toBe('free');
+  });
+
+  it('ends Pro by itself when the grace period passes unpaid; a later payment restores it', async () => {
+    const dev = await registerDeveloper(call);
+    const cus = customer();
+    await deliver(invoice('invoice.paid', cus, at(9 * 86400), { developer_id: dev.id }));
+    // The failure was 8 days ago: its 7-day grace period is over, with no event to say so.
+    await deliver(invoice('invoice.payment_failed', cus, at(8 * 86400)));
+    const me = (await call('GET', '/v1/auth/me', { token: dev.accessToken })).body;
+    expect(me.plan).toBe('free');
+    expect(Date.parse(me.plan_grace_until)).toBeLessThan(Date.now());
+    const app = await createApp(call, dev);
+    expectError(await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, license_type: 'perpetual' } }), 403, 'PLAN_REQUIRED');
+    expectError(await call('POST', `/v1/apps/${app.id}/push-update`, { token: dev.accessToken, body: {} }), 403, 'PLAN_REQUIRED');
+
+    await deliver(invoice('invoice.paid', cus, at(60)));
+    expect((await call('GET', '/v1/auth/me', { token: dev.accessToken })).body).toMatchObject({ plan: 'pro', plan_grace_until: null });
+    expect((await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, license_type: 'perpetual' } })).status).toBe(201);
+  });
+
+  it('keeps Pro during the grace period and says until when', async () => {
+    const dev = await registerDeveloper(call);
+    const cus = customer();
+    await deliver(invoice('invoice.paid', cus, at(3 * 86400), { developer_id: dev.id }));
+    await deliver(invoice('invoice.payment_failed', cus, at(2 * 86400)));
+    const me = (await call('GET', '/v1/auth/me', { token: dev.accessToken })).body;
+    expect(me.plan).toBe('pro');
+    expect(Date.parse(me.plan_grace_until) - Date.now()).toBeGreaterThan(4 * 86_400_000);
   });
 
   it('skips an older event arriving after a newer one: a late renewal does not resurrect a deleted subscription', async () => {

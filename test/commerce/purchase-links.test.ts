@@ -1,17 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
-import { createLicense, registerDeveloper, setPlan } from '../support/fixtures.js';
+import { createLicense, registerDeveloper } from '../support/fixtures.js';
 import { checkoutHelpers } from './checkout.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 
 const { stripe, server, call } = await startServerWithStripe({ PUBLIC_BASE_URL: 'https://licenses.example.com' });
 const db = server.database.db;
-const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
 
 /** A Pro seller with a trial license to convert. */
 async function trialToBuy() {
   const s = await seller();
-  await setPlan(call, server.adminToken, s.dev.id, 'pro');
   const license = await createLicense(call, s.dev, { app_id: s.app.id, license_type: 'trial', email: 'tryer@example.com' });
   return { ...s, licenseId: license.license_id as string };
 }
@@ -81,7 +80,7 @@ describe('Route B: purchase link for a license', () => {
     expect((await call('POST', `/v1/licenses/${s.licenseId}/revoke`, { token: s.dev.accessToken })).status).toBeLessThan(300);
     expectError(await purchaseLink(s), 409, 'LICENSE_NOT_PURCHASABLE');
 
-    const free = await seller();
+    const free = await seller({}, 'free');
     const trial = await createLicense(call, free.dev, { app_id: free.app.id, license_type: 'trial' });
     expectError(await call('POST', `/v1/licenses/${trial.license_id}/purchase-link`, { token: free.dev.accessToken }), 403, 'PLAN_REQUIRED');
   });

@@ -9,7 +9,7 @@ import { startServerWithStripe } from '../support/stripe-server.js';
 const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
 
-const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe);
+const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
 
 const DAY_SECONDS = 86_400;
 const GRACE_MS = LICENSE_RENEWAL_GRACE_DAYS * DAY_SECONDS * 1000;
