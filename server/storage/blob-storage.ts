@@ -1,3 +1,4 @@
+import type { FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Digest } from './digest.js';
 
@@ -16,6 +17,12 @@ export interface BlobStorage {
   stage(source: Readable): Promise<StagedBlob>;
   /** The object's bytes, all or the inclusive `range`; rejects with `BlobNotFoundError` before any byte is read. */
   read(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * Where objects are local files: the object opened for reading (the caller closes it), so that a
+   * sender can refill its own few buffers instead of a stream allocating one per chunk. Rejects with
+   * `BlobNotFoundError`. An object store has no file and leaves it out.
+   */
+  open?(key: string): Promise<FileHandle>;
   /** Copies an object into a local file, for tools that need one (unpacking, bundling), and answers its size and SHA-256. */
   copyToFile(key: string, file: string): Promise<Digest>;
   /** Removes every object whose key starts with `prefix/`; nothing there is fine. */

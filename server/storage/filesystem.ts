@@ -22,6 +22,14 @@ export function createFilesystemStorage(root: string): BlobStorage {
     assertKey(key);
     return path.join(root, ...key.split('/'));
   };
+  const open = async (key: string): Promise<fs.FileHandle> => {
+    try {
+      return await fs.open(fileOf(key), 'r');
+    } catch (err) {
+      if (isMissing(err)) throw new BlobNotFoundError(key);
+      throw err;
+    }
+  };
 
   return {
     async stage(source: Readable): Promise<StagedBlob> {
@@ -46,16 +54,12 @@ export function createFilesystemStorage(root: string): BlobStorage {
     },
 
     async read(key: string, range?: ByteRange): Promise<Readable> {
-      let handle: fs.FileHandle;
-      try {
-        handle = await fs.open(fileOf(key), 'r');
-      } catch (err) {
-        if (isMissing(err)) throw new BlobNotFoundError(key);
-        throw err;
-      }
+      const handle = await open(key);
       // The stream owns the handle from here and closes it at its end, on error and on destroy.
       return handle.createReadStream({ highWaterMark: CHUNK_BYTES, ...(range ? { start: range.start, end: range.end } : {}) });
     },
+
+    open,
 
     async copyToFile(key: string, file: string) {
       try {
