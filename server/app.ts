@@ -19,9 +19,11 @@ import type { Config } from './config.js';
 import type { MasterKey } from './crypto/master-key.js';
 import type { Db } from './db/knex.js';
 import { createNotificationListener } from './db/notification-listener.js';
+import { createSoldLicenses } from './delivery/sold-license.js';
 import { createEmailOutbox } from './email/outbox.js';
 import { sendEmailJob } from './email/send-job.js';
 import { createEmailTransport } from './email/transport.js';
+import { createEntitlementWebhook } from './entitlements/index.js';
 import { createAuthenticator } from './http/auth.js';
 import { errorHandler } from './http/error-handler.js';
 import { createLicenseLimits } from './http/license-limits.js';
@@ -35,9 +37,17 @@ import { createJobRunner } from './jobs/runner.js';
 import { licenseRoutes } from './licenses/routes.js';
 import { createLicensesService } from './licenses/service.js';
 import { createLicensesStore } from './licenses/store.js';
+import { marketplaceRoutes } from './marketplace/routes.js';
+import { createMarketplace } from './marketplace/service.js';
+import { createMarketplaceStore } from './marketplace/store.js';
 import { opsRouter } from './ops/routes.js';
+import { redeemPageRoutes } from './pages/redeem-routes.js';
 import { deliveryPageRoutes } from './pages/routes.js';
 import { createPayments } from './payments/index.js';
+import { createPaymentsStore } from './payments/store.js';
+import { redemptionRoutes } from './redemption/routes.js';
+import { createRedemption } from './redemption/service.js';
+import { createRedemptionStore } from './redemption/store.js';
 import type { Keyring } from './signing/keyring.js';
 import { signingRoutes } from './signing/routes.js';
 import { createUpdateChecks } from './updates/checks.js';
@@ -73,12 +83,17 @@ export function createApp(deps: AppDeps) {
   // Unreleasing a build and switching an app to released_only answer to the push rules.
   const pushGuards = createPushGuards(updatesStore);
   const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue, pushGuards });
-  const payments = createPayments({
-    config, db, clock, log, links: builds.links,
-    fees: createFeeLedger({ queue, clock }),
-    outbox: createEmailOutbox({ queue }),
-    wakeJobs: () => queue.wake(),
-  });
+  // Side effects of a sale (the platform fee's report, emails) are jobs queued in the sale's transaction.
+  const fees = createFeeLedger({ queue, clock });
+  const outbox = createEmailOutbox({ queue });
+  const wakeJobs = () => queue.wake();
+  const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs });
+  // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.
+  const entitlementWebhook = createEntitlementWebhook({ config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs });
+  // Marketplace provisioning and code redemption sell licenses like checkout fulfilment: fee, link and delivery email in one transaction.
+  const sold = createSoldLicenses({ fees, outbox, links: builds.links, builds: createPaymentsStore(db) });
+  const marketplace = createMarketplace({ store: createMarketplaceStore(db), sold, clock, wakeJobs });
+  const redemption = createRedemption({ store: createRedemptionStore(db), sold, clock, wakeJobs });
   const apps = createAppsService({
     store: createAppsStore(db),
     removeStoredFiles: builds.service.removeAppFiles,
@@ -94,7 +109,7 @@ export function createApp(deps: AppDeps) {
     limits: licenseLimits,
   });
   const authenticator = createAuthenticator(
-    { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey },
+    { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey, entitlementWebhook: entitlementWebhook.verify },
     config.adminToken,
   );
 
@@ -109,6 +124,10 @@ export function createApp(deps: AppDeps) {
     ...signingRoutes(keyring),
     ...payments.routes,
     ...deliveryPageRoutes(payments.entitlements),
+    ...marketplaceRoutes(marketplace),
+    ...redemptionRoutes(redemption),
+    ...redeemPageRoutes(redemption, rateLimiter),
+    ...entitlementWebhook.routes,
   ];
   let openApi: unknown;
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));

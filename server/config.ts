@@ -41,6 +41,8 @@ const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   LATCHKEY_DATA_DIR: z.string().min(1).default('./.data'),
   PUBLIC_BASE_URL: z.string().url().optional(),
+  /** SPEC.md's {delivery_url_base}: where permanent delivery pages (`/d/<token>`) are served; default PUBLIC_BASE_URL. */
+  LATCHKEY_DELIVERY_URL_BASE: z.string().url().optional(),
   /** 32 bytes, base64. Generated into the data directory when absent (embedded mode only). */
   LATCHKEY_MASTER_KEY: z
     .string()
@@ -123,6 +125,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   publicBaseUrl: string;
+  /** Origin of the permanent delivery pages of store licenses (`{delivery_url_base}/d/<token>`). */
+  deliveryUrlBase: string;
   masterKey: Buffer | undefined;
   signingKeys: KeyObject[] | undefined;
   adminToken: string | undefined;
@@ -155,6 +159,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: c.DATABASE_URL,
     dataDir: path.resolve(c.LATCHKEY_DATA_DIR),
     publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, ''),
+    deliveryUrlBase: (c.LATCHKEY_DELIVERY_URL_BASE ?? c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, ''),
     masterKey: c.LATCHKEY_MASTER_KEY ? Buffer.from(c.LATCHKEY_MASTER_KEY, 'base64') : undefined,
     signingKeys: c.LATCHKEY_SIGNING_KEYS,
     adminToken: c.LATCHKEY_ADMIN_TOKEN,

@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   DOWNLOAD_LINK_INVALID: 403,
   DOWNLOAD_LINK_EXPIRED: 403,
   PLAN_REQUIRED: 403,
+  /** The permanent delivery page's download allowance (or the developer's download limit) is used up. */
+  DOWNLOAD_LIMIT_REACHED: 403,
   LICENSE_EXPIRED: 403,
   DEVICE_LIMIT_EXCEEDED: 403,
   DEVICE_NOT_ACTIVATED: 403,
@@ -35,6 +37,11 @@ export const ERROR_CODES = {
   LICENSE_NOT_PROVISIONED: 404,
   /** The app has no current payment link (never generated, or paused with DELETE). */
   PAYMENT_LINK_NOT_FOUND: 404,
+  /** The app's entitlement webhook is not enabled. */
+  ENTITLEMENT_WEBHOOK_NOT_FOUND: 404,
+  REDEMPTION_BATCH_NOT_FOUND: 404,
+  /** A redemption code nobody issued: a typo or the wrong format (a developer's revoke of another tenant's code too). */
+  REDEMPTION_CODE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   EMAIL_IN_USE: 409,
   PRICE_ID_IN_USE: 409,
@@ -54,11 +61,29 @@ export const ERROR_CODES = {
   PRICE_ID_NOT_SET: 409,
   /** A purchase link for a license that is already paid for, or revoked. */
   LICENSE_NOT_PURCHASABLE: 409,
+  /** Enabling the entitlement webhook of an app that already has one: rotate its secret, or disable it first. */
+  ENTITLEMENT_WEBHOOK_ENABLED: 409,
+  /** An entitlement companion request whose `app` is not the app's product key. */
+  APP_MISMATCH: 409,
+  /** A redact of a store that is still paying or in a live subscription trial, without `force`; the body carries `reason`. */
+  STORE_STILL_ENTITLED: 409,
+  /** A redemption code that was already redeemed: single use. */
+  REDEMPTION_CODE_ALREADY_REDEEMED: 409,
+  /** Revoking a code that is no longer Available (redeemed: revoke its license instead; expired). */
+  REDEMPTION_CODE_NOT_REVOCABLE: 409,
+  /** A paid code whose seller has no active Pro subscription now (paid sales need one); the code stays Available. */
+  REDEMPTION_UNAVAILABLE: 409,
+  /** A redemption code past its batch's expiry. */
+  REDEMPTION_CODE_EXPIRED: 410,
+  /** A redemption code the developer revoked. */
+  REDEMPTION_CODE_REVOKED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,
   PACKAGE_REJECTED: 422,
   RATE_LIMITED: 429,
+  /** More than 5 redemption attempts in a minute from one address. */
+  REDEMPTION_RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   /** No Stripe key configured on this server (LATCHKEY_STRIPE_SECRET_KEY). */

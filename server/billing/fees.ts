@@ -1,13 +1,16 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../clock.js';
-import type { JobQueue } from '../jobs/queue.js';
+import type { JobKind, JobPayloads, JobQueue } from '../jobs/queue.js';
 import type { LicenseType } from '../licenses/rules.js';
 import { insertFeeOnce, reopenUnbilledFees } from './store.js';
 
 /** SPEC.md: "Platform fee: 4 USD per license". */
 export const LICENSE_FEE_USD = 4;
 export const LICENSE_FEE_CENTS = LICENSE_FEE_USD * 100;
-const FEE_CURRENCY = 'usd';
+export const FEE_CURRENCY = 'usd';
+
+/** SPEC.md: "Trial and test licenses are never billed" (a test license is flagged apart, whatever its type). */
+export const FEE_EXEMPT_LICENSE_TYPES: readonly LicenseType[] = ['trial'];
 
 /** How a fee reaches the platform: one closed list (the table's CHECK matches). */
 export const FEE_COLLECTIONS = ['usage_report', 'application_fee'] as const;
@@ -19,8 +22,12 @@ export type FeeCollection = (typeof FEE_COLLECTIONS)[number];
  */
 export const feeIdempotencyKey = (licenseId: string) => `license_fee:${licenseId}`;
 
-/** Processor outages are retried with backoff (5 s doubling to 5 min): about half an hour in all. */
-const REPORT_ATTEMPTS = 12;
+/**
+ * The job that reports a charged fee to the payment processor. Processor outages are retried with
+ * backoff (5 s doubling to 5 min): about half an hour in all.
+ */
+export const FEE_REPORT_JOB = { kind: 'report_license_fee', maxAttempts: 12 } as const satisfies { kind: JobKind; maxAttempts: number };
+export const feeReportPayload = (licenseId: string): JobPayloads['report_license_fee'] => ({ license_id: licenseId });
 
 export interface LicenseFeeRequest {
   licenseId: string;
@@ -49,7 +56,7 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
      * reports it to the payment processor. Call `queue.wake()` after the commit to report it at once.
      */
     async recordLicenseFee(trx: Knex.Transaction, request: LicenseFeeRequest): Promise<LicenseFeeOutcome> {
-      if (request.licenseType === 'trial' || request.test) return 'exempt';
+      if (FEE_EXEMPT_LICENSE_TYPES.includes(request.licenseType) || request.test) return 'exempt';
       const collectedBy = request.collectedBy ?? 'usage_report';
       const byApplicationFee = collectedBy === 'application_fee';
       const charged = await insertFeeOnce(trx, {
@@ -66,7 +73,7 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
       });
       if (!charged) return 'already_charged';
       if (byApplicationFee) return 'charged';
-      await queue.enqueue(trx, 'report_license_fee', { license_id: request.licenseId }, { maxAttempts: REPORT_ATTEMPTS });
+      await queue.enqueue(trx, FEE_REPORT_JOB.kind, feeReportPayload(request.licenseId), { maxAttempts: FEE_REPORT_JOB.maxAttempts });
       return 'charged';
     },
 
@@ -78,7 +85,7 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
     async reportUnbilledFees(trx: Knex.Transaction, developerId: string): Promise<number> {
       const licenseIds = await reopenUnbilledFees(trx, developerId);
       for (const licenseId of licenseIds) {
-        await queue.enqueue(trx, 'report_license_fee', { license_id: licenseId }, { maxAttempts: REPORT_ATTEMPTS });
+        await queue.enqueue(trx, FEE_REPORT_JOB.kind, feeReportPayload(licenseId), { maxAttempts: FEE_REPORT_JOB.maxAttempts });
       }
       return licenseIds.length;
     },

@@ -23,7 +23,7 @@ export function randomSecret(bytes = 32): string {
 }
 
 /** Characters for human-typed codes: upper-case alphanumerics without look-alikes (0 O 1 I L). */
-const HUMAN_ALPHABET = '23456789ABCDEFGHJKMNPQRSTUVWXYZ';
+export const HUMAN_ALPHABET = '23456789ABCDEFGHJKMNPQRSTUVWXYZ';
 
 export function randomHumanCode(length: number): string {
   let out = '';

@@ -5,8 +5,8 @@ export interface DeliveryDetails {
   appName: string;
   licenseKey: string;
   downloadUrl: string;
-  /** ISO 8601: signed download links expire (7 days), the key does not. */
-  downloadExpiresAt: string;
+  /** ISO 8601: signed download links expire (7 days), the key does not. Absent: a permanent delivery page's link. */
+  downloadExpiresAt?: string;
   appVersion?: string;
 }
 
@@ -35,7 +35,9 @@ export function gettingStartedSteps(d: Pick<DeliveryDetails, 'appName' | 'appVer
 /** The license delivery email, as plain text and as simple HTML with every value escaped. */
 export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
   const product = productName(d);
-  const expires = utcMinute(d.downloadExpiresAt);
+  const linkLifetime = d.downloadExpiresAt
+    ? `This download link works until ${utcMinute(d.downloadExpiresAt)}. Your license key does not expire with it.`
+    : 'This download page stays valid while your license is active.';
   const steps = gettingStartedSteps(d, 'Keep this email');
 
   const text = [
@@ -47,7 +49,7 @@ export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
     '',
     `Download ${product}:`,
     d.downloadUrl,
-    `(This download link works until ${expires}. Your license key does not expire with it.)`,
+    `(${linkLifetime})`,
     '',
     'Getting started',
     ...steps.map((step, i) => `${i + 1}. ${step}`),
@@ -61,7 +63,7 @@ export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
 <p>Your license key:</p>
 <p style="font-family: monospace; font-size: 1.25em"><strong>${e(d.licenseKey)}</strong></p>
 <p><a href="${e(d.downloadUrl)}">Download ${e(product)}</a><br>
-<small>This download link works until ${e(expires)}. Your license key does not expire with it.</small></p>
+<small>${e(linkLifetime)}</small></p>
 <h3>Getting started</h3>
 <ol>
 ${steps.map((step) => `<li>${e(step)}</li>`).join('\n')}

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { newId } from '../crypto/secrets.js';
-import type { JobQueue } from '../jobs/queue.js';
+import type { JobKind, JobPayloads, JobQueue } from '../jobs/queue.js';
 import { renderDeliveryEmail, type DeliveryDetails } from './delivery-message.js';
 import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
 import { insertEmailOnce, type NewOutboxEmail } from './store.js';
@@ -12,11 +12,34 @@ export interface DeliveryEmailRequest extends DeliveryDetails {
   recipient: string;
 }
 
+/** What makes two delivery emails the same: a license and an address (queued once whatever the retries). */
+export const deliveryDedupeKey = (licenseId: string, recipient: string) => `license_delivery:${licenseId}:${recipient.trim().toLowerCase()}`;
+
 /**
- * Transient failures (a mail server down, a full disk) are retried with the job runner's backoff
- * (5 s doubling to 5 min): about ten minutes in all before the email is marked failed.
+ * The job that sends one outbox email. Transient failures (a mail server down, a full disk) are
+ * retried with the job runner's backoff (5 s doubling to 5 min): about ten minutes in all before
+ * the email is marked failed.
  */
-const SEND_ATTEMPTS = 8;
+export const SEND_EMAIL_JOB = { kind: 'send_email', maxAttempts: 8 } as const satisfies { kind: JobKind; maxAttempts: number };
+export const sendEmailPayload = (emailId: string): JobPayloads['send_email'] => ({ email_id: emailId });
+
+/** The outbox row of a license delivery email (queued by `queueDeliveryEmail`, or by a statement that sells the license). */
+export function deliveryEmail(request: DeliveryEmailRequest): NewOutboxEmail {
+  const recipient = request.recipient.trim();
+  const message = renderDeliveryEmail(request);
+  return {
+    id: newId('eml'),
+    developer_id: request.developerId,
+    app_id: request.appId,
+    license_id: request.licenseId,
+    kind: 'license_delivery',
+    recipient,
+    subject: message.subject,
+    text_body: message.text,
+    html_body: message.html,
+    dedupe_key: deliveryDedupeKey(request.licenseId, recipient),
+  };
+}
 
 /** Emails are written to the outbox in the caller's transaction and sent by the `send_email` job. */
 export function createEmailOutbox(deps: { queue: JobQueue }) {
@@ -24,7 +47,7 @@ export function createEmailOutbox(deps: { queue: JobQueue }) {
 
   async function queueOnce(trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> {
     const queued = await insertEmailOnce(trx, email);
-    if (queued) await queue.enqueue(trx, 'send_email', { email_id: email.id }, { maxAttempts: SEND_ATTEMPTS });
+    if (queued) await queue.enqueue(trx, SEND_EMAIL_JOB.kind, sendEmailPayload(email.id), { maxAttempts: SEND_EMAIL_JOB.maxAttempts });
     return queued;
   }
 
@@ -34,21 +57,8 @@ export function createEmailOutbox(deps: { queue: JobQueue }) {
      * Queued once per license and address, whatever the retries: answers false when it already was.
      * Call `queue.wake()` after the commit to send it at once.
      */
-    async queueDeliveryEmail(trx: Knex.Transaction, request: DeliveryEmailRequest): Promise<boolean> {
-      const recipient = request.recipient.trim();
-      const message = renderDeliveryEmail(request);
-      return queueOnce(trx, {
-        id: newId('eml'),
-        developer_id: request.developerId,
-        app_id: request.appId,
-        license_id: request.licenseId,
-        kind: 'license_delivery',
-        recipient,
-        subject: message.subject,
-        text_body: message.text,
-        html_body: message.html,
-        dedupe_key: `license_delivery:${request.licenseId}:${recipient.toLowerCase()}`,
-      });
+    queueDeliveryEmail(trx: Knex.Transaction, request: DeliveryEmailRequest): Promise<boolean> {
+      return queueOnce(trx, deliveryEmail(request));
     },
 
     /** Tells the developer their Pro renewal failed; once per processor event (`eventId`), whatever the retries. */

@@ -71,6 +71,19 @@ export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<unk
 }
 
 /**
+ * An HTML form's body (`application/x-www-form-urlencoded`, what a page without JavaScript posts)
+ * as an object of strings; an empty body is an empty object, so the schema's defaults apply.
+ */
+export async function readFormBody(ctx: Koa.Context, limit: number): Promise<Record<string, string>> {
+  const raw = await readRawBody(ctx, limit);
+  if (raw.length === 0) return {};
+  if (!ctx.is('application/x-www-form-urlencoded')) {
+    throw new RequestError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/x-www-form-urlencoded');
+  }
+  return Object.fromEntries(new URLSearchParams(raw.toString('utf8')));
+}
+
+/**
  * Far deeper than any body the API defines. A 1 MB body can nest some 500,000 levels, which would
  * overflow the stack of recursive validators (zod's `z.json()`) and answer 500 instead of 400.
  */

@@ -37,12 +37,14 @@ const SECURITY: Record<RouteDef['auth'], unknown[]> = {
   none: [],
   developer: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
   admin: [{ adminToken: [] }],
+  entitlement_webhook: [{ merchantOpsSecret: [] }],
 };
 
 function requestBody(r: RouteDef): Record<string, unknown> {
   if (r.rawBody) return { requestBody: { required: true, description: r.rawBody.description, content: { 'application/json': { schema: { type: 'object' } } } } };
   if (!r.body) return {};
   const schema = jsonSchema(r.body, 'input');
+  if (r.formBody) return { requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema } } } };
   if (!r.multipart) return { requestBody: { required: true, content: { 'application/json': { schema } } } };
   // zod cannot describe a streamed file part; OpenAPI's binary string does.
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
@@ -55,7 +57,10 @@ function jsonSuccess(r: RouteDef): Record<string, unknown> {
   return {
     [r.status ?? 200]: {
       description: 'Success',
-      content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
+      content: {
+        'application/json': { schema: jsonSchema(r.response, 'output') },
+        ...(r.alternative ? { [r.alternative.contentType]: { schema: { type: 'string', description: r.alternative.description } } } : {}),
+      },
       ...(r.paginated
         ? {
             headers: {
@@ -127,6 +132,10 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An access token from login, or an API key' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'LATCHKEY_ADMIN_TOKEN' },
+        merchantOpsSecret: {
+          type: 'apiKey', in: 'header', name: 'X-MerchantOps-Secret',
+          description: 'The entitlement webhook secret, sent with the per-app URL token in the path ({webhook_token}); a wrong token answers 404',
+        },
       },
       schemas: { Error: ERROR_BODY },
       responses: {

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/knex.js';
 import { createProcessCounters } from './process-counters.js';
 import { createLeasedCounters } from './rate-lease.js';
-import { enforce, fixedWindow, type RateRule } from './rate-window.js';
+import { enforce, fixedWindow, type RateRefusal, type RateRule } from './rate-window.js';
 
 /**
  * The class of each operation (SPEC.md's Limits table), counted per developer behind any of their
@@ -19,7 +19,21 @@ export const RATE_LIMITS = {
   builds: { limit: 30, windowSeconds: 60, counted: 'database' },
   general: { limit: 100, windowSeconds: 60, counted: 'database' },
   runtime: { limit: 600, windowSeconds: 60, counted: 'process' },
-} as const satisfies Record<string, RateRule & { counted: 'database' | 'process' }>;
+  /**
+   * The entitlement webhook and its companion endpoints, per developer (SPEC.md names no number). Generous, and
+   * counted in each process's memory: a broker does not retry a 4xx, so a 429 would drop a store's decision.
+   */
+  entitlements: { limit: 1200, windowSeconds: 60, counted: 'process' },
+  /** POST /v1/marketplace/licenses, per developer. */
+  marketplace: { limit: 60, windowSeconds: 60, counted: 'database' },
+  /** Redemption attempts (the public endpoint and the hosted page's form together), per address; every attempt counts. */
+  redemption: {
+    limit: 5,
+    windowSeconds: 60,
+    counted: 'database',
+    refusal: { code: 'REDEMPTION_RATE_LIMITED', detail: 'Rate limit exceeded: too many redemption attempts; retry after 60 seconds', retryAfterSeconds: 60 },
+  },
+} as const satisfies Record<string, RateRule & { counted: 'database' | 'process'; refusal?: RateRefusal }>;
 
 export type RateLimitClass = keyof typeof RATE_LIMITS;
 
@@ -50,7 +64,7 @@ export function createRateLimiter(db: Db, clock: Clock, multiplier: number): Rat
         return;
       }
       const { allowed, remaining } = await inDatabase.take(bucket, window, now.getTime());
-      enforce(ctx, { allowed, remaining, limit: window.limit, resetSeconds: window.resetSeconds });
+      enforce(ctx, { allowed, remaining, limit: window.limit, resetSeconds: window.resetSeconds }, 'refusal' in rule ? rule.refusal : undefined);
     },
     async sweep() {
       await db.raw(`DELETE FROM rate_limit_hits WHERE window_start < ?`, [new Date(clock.now().getTime() - 86_400_000)]);

@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { RequestError } from '../errors.js';
+import { RequestError, type ErrorCode } from '../errors.js';
 
 export interface RateRule {
   limit: number;
@@ -51,12 +51,22 @@ export function setRateLimitHeaders(ctx: Koa.Context, decision: RateDecision): v
   ctx.set('RateLimit-Reset', String(decision.resetSeconds));
 }
 
-/** Sets the RateLimit headers of `decision`; throws the 429 when it refuses. */
-export function enforce(ctx: Koa.Context, decision: RateDecision): void {
-  setRateLimitHeaders(ctx, decision);
-  if (!decision.allowed) throw rateLimited(decision.resetSeconds);
+/** How a class answers past its limit, when not with the generic RATE_LIMITED and the window's reset. */
+export interface RateRefusal {
+  code: ErrorCode;
+  detail: string;
+  /** A fixed `Retry-After` (SPEC.md's "retry after 60 seconds") instead of the seconds left in the window. */
+  retryAfterSeconds: number;
 }
 
-export function rateLimited(retryAfterSeconds: number, detail = 'Too many requests; retry later'): RequestError {
-  return new RequestError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+/** Sets the RateLimit headers of `decision`; throws the 429 when it refuses. */
+export function enforce(ctx: Koa.Context, decision: RateDecision, refusal?: RateRefusal): void {
+  setRateLimitHeaders(ctx, decision);
+  if (!decision.allowed) {
+    throw refusal ? rateLimited(refusal.retryAfterSeconds, refusal.detail, refusal.code) : rateLimited(decision.resetSeconds);
+  }
+}
+
+export function rateLimited(retryAfterSeconds: number, detail = 'Too many requests; retry later', code: ErrorCode = 'RATE_LIMITED'): RequestError {
+  return new RequestError(code, detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
 }

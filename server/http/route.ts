@@ -2,14 +2,14 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
-import type { Actor, Authenticator, AuthMode } from './auth.js';
-import { readJsonBody, readRawBody } from './body.js';
+import type { Actor, Authenticator, AuthMode, WebhookActor } from './auth.js';
+import { readFormBody, readJsonBody, readRawBody } from './body.js';
 import { fileOf, readMultipart, type MultipartSpec } from './multipart.js';
 import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
 
-type ActorFor<A extends AuthMode> = A extends 'developer' ? Actor : null;
+type ActorFor<A extends AuthMode> = A extends 'developer' ? Actor : A extends 'entitlement_webhook' ? WebhookActor : null;
 
 export interface RouteInput<P, Q, B, A extends AuthMode> {
   params: P;
@@ -59,6 +59,13 @@ export interface RouteDef<
    * handler validates what it parses; `description` documents the body in the OpenAPI document.
    */
   rawBody?: { description: string };
+  /** The body is an HTML form (`application/x-www-form-urlencoded`) that `body` validates, not JSON: a hosted page's form posts it. */
+  formBody?: true;
+  /**
+   * Another representation of the success response, answered instead of JSON when the request's
+   * `Accept` prefers its content type (`Accept: text/csv` for an export); built from the parsed response.
+   */
+  alternative?: { contentType: string; description: string; render(response: z.output<R>, ctx: Koa.Context): string };
   /** Runs once the caller and path are known, before the body is read: refuses before a large upload is stored. */
   precheck?(input: { params: z.infer<P>; actor: ActorFor<A> }): Promise<void>;
   /** The handler writes a file (status, headers, stream) itself instead of returning JSON; a `contentType` (an HTML page) is answered whole. */
@@ -137,7 +144,13 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       if (route.precheck) await route.precheck({ params, actor: actor as never });
       const { multipart } = route;
       if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
-      const raw = multipart ? await readMultipart(ctx, multipart) : route.body ? await readJsonBody(ctx, deps.maxJsonBytes) : undefined;
+      const raw = multipart
+        ? await readMultipart(ctx, multipart)
+        : route.formBody
+          ? await readFormBody(ctx, deps.maxJsonBytes)
+          : route.body
+            ? await readJsonBody(ctx, deps.maxJsonBytes)
+            : undefined;
 
       let result;
       try {
@@ -156,7 +169,14 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       }
       ctx.status = route.status ?? 200;
       // Parsing the output strips anything the schema does not name: no internal column leaks.
-      ctx.body = route.response.parse(result);
+      const response = route.response.parse(result);
+      const alternative = route.alternative;
+      if (alternative && ctx.accepts('application/json', alternative.contentType) === alternative.contentType) {
+        ctx.type = alternative.contentType;
+        ctx.body = alternative.render(response, ctx);
+        return;
+      }
+      ctx.body = response;
     });
   }
 }

@@ -5,8 +5,8 @@ import { escapeHtml as e, type PageOptions } from './html-page.js';
 /** SPEC.md: before fulfilment the buyer is asked to retry after about 2 seconds. */
 export const PENDING_REFRESH_SECONDS = 2;
 
-/** The bought license: key with a copy button, download button, getting started. */
-export function deliveredPage(d: Entitlement): PageOptions {
+/** The bought license: key with a copy button, download button, getting started. `heading` is plain text. */
+export function deliveredPage(d: Entitlement, heading = `Thank you for buying ${d.app_name}`): PageOptions {
   const app = { appName: d.app_name, appVersion: d.app_version ?? undefined };
   const download = d.download_url
     ? `<p><a class="button" id="download" href="${e(d.download_url)}" rel="noreferrer">Download ${e(d.app_name)}${d.app_version ? ` ${e(d.app_version)}` : ''}</a></p>
@@ -17,7 +17,7 @@ export function deliveredPage(d: Entitlement): PageOptions {
   return {
     title: `Your ${e(d.app_name)} license`,
     withCopyScript: true,
-    body: `<h1>Thank you for buying ${e(d.app_name)}</h1>
+    body: `<h1>${e(heading)}</h1>
 <p>Your license key:</p>
 <p><span class="key" id="license-key">${e(d.license_key)}</span></p>
 <p><button class="button" id="copy-key" type="button">Copy key</button> <span id="copy-status" role="status"></span></p>

@@ -16,17 +16,21 @@ navigator.clipboard.writeText(key).then(function(){status.textContent='Copied.';
 const cspHash = (source: string) => `'sha256-${createHash('sha256').update(source).digest('base64')}'`;
 
 /**
- * Nothing but this page's own style and the copy script runs; no frames, no forms, no base
- * rewriting. The download link is a plain navigation, which CSP does not restrict.
+ * Nothing but this page's own style and the copy script runs; no frames, no base rewriting, and no
+ * forms except one posting back to this origin (the redemption page's). The download link is a
+ * plain navigation, which CSP does not restrict.
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  `style-src ${cspHash(STYLE)}`,
-  `script-src ${cspHash(COPY_SCRIPT)}`,
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+const contentSecurityPolicy = (formAction: string) =>
+  [
+    "default-src 'none'",
+    `style-src ${cspHash(STYLE)}`,
+    `script-src ${cspHash(COPY_SCRIPT)}`,
+    "base-uri 'none'",
+    `form-action ${formAction}`,
+    "frame-ancestors 'none'",
+  ].join('; ');
+const CONTENT_SECURITY_POLICY = contentSecurityPolicy("'none'");
+const CONTENT_SECURITY_POLICY_WITH_FORM = contentSecurityPolicy("'self'");
 
 export interface PageOptions {
   /** Already escaped HTML. */
@@ -35,6 +39,8 @@ export interface PageOptions {
   withCopyScript?: boolean;
   /** Seconds after which the browser loads the page again (a pending delivery). */
   refreshSeconds?: number;
+  /** The page has a form that posts to this origin. */
+  withForm?: boolean;
 }
 
 /**
@@ -43,7 +49,7 @@ export interface PageOptions {
  */
 export function sendPage(ctx: Koa.Context, status: number, page: PageOptions): void {
   ctx.status = status;
-  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+  ctx.set('Content-Security-Policy', page.withForm ? CONTENT_SECURITY_POLICY_WITH_FORM : CONTENT_SECURITY_POLICY);
   ctx.set('Referrer-Policy', 'no-referrer');
   ctx.set('Cache-Control', 'no-store');
   ctx.set('X-Content-Type-Options', 'nosniff');

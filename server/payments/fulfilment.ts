@@ -4,6 +4,7 @@ import type { FeeCollection, FeeLedger } from '../billing/fees.js';
 import type { Clock } from '../clock.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import { newId, sha256Hex } from '../crypto/secrets.js';
+import { createSoldLicenses } from '../delivery/sold-license.js';
 import type { EmailOutbox } from '../email/outbox.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { LinksStore } from './links-store.js';
@@ -45,6 +46,7 @@ export function createFulfilment(deps: {
   log: Logger;
 }) {
   const { store } = deps;
+  const sold = createSoldLicenses({ fees: deps.fees, outbox: deps.outbox, links: deps.links, builds: store });
 
   /**
    * How the session's fee reaches the platform, or null when its Route A link may no longer sell
@@ -109,30 +111,16 @@ export function createFulfilment(deps: {
         });
     if (!license) return 'already_fulfilled';
 
-    await deps.fees.recordLicenseFee(trx, {
-      licenseId: license.id,
-      appId: app.id,
-      developerId: developer.id,
+    // Without a READY build no email goes out yet; the entitlement endpoint's first success mails it later.
+    await sold.chargeAndDeliver(trx, {
+      app: { ...app, developer_id: developer.id },
+      license,
+      email,
       source: DIRECT_PAYMENT_SOURCE,
       licenseType,
       test: !session.livemode,
       collectedBy,
     });
-    const build = await store.latestDeliverableBuild(trx, app);
-    // Without a READY build there is no link to send yet; the entitlement endpoint's first success mails it later.
-    if (email && build) {
-      const link = deps.links.create(build.id);
-      await deps.outbox.queueDeliveryEmail(trx, {
-        developerId: developer.id,
-        appId: app.id,
-        licenseId: license.id,
-        recipient: email,
-        appName: app.name,
-        licenseKey: license.license_key,
-        downloadUrl: link.download_url,
-        downloadExpiresAt: link.expires_at,
-      });
-    }
     return 'fulfilled';
   };
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
+import { latestDeliverableBuildSql } from '../delivery/store.js';
 
 export interface PaymentConnection {
   payment_account_id: string | null;
@@ -117,13 +118,10 @@ export function createPaymentsStore(db: Db) {
         .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'default_device_limit'),
 
     /** The newest READY build a customer may download (a released one under `released_only`). */
-    latestDeliverableBuild: (trx: Knex.Transaction, app: Pick<SaleApp, 'id' | 'delivery_mode'>) => {
-      const q = trx('builds').where({ app_id: app.id, status: 'READY' });
-      if (app.delivery_mode === 'released_only') q.where({ released: true });
-      return q
-        .orderBy([{ column: 'completed_at', order: 'desc' }, { column: 'created_at', order: 'desc' }])
-        .first<{ id: string; version: string | null } | undefined>('id', 'version');
-    },
+    latestDeliverableBuild: (trx: Knex.Transaction, app: Pick<SaleApp, 'id' | 'delivery_mode'>) =>
+      trx
+        .raw(latestDeliverableBuildSql('?', '?::text'), [app.id, app.delivery_mode])
+        .then((r: { rows: { id: string; version: string | null }[] }) => r.rows[0]),
 
     /**
      * Mints the license of a session unless one exists: answers it, or undefined when the session

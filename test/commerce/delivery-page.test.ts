@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { chromiumMissingFor, launchChromium } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { newSessionId, startFakeStripe } from '../support/fake-stripe.js';
@@ -10,9 +10,7 @@ import { startTestServer } from '../support/server.js';
 import { checkoutHelpers } from './checkout.js';
 
 // DESIGN.md: hosted pages are tested in headless Chromium (Debian package `chromium`; .ci/run installs it).
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumMissing = !existsSync(CHROMIUM);
-if (chromiumMissing) console.warn(`delivery page tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+const chromiumMissing = chromiumMissingFor('delivery page tests');
 
 const stripe = await startFakeStripe();
 const server = await startTestServer({ env: stripe.env });
@@ -24,7 +22,7 @@ let browser: Browser;
 let context: BrowserContext;
 beforeAll(async () => {
   if (chromiumMissing) return;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   context = await browser.newContext();
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
 });

@@ -51,6 +51,20 @@ async function securedOperations(): Promise<Operation[]> {
 const operations = await securedOperations();
 const pathParams = (op: Operation) => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 const isDeveloperOperation = (op: Operation) => op.security.some((scheme) => 'bearerAuth' in scheme);
+/** The entitlement webhook and its companions: a per-app URL token plus X-MerchantOps-Secret. */
+const isWebhookOperation = (op: Operation) => op.security.some((scheme) => 'merchantOpsSecret' in scheme);
+
+/** Enables the entitlement webhook of a new app of `owner` (on Pro); answers its URL token and secret. */
+async function webhookOf(owner: TestDeveloper) {
+  const app = await createApp(call, owner, { product_key: 'sweep' });
+  const res = await call('POST', `/v1/apps/${app.id}/entitlement-webhook`, { token: owner.accessToken });
+  expect(res.status).toBe(201);
+  return { token: new URL(res.body.webhook_url).pathname.split('/').pop()!, secret: res.body.secret as string };
+}
+const webhookA = await webhookOf(devA);
+const devC = await registerDeveloper(call);
+await setPlan(call, server.adminToken, devC.id, 'pro');
+const webhookC = await webhookOf(devC);
 
 /** Lazily created resources of one owner; a fixture asks for its parents through `get`. */
 class OwnedResources {
@@ -127,6 +141,24 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     },
     readPath: (id, ids) => `/v1/apps/${ids.get('app_id')}/builds/${id}`,
   },
+  batch_id: {
+    async create(owner, parent) {
+      const res = await call('POST', `/v1/apps/${await parent('app_id')}/redemption-batches`, { token: owner.accessToken, body: { channel: 'sweep', quantity: 2 } });
+      expect(res.status).toBe(201);
+      return res.body.id;
+    },
+    // The batch list counts the codes by status: a revoke by someone else would show there.
+    readPath: (_id, ids) => `/v1/apps/${ids.get('app_id')}/redemption-batches`,
+  },
+  code: {
+    // A redemption code is shown once, at generation: a batch of one, made for it.
+    async create(owner, parent) {
+      const res = await call('POST', `/v1/apps/${await parent('app_id')}/redemption-batches`, { token: owner.accessToken, body: { channel: 'sweep', quantity: 1 } });
+      expect(res.status).toBe(201);
+      return res.body.codes[0];
+    },
+    readPath: (_id, ids) => `/v1/apps/${ids.get('app_id')}/redemption-batches`,
+  },
 };
 
 /** A multipart/form-data sample, sent as is rather than as JSON. */
@@ -150,6 +182,8 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   },
   connectPaymentAccount: () => ({ account_id: stripe.addAccount() }),
   createLicense: async (resource) => ({ app_id: await resource('app_id'), license_type: 'trial' }),
+  provisionMarketplaceLicense: async (resource) => ({ app_id: await resource('app_id'), channel: 'sweep', marketplace_order_id: `order_${randomBytes(6).toString('hex')}` }),
+  createRedemptionBatch: () => ({ channel: 'sweep', quantity: 1 }),
   uploadBuild: () => new Form(formData({ platform: 'cross_platform' }, { artifact: { name: 'tool.bin', data: 'sweep' } })),
   replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.bin', data: 'signed' } })),
   pushAppUpdate: async (resource) => {
@@ -161,7 +195,11 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
 };
 
 /** operationId -> what must exist besides the path's resources for the owner's request to succeed. */
+const enableWebhookAt = async (path: string) =>
+  expect((await call('POST', path.replace(/\/rotate-secret$/, ''), { token: devA.accessToken })).status).toBe(201);
 const OWNER_PRECONDITIONS: Record<string, (path: string) => Promise<void>> = {
+  rotateEntitlementWebhookSecret: enableWebhookAt,
+  disableEntitlementWebhook: enableWebhookAt,
   getPaymentLink: async (path) => expect((await call('POST', path, { token: devA.accessToken })).status).toBe(201),
   deletePaymentLink: async (path) => expect((await call('POST', path, { token: devA.accessToken })).status).toBe(201),
 };
@@ -188,17 +226,45 @@ const BAD_CREDENTIALS: [string, CallOptions][] = [
 
 it('sweeps the secured operations of the OpenAPI document', () => {
   // Guards against a sweep that silently finds nothing to check.
-  expect(operations.map((op) => op.operationId)).toEqual(expect.arrayContaining(['getMe', 'listApps', 'updateApp', 'setDeveloperPlan', 'createPaymentLink', 'getPaymentLink', 'deletePaymentLink', 'createPurchaseLink']));
+  expect(operations.map((op) => op.operationId)).toEqual(
+    expect.arrayContaining(['getMe', 'listApps', 'updateApp', 'setDeveloperPlan', 'createPaymentLink', 'getPaymentLink', 'deletePaymentLink', 'createPurchaseLink', 'receiveEntitlementEvent', 'redactStore']),
+  );
 });
 
-describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))('%s', (_name, op) => {
-  it.each(BAD_CREDENTIALS)('refuses %s with 401', async (_case, credentials) => {
-    // Authentication comes before anything else, so no real ids or body are needed to reach it.
-    const path = op.path.replace(/\{\w+\}/g, 'placeholder');
-    expectError(await call(op.method, path, { ...credentials, body: op.hasBody ? {} : undefined }), 401);
-  });
+/** Secrets that must never open app A's webhook URL: none, a wrong one, another app's, a developer credential instead. */
+const BAD_WEBHOOK_SECRETS: [string, CallOptions][] = [
+  ['no secret', {}],
+  ['a garbage secret', { headers: { 'x-merchantops-secret': 'whsec_garbage' } }],
+  ["another app's secret", { headers: { 'x-merchantops-secret': webhookC.secret } }],
+  ["the owner's access token instead", { token: devA.accessToken }],
+  ["the owner's API key instead", { apiKey: devA.apiKey }],
+];
 
-  it.runIf(isDeveloperOperation(op))("answers 404 to another developer naming A's resources, and changes nothing", async ({ skip }) => {
+describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))('%s', (_name, op) => {
+  const webhookPath = (token: string) => op.path.replace('{webhook_token}', token);
+
+  // Only the checks that apply to the operation's kind of credential are registered.
+  if (isWebhookOperation(op)) {
+    it.each(BAD_WEBHOOK_SECRETS)('refuses %s with 401 at a real webhook URL', async (_case, credentials) => {
+      expectError(await call(op.method, webhookPath(webhookA.token), { ...credentials, body: op.hasBody ? {} : undefined }), 401, 'UNAUTHORIZED');
+    });
+
+    it('answers 404 to an unknown URL token, even with a valid secret', async () => {
+      for (const secret of [webhookA.secret, undefined]) {
+        const headers: Record<string, string> = secret ? { 'x-merchantops-secret': secret } : {};
+        expectError(await call(op.method, webhookPath('A'.repeat(43)), { headers, body: op.hasBody ? {} : undefined }), 404, 'NOT_FOUND');
+      }
+    });
+  } else {
+    it.each(BAD_CREDENTIALS)('refuses %s with 401', async (_case, credentials) => {
+      // Authentication comes before anything else, so no real ids or body are needed to reach it.
+      const path = op.path.replace(/\{\w+\}/g, 'placeholder');
+      expectError(await call(op.method, path, { ...credentials, body: op.hasBody ? {} : undefined }), 401);
+    });
+  }
+
+  if (!isDeveloperOperation(op)) return;
+  it("answers 404 to another developer naming A's resources, and changes nothing", async ({ skip }) => {
     const resources = new OwnedResources(devA);
     const { path, body } = await requestOf(op, resources);
     if (resources.ids.size === 0) skip('the request names no resource: it acts on the caller only');

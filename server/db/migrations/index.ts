@@ -10,6 +10,8 @@ import { usedLoginChallenges } from './009_used_login_challenges.js';
 import { paymentLinks } from './010_payment_links.js';
 import { developerEmails } from './011_developer_emails.js';
 import { licenseSubscriptions } from './012_license_subscriptions.js';
+import { redemptionAndMarketplace } from './013_redemption_and_marketplace.js';
+import { entitlementWebhook } from './014_entitlement_webhook.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook];

@@ -1,0 +1,94 @@
+import type Koa from 'koa';
+import type { Knex } from 'knex';
+import { parseRange, sendStoredFile } from '../builds/send-file.js';
+import type { Clock } from '../clock.js';
+import { errorPage } from '../pages/delivery-page.js';
+import { sendPage } from '../pages/html-page.js';
+import { storeDeliveryPage, storeDeliveryRefusal } from '../pages/store-delivery-page.js';
+import type { BlobStorage } from '../storage/blob-storage.js';
+import { downloadLimit, unionIds, type StoreOffer } from './offer.js';
+import type { EntitlementsStore, EventApp, StoreLicense, StoreLicenseRow } from './store.js';
+import type { DeliveryTokens } from './tokens.js';
+
+const NOT_FOUND_DETAIL = 'This download page does not exist, or was removed.';
+const INACTIVE_DETAIL = 'The license behind this page is not active. If you still have a subscription, contact the seller.';
+
+interface PageScope {
+  row: StoreLicenseRow;
+  app: EventApp;
+  license: StoreLicense;
+}
+
+/**
+ * SPEC.md's permanent delivery URL, `{delivery_url_base}/d/<token>`: the current build of each
+ * platform, downloaded through the same token and counted against the store's allowance (10 per
+ * build offered, pooled; a developer-set download limit replaces it). Answers HTML: 404 for an
+ * unknown token, 403 for an inactive license or an allowance used up (`#limit-reached`).
+ */
+export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer: StoreOffer; tokens: DeliveryTokens; storage: BlobStorage; clock: Clock }) {
+  const { store, offer, clock } = deps;
+
+  /** The page's store license, app and license; the HTML refusal is sent when there is none or it is not active. */
+  async function scopeOf(ctx: Koa.Context, q: Knex, token: string, lock: boolean): Promise<PageScope | null> {
+    const found = await store.byDeliveryToken(deps.tokens.hashOf(token));
+    const row = found && lock ? await store.lockStoreLicense(q as Knex.Transaction, found.id) : found;
+    const license = row?.license_id && row.delivery_token_hash ? await store.readLicense(q, row.license_id, clock.now()) : undefined;
+    if (!row || !license) {
+      sendPage(ctx, 404, errorPage(NOT_FOUND_DETAIL));
+      return null;
+    }
+    if (license.effective_status !== 'ACTIVE') {
+      sendPage(ctx, 403, storeDeliveryRefusal('inactive', INACTIVE_DETAIL));
+      return null;
+    }
+    return { row, license, app: (await store.eventApp(q, row.app_id))! };
+  }
+
+  return {
+    async page(ctx: Koa.Context, token: string): Promise<void> {
+      const scope = await scopeOf(ctx, store.db, token, false);
+      if (!scope) return;
+      const offers = await offer.current(store.db, scope.app);
+      const offered = unionIds(scope.row.offered_build_ids, offers.map((o) => o.build.id));
+      const limit = downloadLimit(scope.license, scope.app, offered);
+      sendPage(ctx, 200, storeDeliveryPage({
+        appName: scope.app.name,
+        offers: offers.map((o) => ({ platform: o.platform, version: o.build.version, href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}` })),
+        downloadsLeft: Math.max(0, limit - scope.row.downloads_used),
+        downloadLimit: limit,
+      }));
+    },
+
+    /**
+     * One download of a build the page offers (current now, or offered earlier). A GET counts one
+     * download, HEAD and the resumption of a partial download (a Range not starting at 0) none.
+     */
+    async download(ctx: Koa.Context, token: string, buildId: string): Promise<void> {
+      const build = await store.db.transaction(async (trx) => {
+        const scope = await scopeOf(ctx, trx, token, true);
+        if (!scope) return null;
+        const current = await offer.current(trx, scope.app);
+        const offered = unionIds(scope.row.offered_build_ids, current.map((o) => o.build.id));
+        const file = offered.has(buildId) ? await store.readyBuild(trx, scope.app.id, buildId) : undefined;
+        if (!file) {
+          sendPage(ctx, 404, storeDeliveryRefusal('not-offered', 'This build is not offered on this page any more; open the page again for the current one.'));
+          return null;
+        }
+        const range = parseRange(ctx.get('range'), file.protected_size_bytes);
+        const counted = ctx.method === 'GET' && !(range && range !== 'unsatisfiable' && range.start > 0);
+        if (!counted) return file;
+        const limit = downloadLimit(scope.license, scope.app, offered);
+        if (scope.row.downloads_used >= limit) {
+          sendPage(ctx, 403, storeDeliveryRefusal('limit-reached', `All ${limit} downloads of this license are used. Contact the seller for more.`));
+          return null;
+        }
+        await store.updateShop(trx, scope.row.id, { downloads_used: scope.row.downloads_used + 1, offered_build_ids: [...offered], updated_at: clock.now() });
+        return file;
+      });
+      if (!build) return;
+      await sendStoredFile(ctx, deps.storage, { key: build.package_key, size: build.protected_size_bytes, sha256: build.sha256, name: build.package_name });
+    },
+  };
+}
+
+export type StoreDeliveryPages = ReturnType<typeof createStoreDeliveryPages>;

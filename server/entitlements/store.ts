@@ -1,0 +1,423 @@
+import type { Knex } from 'knex';
+import { EFFECTIVE_PLAN_SQL, effectivePlan, type Plan } from '../accounts/plan.js';
+import { FEE_REPORT_JOB } from '../billing/fees.js';
+import { hotQuery, type Db } from '../db/knex.js';
+import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
+import type { CurrentWebhook } from './credentials.js';
+import { COMMERCE_PLATFORM_SOURCE, type TrialKind } from './rules.js';
+
+export interface WebhookRow {
+  app_id: string;
+  developer_id: string;
+  token_hash: string;
+  secret_hash: string;
+  previous_secret_hash: string | null;
+  previous_secret_expires_at: Date | null;
+  enabled_at: Date;
+  secret_rotated_at: Date | null;
+}
+
+/** The app of a webhook, with what events and companion requests need of it. */
+export interface EventApp {
+  id: string;
+  developer_id: string;
+  name: string;
+  product_key: string | null;
+  default_device_limit: number;
+  delivery_mode: string;
+  platforms: string[];
+  download_limit: number | null;
+}
+
+export interface StoreLicenseRow {
+  id: string;
+  app_id: string;
+  developer_id: string;
+  shop: string | null;
+  license_id: string | null;
+  trial_kind: TrialKind | null;
+  delivery_email: string | null;
+  subscription_name: string | null;
+  attribution: Record<string, string>;
+  last_occurred_at: Date | null;
+  last_entitled: boolean | null;
+  delivery_token_hash: string | null;
+  offered_build_ids: string[];
+  downloads_used: number;
+  fee_settled: boolean;
+  redacted_at: Date | null;
+}
+
+/** The license of a store, as read (locked) at a moment. */
+export interface StoreLicense {
+  id: string;
+  license_key: string;
+  license_type: LicenseType;
+  effective_status: LicenseStatus;
+  expires_at: Date | null;
+  email: string | null;
+  download_limit: number | null;
+}
+
+export interface EventRecord {
+  app_id: string;
+  event_id: string;
+  kind: 'webhook' | 'delivery_email';
+  store_license_id: string | null;
+  shop: string | null;
+  app_value: string | null;
+  entitled: boolean | null;
+  occurred_at: Date | null;
+  trial: boolean;
+  test: boolean;
+  topic: string | null;
+  platform_status: string | null;
+  action: string;
+  note: string | null;
+  license_id: string | null;
+  received_at: Date;
+}
+
+export interface NewStoreLicenseKey {
+  id: string;
+  license_key: string;
+  license_type: LicenseType;
+  device_limit: number;
+  email: string | null;
+  source: string;
+}
+
+/** A READY build a store may download. */
+export interface OfferedBuild {
+  id: string;
+  platform: string;
+  version: string | null;
+  package_key: string;
+  package_name: string;
+  protected_size_bytes: number;
+  sha256: string;
+  completed_at: Date;
+}
+
+/** The license an event mints and the fee it charges, written with its record (FINISH_EVENT). */
+export interface EventWrites {
+  /** A new license (its id is the shop row's license_id) to insert. */
+  mint: { license_key: string; device_limit: number; email: string | null } | null;
+  /** The license's fee to charge, once; with its report job. */
+  fee: { amountCents: number; currency: string; idempotencyKey: string; reportAttempts: number } | null;
+  developerId: string;
+}
+
+export type WebhookApp = EventApp & CurrentWebhook;
+
+type Json<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+
+const dateOrNull = (value: string | null) => (value === null ? null : new Date(value));
+
+const shopFromJson = (row: Json<StoreLicenseRow>): StoreLicenseRow => ({
+  ...row,
+  last_occurred_at: dateOrNull(row.last_occurred_at),
+  redacted_at: dateOrNull(row.redacted_at),
+});
+
+const eventFromJson = (row: Json<EventRecord> | null): EventRecord | undefined =>
+  row ? { ...row, occurred_at: dateOrNull(row.occurred_at), received_at: new Date(row.received_at) } : undefined;
+
+const buildsFromJson = (rows: Json<OfferedBuild>[] | null): OfferedBuild[] => (rows ?? []).map((b) => ({ ...b, completed_at: new Date(b.completed_at) }));
+
+const STATUS_AT = (q: Knex, now: Date) => q.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now]);
+
+// Named, not \`*\`: the statement is prepared, and a later migration widening the table must not change its result type.
+const STORE_LICENSE_COLUMNS = `id, app_id, developer_id, shop, license_id, trial_kind, delivery_email, subscription_name, attribution,
+  last_occurred_at, last_entitled, delivery_token_hash, offered_build_ids, downloads_used, fee_settled, redacted_at`;
+
+const WEBHOOK_BY_TOKEN = `SELECT app_id, developer_id, secret_hash, previous_secret_hash, previous_secret_expires_at
+  FROM entitlement_webhooks WHERE token_hash = $1`;
+
+/**
+ * Takes (creating it on first sight) the row of one shop of an app and locks it until the
+ * transaction ends: every event, companion request and download of a shop runs one at a time.
+ */
+const LOCK_SHOP = `
+  INSERT INTO store_licenses (id, app_id, developer_id, shop, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+  ON CONFLICT (app_id, shop) WHERE shop IS NOT NULL DO UPDATE SET updated_at = store_licenses.updated_at
+  RETURNING ${STORE_LICENSE_COLUMNS}`;
+
+const EVENT_COLUMNS = 'app_id, event_id, kind, store_license_id, shop, app_value, entitled, occurred_at, trial, test, topic, platform_status, action, note, license_id, received_at';
+
+const NEWEST_BUILD_COLUMNS = 'id, platform, version, package_key, package_name, protected_size_bytes, sha256, completed_at';
+
+/**
+ * The first statement of an event: its app with the webhook row (to confirm the credentials the
+ * authenticator took from memory), and, when `app` is the product key, the shop's row taken and
+ * locked (created on first sight: every event, companion request and download of a shop runs one
+ * at a time). For a row just created (`inserted`) no earlier holder exists, so this statement's
+ * snapshot is as good as one taken after the lock: the event id's earlier record (another shop's,
+ * or an unactionable one; one committed meanwhile fails the event's insert, which runs again) and,
+ * for an entitled event, the newest builds to offer come with it. $1 new row id, $2 app, $3 shop,
+ * $4 now, $5 the event's app value, $6 event id, $7 entitled.
+ */
+const OPEN_EVENT = `
+  WITH app AS (
+    SELECT a.id, a.developer_id, a.name, a.product_key, a.default_device_limit, a.delivery_mode, a.platforms, a.download_limit,
+      w.token_hash, w.secret_hash, w.previous_secret_hash, w.previous_secret_expires_at, (${EFFECTIVE_PLAN_SQL.replace('?', '$4')}) AS plan
+    FROM apps a JOIN entitlement_webhooks w ON w.app_id = a.id JOIN developers ON developers.id = a.developer_id WHERE a.id = $2),
+  locked AS (
+    INSERT INTO store_licenses (id, app_id, developer_id, shop, created_at, updated_at)
+    SELECT $1, id, developer_id, $3, $4, $4 FROM app WHERE product_key = $5
+    ON CONFLICT (app_id, shop) WHERE shop IS NOT NULL DO UPDATE SET updated_at = store_licenses.updated_at
+    RETURNING ${STORE_LICENSE_COLUMNS}, (id = $1) AS inserted)
+  SELECT app.*, row_to_json(locked) AS shop,
+    (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $2 AND event_id = $6) e) AS prior,
+    (SELECT json_agg(b) FROM (
+      SELECT DISTINCT ON (platform) ${NEWEST_BUILD_COLUMNS} FROM builds
+      WHERE locked.inserted AND $7::boolean AND app_id = $2 AND status = 'READY' AND (released OR app.delivery_mode <> 'released_only')
+      ORDER BY platform, completed_at DESC, created_at DESC) b) AS builds
+  FROM app LEFT JOIN locked ON true`;
+
+/**
+ * After the shop's lock, for a row that existed (a statement of its own, so this one's snapshot sees
+ * what the previous holder committed): the event id's earlier record, the shop's license, locked,
+ * and when `$5` (a license to mint) the newest builds to offer. $1 app, $2 event id, $3 license id
+ * or null, $4 now, $6 released builds only.
+ */
+const PRIOR_AND_LICENSE = `
+  WITH lic AS (
+    SELECT id, license_key, license_type, expires_at, email, download_limit, (${EFFECTIVE_STATUS_SQL.replace('?', '$4')}) AS effective_status
+    FROM licenses WHERE id = $3 FOR UPDATE)
+  SELECT (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $1 AND event_id = $2) e) AS prior,
+    (SELECT row_to_json(lic) FROM lic) AS license,
+    (SELECT json_agg(b) FROM (
+      SELECT DISTINCT ON (platform) ${NEWEST_BUILD_COLUMNS} FROM builds
+      WHERE $5::boolean AND app_id = $1 AND status = 'READY' AND (released OR NOT $6::boolean)
+      ORDER BY platform, completed_at DESC, created_at DESC) b) AS builds`;
+
+/**
+ * What an applied event leaves, in one statement: the license it mints (when $24), the license's fee
+ * with the job reporting it (when $29; once per license: a fee already in the ledger is left alone,
+ * as billing/fees.ts's recordLicenseFee does), the shop's row and the event's record. Answers whether
+ * the fee was charged now (the job runner is woken after the commit).
+ */
+const FINISH_EVENT = `
+  WITH lic AS (
+    INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source)
+    SELECT $2, $28, $13, $25, 'subscription', $26, $27, '${COMMERCE_PLATFORM_SOURCE}' WHERE $24::boolean),
+  fee AS (
+    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by)
+    SELECT $2, $28, $13, $30, $31, '${COMMERCE_PLATFORM_SOURCE}', $12, $32, 'usage_report' WHERE $29::boolean
+    ON CONFLICT (license_id) DO NOTHING RETURNING license_id),
+  job AS (
+    INSERT INTO jobs (kind, payload, max_attempts) SELECT '${FEE_REPORT_JOB.kind}', jsonb_build_object('license_id', license_id), $33 FROM fee),
+  shop AS (
+    UPDATE store_licenses SET license_id = $2, trial_kind = $3, delivery_email = $4, subscription_name = $5, attribution = $6,
+      last_occurred_at = $7, last_entitled = $8, delivery_token_hash = $9, offered_build_ids = $10, fee_settled = $11, updated_at = $12
+    WHERE id = $1),
+  ev AS (
+    INSERT INTO entitlement_events (${EVENT_COLUMNS}) VALUES ($13, $14, $15, $1, $16, $17, $8, $7, $18, $19, $20, $21, $22, $23, $2, $12))
+  SELECT (SELECT count(*) FROM fee)::int AS charged`;
+
+/** The app of a companion request, with the webhook row to confirm its credentials against. */
+const WEBHOOK_APP = `
+  SELECT a.id, a.developer_id, a.name, a.product_key, a.default_device_limit, a.delivery_mode, a.platforms, a.download_limit,
+    w.token_hash, w.secret_hash, w.previous_secret_hash, w.previous_secret_expires_at
+  FROM apps a JOIN entitlement_webhooks w ON w.app_id = a.id WHERE a.id = $1`;
+
+const EVENT_APP = `SELECT id, developer_id, name, product_key, default_device_limit, delivery_mode, platforms, download_limit FROM apps WHERE id = $1`;
+
+const NEWEST_BUILDS = (releasedOnly: boolean) => `
+  SELECT DISTINCT ON (platform) id, platform, version, package_key, package_name, protected_size_bytes, sha256, completed_at
+  FROM builds WHERE app_id = $1 AND status = 'READY'${releasedOnly ? ' AND released' : ''}
+  ORDER BY platform, completed_at DESC, created_at DESC`;
+
+export function createEntitlementsStore(db: Db) {
+  return {
+    transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+    db,
+
+    /** A READY build of the app, with what sending its package needs. */
+    readyBuild: (q: Knex, appId: string, id: string) =>
+      q('builds')
+        .where({ id, app_id: appId, status: 'READY' })
+        .first<OfferedBuild | undefined>('id', 'platform', 'version', 'package_key', 'package_name', 'protected_size_bytes', 'sha256', 'completed_at'),
+
+    webhookByToken: async (tokenHash: string) =>
+      (await hotQuery<Pick<WebhookRow, 'app_id' | 'developer_id' | 'secret_hash' | 'previous_secret_hash' | 'previous_secret_expires_at'>>(
+        db, WEBHOOK_BY_TOKEN, [tokenHash], 'entitlements.webhook_by_token',
+      ))[0],
+
+    /** The developer's app with its owner's plan now; never another tenant's. */
+    appWithPlan: (developerId: string, appId: string, now: Date) =>
+      db('apps')
+        .join('developers', 'developers.id', 'apps.developer_id')
+        .where({ 'apps.id': appId, 'apps.developer_id': developerId })
+        .first<{ id: string; product_key: string | null; plan: Plan } | undefined>('apps.id', 'apps.product_key', effectivePlan(db, now)),
+
+    webhookOf: (appId: string) => db('entitlement_webhooks').where({ app_id: appId }).first<WebhookRow | undefined>(),
+
+    /** false when the app already has a webhook. */
+    insertWebhook: async (row: WebhookRow) =>
+      (await db('entitlement_webhooks').insert(row).onConflict('app_id').ignore().returning('app_id')).length === 1,
+
+    rotateSecret: (appId: string, secretHash: string, previousExpiresAt: Date, now: Date) =>
+      db('entitlement_webhooks')
+        .where({ app_id: appId })
+        .update({
+          previous_secret_hash: db.raw('secret_hash'),
+          previous_secret_expires_at: previousExpiresAt,
+          secret_hash: secretHash,
+          secret_rotated_at: now,
+        })
+        .then((n) => n === 1),
+
+    deleteWebhook: (appId: string) => db('entitlement_webhooks').where({ app_id: appId }).delete().then((n) => n === 1),
+
+    eventApp: async (q: Knex, appId: string) => (await hotQuery<EventApp>(q, EVENT_APP, [appId], 'entitlements.event_app'))[0],
+
+    /** OPEN_EVENT: the app with its webhook row; the shop's row, locked, when the event's app value is the product key. */
+    openEvent: async (
+      trx: Knex.Transaction,
+      params: { id: string; appId: string; shop: string; now: Date; appValue: string; eventId: string; entitled: boolean },
+    ) => {
+      const row = (
+        await hotQuery<WebhookApp & { plan: Plan; shop: (Json<StoreLicenseRow> & { inserted: boolean }) | null; prior: Json<EventRecord> | null; builds: Json<OfferedBuild>[] | null }>(
+          trx, OPEN_EVENT, [params.id, params.appId, params.shop, params.now, params.appValue, params.eventId, params.entitled], 'entitlements.open_event',
+        )
+      )[0];
+      if (!row) return undefined;
+      const { shop, prior, builds, plan, ...app } = row;
+      const locked = shop && (({ inserted, ...rest }) => ({ row: shopFromJson(rest), inserted }))(shop);
+      return {
+        app: app as WebhookApp,
+        /** The developer's plan now: grants need Pro (SPEC.md's plan rules). */
+        plan,
+        shop: locked || undefined,
+        prior: eventFromJson(prior),
+        builds: buildsFromJson(builds),
+      };
+    },
+
+    /** PRIOR_AND_LICENSE: the event id's earlier record and the shop's license, locked; the builds to offer when `withBuilds`. */
+    priorAndLicense: async (
+      trx: Knex.Transaction,
+      params: { appId: string; eventId: string; licenseId: string | null; now: Date; withBuilds: boolean; releasedOnly: boolean },
+    ) => {
+      const row = (
+        await hotQuery<{
+          prior: Json<EventRecord> | null;
+          license: (Omit<StoreLicense, 'expires_at'> & { expires_at: string | null }) | null;
+          builds: Json<OfferedBuild>[] | null;
+        }>(
+          trx, PRIOR_AND_LICENSE, [params.appId, params.eventId, params.licenseId, params.now, params.withBuilds, params.releasedOnly], 'entitlements.prior_and_license',
+        )
+      )[0]!;
+      const license: StoreLicense | undefined = row.license ? { ...row.license, expires_at: dateOrNull(row.license.expires_at) } : undefined;
+      return { prior: eventFromJson(row.prior), license, builds: buildsFromJson(row.builds) };
+    },
+
+    /** FINISH_EVENT: the minted license and its fee, the shop's row as the event left it, and the event's record (failing on an id recorded meanwhile). */
+    finishEvent: async (trx: Knex.Transaction, row: StoreLicenseRow, event: EventRecord, now: Date, writes: EventWrites) =>
+      (
+        await hotQuery<{ charged: number }>(trx, FINISH_EVENT, [
+          row.id, row.license_id, row.trial_kind, row.delivery_email, row.subscription_name, JSON.stringify(row.attribution),
+          event.occurred_at, event.entitled, row.delivery_token_hash, row.offered_build_ids, row.fee_settled, now,
+          event.app_id, event.event_id, event.kind, event.shop, event.app_value, event.trial, event.test, event.topic, event.platform_status,
+          event.action, event.note,
+          writes.mint !== null, writes.mint?.license_key ?? null, writes.mint?.device_limit ?? null, writes.mint?.email ?? null, writes.developerId,
+          writes.fee !== null, writes.fee?.amountCents ?? null, writes.fee?.currency ?? null, writes.fee?.idempotencyKey ?? null, writes.fee?.reportAttempts ?? null,
+        ], 'entitlements.finish_event')
+      )[0]!.charged > 0,
+
+    /** WEBHOOK_APP: a companion request's app with its webhook row (absent: disabled or deleted). */
+    webhookApp: async (q: Knex, appId: string) => (await hotQuery<WebhookApp>(q, WEBHOOK_APP, [appId], 'entitlements.webhook_app'))[0],
+
+    lockShop: async (trx: Knex.Transaction, row: { id: string; appId: string; developerId: string; shop: string; now: Date }) =>
+      (await hotQuery<StoreLicenseRow>(trx, LOCK_SHOP, [row.id, row.appId, row.developerId, row.shop, row.now], 'entitlements.lock_shop'))[0]!,
+
+    /** A shop's row, locked, without creating one. */
+    findShop: (trx: Knex.Transaction, appId: string, shop: string) =>
+      trx('store_licenses').where({ app_id: appId, shop }).forUpdate().first<StoreLicenseRow | undefined>(),
+
+    updateShop: (trx: Knex.Transaction, id: string, patch: Partial<Omit<StoreLicenseRow, 'id' | 'app_id' | 'developer_id'>> & { updated_at: Date }) =>
+      trx('store_licenses')
+        .where({ id })
+        .update({ ...patch, ...(patch.attribution && { attribution: JSON.stringify(patch.attribution) }) }),
+
+    findEvent: (trx: Knex.Transaction, appId: string, eventId: string) =>
+      trx('entitlement_events').where({ app_id: appId, event_id: eventId }).first<EventRecord | undefined>(),
+
+    /** false when the event id is already recorded (a concurrent twin waits here for the first to commit). */
+    insertEvent: async (trx: Knex.Transaction, row: EventRecord) =>
+      (await trx('entitlement_events').insert(row).onConflict(['app_id', 'event_id']).ignore().returning('event_id')).length === 1,
+
+    /** Records an applied or skipped event; fails on an id already recorded. */
+    recordEvent: (trx: Knex.Transaction, row: EventRecord) => trx('entitlement_events').insert(row),
+
+    /** The license of a store, locked: activations and device resets take the same lock. */
+    lockLicense: (trx: Knex.Transaction, id: string, now: Date) =>
+      trx('licenses')
+        .where({ id })
+        .forUpdate()
+        .first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(trx, now)),
+
+    insertLicense: (trx: Knex.Transaction, row: NewStoreLicenseKey & { developer_id: string; app_id: string }) =>
+      hotQuery(
+        trx,
+        'INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+        [row.id, row.developer_id, row.app_id, row.license_key, row.license_type, row.device_limit, row.email, row.source],
+        'entitlements.insert_license',
+      ),
+
+    updateLicense: (
+      trx: Knex.Transaction,
+      id: string,
+      patch: Partial<{ status: LicenseStatus; license_type: LicenseType; expires_at: Date | null; revoked_at: Date | null; email: string | null }> & { updated_at: Date },
+    ) => trx('licenses').where({ id }).update(patch),
+
+    /** Deactivates every device of a license; the trial starts of its computers are kept. */
+    removeDevices: async (trx: Knex.Transaction, licenseId: string) => {
+      await trx('licenses').where({ id: licenseId }).update({ device_count: 0 });
+      return trx('devices').where({ license_id: licenseId }).delete();
+    },
+
+    /** SPEC.md: a converted paying trial frees the machine for another trial of the app. */
+    freeTrialMachines: (trx: Knex.Transaction, licenseId: string) => trx('trial_starts').where({ license_id: licenseId }).delete(),
+
+    /** The newest deliverable READY build of each platform the app's builds have (released ones under released_only). */
+    newestBuildPerPlatform: (q: Knex, app: Pick<EventApp, 'id' | 'delivery_mode'>) => {
+      const releasedOnly = app.delivery_mode === 'released_only';
+      return hotQuery<OfferedBuild>(q, NEWEST_BUILDS(releasedOnly), [app.id], `entitlements.newest_builds${releasedOnly ? '_released' : ''}`);
+    },
+
+    /** The store license behind a delivery page token, with its app. */
+    byDeliveryToken: (tokenHash: string) =>
+      db('store_licenses').where({ delivery_token_hash: tokenHash }).first<StoreLicenseRow | undefined>(),
+
+    lockStoreLicense: (trx: Knex.Transaction, id: string) => trx('store_licenses').where({ id }).forUpdate().first<StoreLicenseRow | undefined>(),
+
+    readLicense: (q: Knex, id: string, now: Date) =>
+      q('licenses').where({ id }).first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(q, now)),
+
+    emailQueued: async (trx: Knex.Transaction, dedupeKey: string) => Boolean(await trx('email_outbox').where({ dedupe_key: dedupeKey }).first('id')),
+
+    /** Device resets through the companion endpoint in the window starting at `since`, oldest first. */
+    resetsSince: (trx: Knex.Transaction, storeLicenseId: string, since: Date) =>
+      trx('store_device_resets').where({ store_license_id: storeLicenseId }).where('reset_at', '>', since).orderBy('reset_at').pluck<Date[]>('reset_at'),
+
+    recordReset: (trx: Knex.Transaction, storeLicenseId: string, now: Date) => trx('store_device_resets').insert({ store_license_id: storeLicenseId, reset_at: now }),
+
+    /** A redact: the shop's event history and the license's emails (addresses, keys) go. */
+    deleteHistory: async (trx: Knex.Transaction, row: Pick<StoreLicenseRow, 'id' | 'app_id' | 'shop' | 'license_id'>) => {
+      const events = await trx('entitlement_events')
+        .where({ app_id: row.app_id })
+        .where((w) => {
+          w.where({ store_license_id: row.id });
+          if (row.shop) w.orWhere({ shop: row.shop });
+        })
+        .delete();
+      const emails = row.license_id ? await trx('email_outbox').where({ license_id: row.license_id }).delete() : 0;
+      return { events, emails };
+    },
+  };
+}
+
+export type EntitlementsStore = ReturnType<typeof createEntitlementsStore>;

@@ -1,0 +1,251 @@
+import type { Knex } from 'knex';
+import { FEE_CURRENCY, FEE_EXEMPT_LICENSE_TYPES, FEE_REPORT_JOB, feeIdempotencyKey, feeReportPayload, LICENSE_FEE_CENTS, type FeeCollection } from '../billing/fees.js';
+import { EFFECTIVE_PLAN_SQL } from '../accounts/plan.js';
+import { hotQuery, type Db } from '../db/knex.js';
+import { channelApp, latestDeliverableBuildSql } from '../delivery/store.js';
+import { SEND_EMAIL_JOB, sendEmailPayload } from '../email/outbox.js';
+import type { NewOutboxEmail } from '../email/store.js';
+import type { LicenseType } from '../licenses/rules.js';
+import type { CodeStatus } from './schemas.js';
+
+export interface BatchRow {
+  id: string;
+  developer_id: string;
+  app_id: string;
+  channel: string;
+  label: string;
+  quantity: number;
+  device_limit: number;
+  license_expiry_days: number;
+  license_type: LicenseType;
+  features: Record<string, unknown>;
+  codes_expire_at: Date | null;
+  created_at: Date;
+}
+
+export interface BatchCounts {
+  available: number;
+  redeemed: number;
+  revoked: number;
+  expired: number;
+}
+
+/** What redeeming a code needs to know first when it sends the delivery email: the code's status now, its app and that app's latest deliverable build. */
+export interface RedeemableCode {
+  status: CodeStatus;
+  sellable: boolean;
+  developer_id: string;
+  app_id: string;
+  app_name: string;
+  build_id: string | null;
+  build_version: string | null;
+}
+
+/**
+ * What REDEEM_SQL answers: no row for a code that does not exist; otherwise the code's status as the
+ * statement began and, when this statement claimed it, the license's app and latest deliverable build.
+ */
+export interface RedeemOutcome {
+  status: CodeStatus;
+  /** False when the code is not a trial and its seller has no active Pro subscription: nothing was claimed. */
+  sellable: boolean;
+  claimed: boolean;
+  app_name: string | null;
+  build_id: string | null;
+  build_version: string | null;
+  fee_charged: boolean;
+  email_queued: boolean;
+}
+
+/** A redemption as REDEEM_SQL performs it: the new license's id and key, and the delivery email when one goes out. */
+export interface RedeemRequest {
+  codeHash: string;
+  now: Date;
+  email: string | null;
+  licenseId: string;
+  licenseKey: string;
+  /** The delivery email's outbox row (its license is `licenseId`), or null. */
+  deliveryEmail: NewOutboxEmail | null;
+}
+
+/**
+ * A code's status now: only transitions are stored; an Available code past its batch's expiry is
+ * Expired. Its one binding is the current time.
+ */
+const CODE_STATUS_SQL = `CASE WHEN c.status = 'available' AND b.codes_expire_at <= ? THEN 'expired' ELSE c.status END`;
+const codeStatusIs = (status: CodeStatus) => `(${CODE_STATUS_SQL}) = '${status}'`;
+
+/** A redeemed code's fee is reported as a usage event, as every channel's but a processor's application fee. */
+const COLLECTED_BY: FeeCollection = 'usage_report';
+
+/** CODE_STATUS_SQL with the current time as `$2`, for the prepared statements below. */
+const STATUS_AT_$2 = CODE_STATUS_SQL.replace('?', '$2::timestamptz');
+
+/**
+ * Whether the code's seller may sell it now (batch `b`, its developer joined as `developers`): SPEC.md's
+ * plan rules make paid sales need an active Pro subscription; a code of a fee-exempt (trial) type is
+ * no sale. `exemptTypes` is the parameter holding those types; `$2` is the current time.
+ */
+const sellableAt$2 = (exemptTypes: string) =>
+  `(b.license_type = ANY (${exemptTypes}::text[]) OR (${EFFECTIVE_PLAN_SQL.replace('?', '$2::timestamptz')}) = 'pro')`;
+
+/**
+ * Redemption in one statement, so one round trip (and no transaction around it) whatever the
+ * outcome. $1 code hash, $2 now, $3 the redeemer's address or null, $4/$5 the new license's id and
+ * key, $6-$9 the fee (amount, currency, idempotency key, exempt license types), $10-$12 its report
+ * job (kind, payload, attempts), $13 the delivery email's outbox row (jsonb) or null, $14-$16 its send
+ * job. The code is claimed by one conditional UPDATE: of two concurrent redemptions the second waits
+ * on the row lock, re-checks the condition on the committed row and claims nothing. With the claim,
+ * the batch's license (expiring `license_expiry_days` after now, in exact days), its fee once
+ * (never for an exempt type) with its report job, and the email with its send job are inserted; the
+ * code's license_id is checked against the new license at the end of the statement (deferred).
+ * `status` is read from the statement's snapshot: a code claimed but reported 'available' was
+ * changed by a concurrent transaction meanwhile (the caller reads it again).
+ */
+const REDEEM_SQL = `
+  WITH code AS (
+    SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$9')} AS sellable
+    FROM redemption_codes c JOIN redemption_batches b ON b.id = c.batch_id JOIN developers ON developers.id = b.developer_id
+    WHERE c.code_hash = $1
+  ), claimed AS (
+    UPDATE redemption_codes c SET status = 'redeemed', redeemed_at = $2, redeemed_email = $3, license_id = $4
+    FROM redemption_batches b JOIN apps a ON a.id = b.app_id JOIN developers ON developers.id = b.developer_id
+    WHERE b.id = c.batch_id AND c.code_hash = $1 AND (${STATUS_AT_$2}) = 'available' AND ${sellableAt$2('$9')}
+    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, b.channel, b.device_limit, b.license_expiry_days, b.license_type, b.features
+  ), license AS (
+    INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, expires_at, features, source)
+    SELECT $4, developer_id, app_id, $5::text, license_type, device_limit, $3,
+      CASE WHEN license_expiry_days > 0 THEN $2::timestamptz + make_interval(secs => license_expiry_days * 86400) END, features, channel
+    FROM claimed
+    RETURNING id
+  ), fee AS (
+    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by)
+    SELECT $4, developer_id, app_id, $6::integer, $7::text, channel, $2, $8::text, '${COLLECTED_BY}' FROM claimed WHERE license_type <> ALL ($9::text[])
+    ON CONFLICT (license_id) DO NOTHING
+    RETURNING license_id
+  ), fee_job AS (
+    INSERT INTO jobs (kind, payload, max_attempts) SELECT $10::text, $11::jsonb, $12::integer FROM fee RETURNING 1
+  ), email AS (
+    INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key)
+    SELECT e.id, e.developer_id, e.app_id, e.license_id, e.kind, e.recipient, e.subject, e.text_body, e.html_body, e.dedupe_key
+    FROM claimed, jsonb_populate_record(NULL::email_outbox, $13::jsonb) e
+    WHERE $13::jsonb IS NOT NULL
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id
+  ), email_job AS (
+    INSERT INTO jobs (kind, payload, max_attempts) SELECT $14::text, $15::jsonb, $16::integer FROM email RETURNING 1
+  )
+  SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_name, build.id AS build_id, build.version AS build_version,
+    EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued
+  FROM code
+  LEFT JOIN claimed ON true
+  LEFT JOIN LATERAL (${latestDeliverableBuildSql('claimed.app_id', 'claimed.delivery_mode')}) build ON true`;
+
+/** A code's status now, whether its seller may sell it, its app and the app's latest deliverable build; $1 code hash, $2 now, $3 fee-exempt types. */
+const REDEEMABLE_SQL = `
+  SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$3')} AS sellable, b.developer_id, b.app_id, a.name AS app_name, build.id AS build_id, build.version AS build_version
+  FROM redemption_codes c JOIN redemption_batches b ON b.id = c.batch_id JOIN apps a ON a.id = b.app_id
+  JOIN developers ON developers.id = b.developer_id
+  LEFT JOIN LATERAL (${latestDeliverableBuildSql('b.app_id', 'a.delivery_mode')}) build ON true
+  WHERE c.code_hash = $1`;
+
+export function createRedemptionStore(db: Db) {
+  return {
+    transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+
+    app: (developerId: string, appId: string, now: Date) => channelApp(db, developerId, appId, now),
+
+    insertBatch: (trx: Knex.Transaction, row: BatchRow) =>
+      trx('redemption_batches').insert({ ...row, features: JSON.stringify(row.features) }),
+
+    /** Inserts the codes' hashes; answers those inserted (a hash already taken, about never, is left out). */
+    insertCodes: (trx: Knex.Transaction, batch: { id: string; developer_id: string }, hashes: string[]) =>
+      trx
+        .raw(
+          `INSERT INTO redemption_codes (code_hash, batch_id, developer_id)
+           SELECT unnest(?::text[]), ?, ?
+           ON CONFLICT (code_hash) DO NOTHING
+           RETURNING code_hash`,
+          [hashes, batch.id, batch.developer_id],
+        )
+        .then((r: { rows: { code_hash: string }[] }) => r.rows.map((row) => row.code_hash)),
+
+    /** The app's batches, oldest first, with their codes counted by status now; one round trip. */
+    async listBatches(developerId: string, appId: string, page: { limit: number; offset: number }, now: Date) {
+      const count = (status: CodeStatus) => db.raw(`count(*) FILTER (WHERE ${codeStatusIs(status)})::int AS ${status}`, [now]);
+      const rows: (BatchRow & BatchCounts & { total: number })[] = await db('redemption_batches as b')
+        .leftJoin('redemption_codes as c', 'c.batch_id', 'b.id')
+        .where({ 'b.developer_id': developerId, 'b.app_id': appId })
+        .groupBy('b.id')
+        .select('b.*', count('available'), count('redeemed'), count('revoked'), count('expired'), db.raw('count(*) OVER ()::int AS total'))
+        .orderBy([{ column: 'b.created_at' }, { column: 'b.id' }])
+        .limit(page.limit)
+        .offset(page.offset);
+      return { rows, total: rows[0]?.total ?? 0 };
+    },
+
+    /** Marks the developer's code revoked if it is Available now; undefined otherwise. */
+    revokeCode: (developerId: string, codeHash: string, now: Date) =>
+      db
+        .raw(
+          `UPDATE redemption_codes c SET status = 'revoked', revoked_at = ?
+           FROM redemption_batches b
+           WHERE b.id = c.batch_id AND c.code_hash = ? AND c.developer_id = ? AND ${codeStatusIs('available')}
+           RETURNING c.batch_id, c.revoked_at`,
+          [now, codeHash, developerId, now],
+        )
+        .then((r: { rows: { batch_id: string; revoked_at: Date }[] }) => r.rows[0]),
+
+    /** A code's status now and its batch; scoped to the developer when one is given. */
+    codeState: (codeHash: string, now: Date, scope: { developerId?: string; trx?: Knex.Transaction } = {}) => {
+      const q = scope.trx ?? db;
+      const developerId = scope.developerId;
+      const query = q('redemption_codes as c')
+        .join('redemption_batches as b', 'b.id', 'c.batch_id')
+        .where('c.code_hash', codeHash);
+      if (developerId) query.where('c.developer_id', developerId);
+      return query.first<{ status: CodeStatus; batch_id: string; revoked_at: Date | null } | undefined>(
+        q.raw(`(${CODE_STATUS_SQL}) AS status`, [now]),
+        'c.batch_id',
+        'c.revoked_at',
+      );
+    },
+
+    batchExists: (developerId: string, batchId: string) =>
+      db('redemption_batches').where({ id: batchId, developer_id: developerId }).first('id').then(Boolean),
+
+    /** Revokes every code of the batch that is Available now; answers how many. */
+    revokeAvailable: (developerId: string, batchId: string, now: Date) =>
+      db
+        .raw(
+          `UPDATE redemption_codes c SET status = 'revoked', revoked_at = ?
+           FROM redemption_batches b
+           WHERE b.id = c.batch_id AND c.batch_id = ? AND c.developer_id = ? AND ${codeStatusIs('available')}`,
+          [now, batchId, developerId, now],
+        )
+        .then((r: { rowCount: number | null }) => r.rowCount ?? 0),
+
+    /** Redeems the code in one statement (REDEEM_SQL); undefined for a code that does not exist. */
+    redeem: async (r: RedeemRequest) =>
+      (
+        await hotQuery<RedeemOutcome>(
+          db,
+          REDEEM_SQL,
+          [
+            r.codeHash, r.now, r.email, r.licenseId, r.licenseKey,
+            LICENSE_FEE_CENTS, FEE_CURRENCY, feeIdempotencyKey(r.licenseId), FEE_EXEMPT_LICENSE_TYPES,
+            FEE_REPORT_JOB.kind, JSON.stringify(feeReportPayload(r.licenseId)), FEE_REPORT_JOB.maxAttempts,
+            r.deliveryEmail && JSON.stringify(r.deliveryEmail),
+            SEND_EMAIL_JOB.kind, r.deliveryEmail && JSON.stringify(sendEmailPayload(r.deliveryEmail.id)), SEND_EMAIL_JOB.maxAttempts,
+          ],
+          'redemption.redeem',
+        )
+      )[0],
+
+    /** The code's status now, its app and the app's latest deliverable build (REDEEMABLE_SQL); undefined for a code that does not exist. */
+    redeemable: async (codeHash: string, now: Date) =>
+      (await hotQuery<RedeemableCode>(db, REDEEMABLE_SQL, [codeHash, now, FEE_EXEMPT_LICENSE_TYPES], 'redemption.redeemable'))[0],
+  };
+}
+
+export type RedemptionStore = ReturnType<typeof createRedemptionStore>;
