@@ -12,6 +12,16 @@ export default tseslint.config(
     },
   },
   {
+    // The developer portal's browser modules (served as is, no build step): browser globals only.
+    files: ['server/portal/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'navigator', 'fetch', 'FormData', 'XMLHttpRequest', 'URL', 'URLSearchParams', 'Blob', 'Node', 'setTimeout', 'clearTimeout', 'console'].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     // Tests read loosely-typed JSON bodies from the API on purpose.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

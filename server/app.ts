@@ -45,11 +45,13 @@ import { redeemPageRoutes } from './pages/redeem-routes.js';
 import { deliveryPageRoutes } from './pages/routes.js';
 import { createPayments } from './payments/index.js';
 import { createPaymentsStore } from './payments/store.js';
+import { createPortal } from './portal/index.js';
 import { redemptionRoutes } from './redemption/routes.js';
 import { createRedemption } from './redemption/service.js';
 import { createRedemptionStore } from './redemption/store.js';
 import type { Keyring } from './signing/keyring.js';
 import { signingRoutes } from './signing/routes.js';
+import { statsRoutes } from './stats/routes.js';
 import { createUpdateChecks } from './updates/checks.js';
 import { updateRoutes } from './updates/routes.js';
 import { createPushGuards } from './updates/rules.js';
@@ -124,6 +126,7 @@ export function createApp(deps: AppDeps) {
     ...signingRoutes(keyring),
     ...payments.routes,
     ...deliveryPageRoutes(payments.entitlements),
+    ...statsRoutes({ db, clock }),
     ...marketplaceRoutes(marketplace),
     ...redemptionRoutes(redemption),
     ...redeemPageRoutes(redemption, rateLimiter),
@@ -139,10 +142,14 @@ export function createApp(deps: AppDeps) {
 
   // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For.
   const app = new Koa({ proxy: config.trustProxy });
+  // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
+  const portal = createPortal({ config, db, clock, masterKey });
+  app.use(portal.acceptForwarded);
   app.use(metrics.middleware);
   app.use(requestLogging(log));
   app.use(errorHandler());
   app.use(limitUnhandledRequests(rateLimiter));
+  app.use(portal.middleware);
   app.use(ops.routes());
   app.use(api.routes());
   app.use(api.allowedMethods());

@@ -71,6 +71,11 @@ export function createLicensesStore(db: Db) {
         const q = db('licenses').where('licenses.developer_id', developerId);
         if (filter.app_id) q.where('licenses.app_id', filter.app_id);
         if (filter.status) whereStatus(q, filter.status, now);
+        if (filter.q) {
+          const term = filter.q;
+          const like = `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+          q.where((w) => w.where('licenses.license_key', term.toUpperCase()).orWhere('licenses.id', term).orWhereRaw('licenses.email ILIKE ?', [like]));
+        }
         return q;
       };
       const rows: (LicenseRead & { total: number })[] = await scoped()

@@ -204,7 +204,7 @@ describe('OpenAPI document', () => {
     expect(activateOp.requestBody.content['application/json'].schema.required).toEqual(expect.arrayContaining(['license_key', 'device_fingerprint']));
     expect(Object.keys(activateOp.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '429']));
     expect(paths['/v1/licenses/refresh'].post.requestBody.content['application/json'].schema.properties).toHaveProperty('token');
-    expect(paths['/v1/licenses'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['limit', 'offset', 'app_id', 'status']);
+    expect(paths['/v1/licenses'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['limit', 'offset', 'app_id', 'status', 'q']);
     for (const path of ['/v1/licenses/{license_id}', '/v1/licenses/{license_id}/revoke', '/v1/licenses/{license_id}/reset-devices', '/v1/public/keys']) {
       expect(paths).toHaveProperty([path]);
     }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLicense } from '../support/fixtures.js';
+import { expectError } from '../support/assertions.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { DAY_MS, tenant, type Tenant } from './world.js';
 
@@ -108,6 +109,25 @@ describe('create license', () => {
 });
 
 describe('list, get, revoke, reset', () => {
+  it('searches by license key or id (exact, any case) and by part of the email, within the developer\'s own licenses', async () => {
+    const mine = await tenant(server);
+    const other = await tenant(server);
+    const ada = await createLicense(mine.call, mine.dev, { app_id: mine.app.id, email: 'Ada.Lovelace@example.com' });
+    const bob = await createLicense(mine.call, mine.dev, { app_id: mine.app.id, email: 'bob@example.org' });
+    const foreign = await createLicense(other.call, other.dev, { app_id: other.app.id, email: 'ada@example.com' });
+    const search = async (q: string) =>
+      (await mine.call('GET', `/v1/licenses?q=${encodeURIComponent(q)}`, { apiKey: mine.dev.apiKey })).body.map((l: any) => l.license_id);
+
+    expect(await search(ada.license_key.toLowerCase())).toEqual([ada.license_id]);
+    expect(await search(bob.license_id)).toEqual([bob.license_id]);
+    expect(await search('LOVELACE')).toEqual([ada.license_id]);
+    expect(await search('example.')).toEqual([ada.license_id, bob.license_id]);
+    // LIKE wildcards are plain characters; another developer's license is never found.
+    expect(await search('%')).toEqual([]);
+    expect(await search(foreign.license_key)).toEqual([]);
+    expectError(await mine.call('GET', `/v1/licenses?q=${'x'.repeat(255)}`, { apiKey: mine.dev.apiKey }), 400, 'VALIDATION_FAILED');
+  });
+
   it('lists with app and lower-case status filters and pagination headers', async () => {
     const mine = await tenant(server);
     const secondApp = await mine.call('POST', '/v1/apps', { token: mine.dev.accessToken, body: { name: 'Second', platforms: ['mac-arm64'] } });

@@ -12,6 +12,7 @@ import { developerEmails } from './011_developer_emails.js';
 import { licenseSubscriptions } from './012_license_subscriptions.js';
 import { redemptionAndMarketplace } from './013_redemption_and_marketplace.js';
 import { entitlementWebhook } from './014_entitlement_webhook.js';
+import { portalSessions } from './015_portal_sessions.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions];

@@ -1,0 +1,417 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { generate } from 'otplib';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumMissingFor, launchChromium } from '../support/browser.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINE_VERSION } from '../../runtime-sdk/engine/version.js';
+import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
+import { startServerWithStripe } from '../support/stripe-server.js';
+import { activatedDevice, readyBuild, report } from '../updates/support.js';
+import type { Owner } from '../builds/support.js';
+import { SCREENSHOT_DIR } from './support.js';
+
+// The portal in headless Chromium: every page driven as a developer would, against a real server
+// and PostgreSQL. Screenshots of the main pages land in test-results/portal-screenshots/.
+const chromiumMissing = chromiumMissingFor('portal browser tests');
+
+const { stripe, server, call } = await startServerWithStripe();
+const TOTP_STEP_MS = 30_000;
+
+let browser: Browser;
+beforeAll(async () => {
+  if (chromiumMissing) return;
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** A fresh browser profile; console errors (a CSP refusal, an exception) are collected. */
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  // A step that fails says which, well inside the test's own timeout.
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    // A refused API call (a 404 "none yet", a 409 shown to the user) is logged by Chromium as a failed resource: expected.
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
+  });
+  page.on('pageerror', (err) => errors.push(err.message));
+  return { page, errors, close: () => context.close() };
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
+
+async function signInThroughPage(page: Page, dev: { email: string; password: string }) {
+  await page.goto(`${server.url}/portal`);
+  await page.fill('#signin-email', dev.email);
+  await page.fill('#signin-password', dev.password);
+  await page.click('#signin-submit');
+}
+
+async function signedInPage(dev: TestDeveloper) {
+  const p = await newPage();
+  await signInThroughPage(p.page, dev);
+  await p.page.waitForSelector('#nav:not([hidden])');
+  return p;
+}
+
+async function nextTotp(secret: string) {
+  server.clock.advance(TOTP_STEP_MS);
+  return generate({ secret, epoch: Math.floor(server.clock.now().getTime() / 1000) });
+}
+
+describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, () => {
+  it('signs in, sets up 2FA with a QR code and backup codes, and signs in again with a TOTP code, then a backup code', async () => {
+    const dev = await registerDeveloper(call);
+    const { page, errors, close } = await newPage();
+    await page.goto(`${server.url}/portal`);
+    await page.waitForSelector('#signin-form');
+    await shot(page, '01-sign-in');
+    // A wrong password: the error is shown next to the form, which keeps what was typed.
+    await page.fill('#signin-email', dev.email);
+    await page.fill('#signin-password', 'not-the-password');
+    await page.click('#signin-submit');
+    await expect.poll(() => page.textContent('#signin-error')).toMatch(/\w/);
+    expect(await page.inputValue('#signin-email')).toBe(dev.email);
+    await page.fill('#signin-password', dev.password);
+    await page.click('#signin-submit');
+    await page.waitForSelector('#nav:not([hidden])');
+
+    await page.click('a[href="#/settings"]');
+    await page.click('#setup-2fa');
+    await page.waitForSelector('#qr-code path');
+    const uri = await page.textContent('#provisioning-uri');
+    const secret = new URL(uri!).searchParams.get('secret')!;
+    expect(await page.textContent('#totp-secret')).toBe(secret);
+    const backupCodes = await page.locator('#backup-codes li').allTextContents();
+    expect(backupCodes).toHaveLength(10);
+    await shot(page, '02-two-factor-setup');
+    // A wrong code is refused in words; the right one turns 2FA on.
+    await page.fill('#confirm-2fa-code', '000000');
+    await page.click('#confirm-2fa');
+    await expect.poll(() => page.textContent('#confirm-2fa-error')).toMatch(/\w/);
+    await page.fill('#confirm-2fa-code', await nextTotp(secret));
+    await page.click('#confirm-2fa');
+    await expect.poll(() => page.textContent('#two-factor-status')).toMatch(/^On\. 10 backup codes left/);
+
+    // API key: shown once, copied.
+    await page.click('#rotate-api-key');
+    await page.click('#rotate-api-key-confirm, [data-confirm="yes"]');
+    await page.waitForSelector('#api-key');
+    const apiKey = (await page.textContent('#api-key'))!;
+    expect((await call('GET', '/v1/auth/me', { apiKey })).body.id).toBe(dev.id);
+    expect((await call('GET', '/v1/auth/me', { apiKey: dev.apiKey })).status).toBe(401);
+    await shot(page, '03-settings');
+
+    await page.click('#sign-out');
+    await page.waitForSelector('#signin-form');
+    await signInThroughPage(page, dev);
+    await page.waitForSelector('#signin-code-form');
+    await page.fill('#signin-code', await nextTotp(secret));
+    await page.click('#signin-code-submit');
+    await page.waitForSelector('#nav:not([hidden])');
+
+    // And with a backup code.
+    await page.click('#sign-out');
+    await page.waitForSelector('#signin-form');
+    await signInThroughPage(page, dev);
+    await page.waitForSelector('#signin-code-form');
+    await page.fill('#signin-code', backupCodes[0]!);
+    await page.click('#signin-code-submit');
+    await page.waitForSelector('#nav:not([hidden])');
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('creates an app, changes its settings, uploads a build that becomes READY, releases it, and deletes the app after typing its name', async () => {
+    const dev = await registerDeveloper(call);
+    const { page, errors, close } = await signedInPage(dev);
+    await page.click('a[href="#/apps"]');
+    // Refused first (no platform): the error is shown and the name stays.
+    await page.fill('#new-app-name', 'Notes <b>Pro</b>');
+    const checked = page.locator('#new-app-form input[type=checkbox]:checked');
+    while ((await checked.count()) > 0) await checked.first().uncheck();
+    await page.click('#new-app-submit');
+    await expect.poll(() => page.textContent('#new-app-error')).toMatch(/platforms/);
+    expect(await page.inputValue('#new-app-name')).toBe('Notes <b>Pro</b>');
+    await page.check('#new-app-form input[value="linux-x64"]');
+    await page.click('#new-app-submit');
+    await page.waitForSelector('#app-settings-form');
+    // Escaped: the name is text, not markup.
+    expect(await page.textContent('#app-name')).toBe('Notes <b>Pro</b>');
+    expect(await page.locator('#app-name b').count()).toBe(0);
+    const appId = (await page.textContent('#app-id'))!;
+
+    await page.fill('#app-grace', '96');
+    await page.fill('#app-download-limit', '25');
+    await page.fill('#app-product-key', 'notes-pro');
+    await page.click('#app-settings-save');
+    await expect.poll(() => page.textContent('#app-settings-notice')).toBe('Saved.');
+    const app = (await call('GET', `/v1/apps/${appId}`, { token: dev.accessToken })).body;
+    expect(app).toMatchObject({ offline_grace_hours: 96, download_limit: 25, product_key: 'notes-pro' });
+    // A refused change keeps what was typed and says why.
+    await page.fill('#app-price-id', 'prod_123');
+    await page.click('#app-settings-save');
+    await expect.poll(() => page.textContent('#app-settings-error')).toMatch(/Price ID/);
+    expect(await page.inputValue('#app-price-id')).toBe('prod_123');
+    await shot(page, '04-app-settings');
+
+    await page.click(`a[href="#/apps/${appId}/builds"]`);
+    await page.setInputFiles('#build-file', { name: 'notes.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(512 * 1024, 1) });
+    await page.fill('#build-version', '1.2.0');
+    await page.click('#build-upload');
+    await expect.poll(() => page.textContent('#build-upload-progress-text')).toMatch(/Uploaded/);
+    // The list follows the build by itself until READY.
+    const row = page.locator('#builds-table tbody tr').first();
+    await expect.poll(() => row.getAttribute('data-status'), { timeout: 20_000 }).toBe('READY');
+    await row.locator('[data-action=release]').click();
+    await expect.poll(() => row.locator('[data-action=unrelease]').count()).toBe(1);
+    await shot(page, '05-builds');
+    const buildId = (await row.getAttribute('data-build-id'))!;
+    expect((await call('GET', `/v1/apps/${appId}/builds/${buildId}`, { token: dev.accessToken })).body.released).toBe(true);
+    // Download: the signed link is a plain navigation.
+    const [download] = await Promise.all([page.waitForEvent('download'), row.locator('[data-action=download]').click()]);
+    expect((await download.path()) && download.suggestedFilename()).toBeTruthy();
+    // Replace with a signed package, uploaded with progress.
+    await row.locator('[data-action=signed-package-file]').setInputFiles({ name: 'notes-signed.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(4096, 2) });
+    await expect.poll(async () => (await call('GET', `/v1/apps/${appId}/builds/${buildId}`, { token: dev.accessToken })).body.signed_package_at, { timeout: 15_000 }).toBeTruthy();
+    await expect.poll(() => page.locator(`#builds-table tr[data-build-id="${buildId}"]`).textContent()).toContain('Signed package');
+    // A second build, deleted after confirming.
+    await page.setInputFiles('#build-file', { name: 'extra.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(1024, 3) });
+    await page.fill('#build-version', '1.3.0');
+    await page.click('#build-upload');
+    await expect.poll(() => page.locator('#builds-table tbody tr').count()).toBe(2);
+    const extra = page.locator('#builds-table tbody tr').first();
+    await expect.poll(() => extra.getAttribute('data-status'), { timeout: 20_000 }).toBe('READY');
+    const extraId = (await extra.getAttribute('data-build-id'))!;
+    await extra.locator('button:text("Delete")').click();
+    await extra.locator('[data-confirm="yes"]').click();
+    await expect.poll(() => page.locator('#builds-table tbody tr').count()).toBe(1);
+    expect((await call('GET', `/v1/apps/${appId}/builds/${extraId}`, { token: dev.accessToken })).status).toBe(404);
+
+    await page.click(`a[href="#/apps/${appId}/settings"]`);
+    await page.waitForSelector('#delete-app-confirm');
+    expect(await page.isDisabled('#delete-app')).toBe(true);
+    await page.fill('#delete-app-confirm', 'Notes');
+    expect(await page.isDisabled('#delete-app')).toBe(true);
+    await page.fill('#delete-app-confirm', 'Notes <b>Pro</b>');
+    await page.click('#delete-app');
+    await page.waitForURL(/#\/apps$/);
+    expect((await call('GET', `/v1/apps/${appId}`, { token: dev.accessToken })).status).toBe(404);
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('creates a license, finds it by search and status, opens it and revokes it', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Ledger' });
+    for (let i = 0; i < 22; i++) {
+      await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, email: `buyer${i}@example.com` } });
+    }
+    const { page, errors, close } = await signedInPage(dev);
+    await page.click('a[href="#/licenses"]');
+    await page.waitForSelector('#licenses-table');
+    expect(await page.textContent('#license-count')).toBe('1–20 of 22');
+    await page.click('#page-next');
+    await expect.poll(() => page.textContent('#license-count')).toBe('21–22 of 22');
+
+    await page.selectOption('#new-license-app', app.id);
+    await page.fill('#new-license-email', 'vip@example.com');
+    await page.fill('#new-license-devices', '3');
+    await page.click('#new-license-submit');
+    await page.waitForSelector('#new-license-key');
+    const key = (await page.textContent('#new-license-key'))!;
+
+    await page.fill('#filter-q', 'vip@');
+    await page.click('#filter-apply');
+    await expect.poll(() => page.textContent('#license-count')).toBe('1–1 of 1');
+    await page.fill('#filter-q', key.toLowerCase());
+    await page.click('#filter-apply');
+    await expect.poll(() => page.locator('#licenses-table tbody tr').count()).toBe(1);
+    await shot(page, '06-licenses');
+    await page.click(`#licenses-table a:text("${key}")`);
+    await page.waitForSelector('#license-detail');
+    expect(await page.textContent('#license-key')).toBe(key);
+
+    await page.click('#revoke-license');
+    await page.click('#license-detail [data-confirm="yes"]');
+    await expect.poll(() => page.textContent('#license-status')).toBe('REVOKED');
+    await shot(page, '07-license-detail');
+    const licenseId = page.url().split('/').pop()!;
+    expect((await call('GET', `/v1/licenses/${licenseId}`, { token: dev.accessToken })).body.status).toBe('REVOKED');
+
+    await page.goto(`${server.url}/portal#/licenses?status=revoked`);
+    await expect.poll(() => page.textContent('#license-count')).toBe('1–1 of 1');
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('pushes an update, shows its adoption as a chart, and explains a refused push in words', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Updater', platforms: ['linux-x64'] });
+    const o: Owner = { server, call, dev, app };
+    const older = await readyBuild(o, { version: '1.0.0' });
+    const build = await readyBuild(o, { version: '1.1.0' });
+    const license = (await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, device_limit: 10 } })).body;
+    const devices = [];
+    for (let i = 0; i < 5; i++) devices.push(await activatedDevice(o, license));
+    const oldEngine = { ...license };
+    const fingerprint = (await import('../support/fixtures.js')).randomFingerprint();
+    const activate = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: oldEngine.license_key, device_fingerprint: fingerprint, build_id: null, platform: 'linux-x64', engine_version: '1.0.0.0.0.100' },
+    });
+    expect(activate.status, JSON.stringify(activate.body)).toBe(200);
+    expect(ENGINE_VERSION).toBeTruthy();
+
+    const { page, errors, close } = await signedInPage(dev);
+    await page.goto(`${server.url}/portal#/apps/${app.id}/updates`);
+    await page.waitForSelector('#no-push');
+    await page.selectOption('#push-target', build.id);
+    await page.fill('#push-notes', 'Faster sync <and> fewer bugs');
+    await page.click('#push-submit');
+    await page.waitForSelector('#adoption-chart');
+
+    for (const d of devices.slice(0, 3)) expect((await report(o, d, 'installed', build.id)).status).toBe(204);
+    expect((await report(o, devices[3]!, 'skipped', build.id)).status).toBe(204);
+    await page.reload();
+    await page.waitForSelector('#adoption-chart');
+    const value = (key: string) => page.getAttribute(`#adoption-chart g[data-key="${key}"]`, 'data-value');
+    expect(await value('installed')).toBe('3');
+    expect(await value('skipped')).toBe('1');
+    expect(await value('pending')).toBe('1');
+    expect(await value('unable')).toBe('1');
+    expect(await page.textContent('#adoption-chart')).toContain('3 (50%)');
+    expect(await page.textContent('#active-push')).toContain('Faster sync <and> fewer bugs');
+    await shot(page, '08-update-push');
+
+    // Pushing an older build than the active target: refused, in words, next to the form.
+    await page.selectOption('#push-target', older.id);
+    await page.click('#push-submit');
+    await expect.poll(() => page.textContent('#push-error')).toMatch(/older than the target of the active push/);
+
+    await page.click('#clear-push');
+    await page.click('#active-push [data-confirm="yes"]');
+    await page.waitForSelector('#no-push');
+    expect((await call('GET', `/v1/apps/${app.id}/push-update`, { token: dev.accessToken })).body.push).toBeNull();
+
+    // The license page: its devices, a push to it alone (an older build is allowed there), reset devices.
+    await page.goto(`${server.url}/portal#/licenses/${license.license_id}`);
+    await page.waitForSelector('#devices-table');
+    expect(await page.locator('#devices-table tbody tr').count()).toBe(6);
+    await page.selectOption('#license-push-target', older.id);
+    await page.click('#license-push-submit');
+    await page.waitForSelector('#license-adoption-chart');
+    expect((await call('GET', `/v1/licenses/${license.license_id}/push-update`, { token: dev.accessToken })).body.push.target_build_id).toBe(older.id);
+    await page.click('#reset-devices');
+    await page.click('#license-detail [data-confirm="yes"]');
+    await expect.poll(() => page.textContent('#license-action-notice')).toBe('6 devices removed.');
+    await page.waitForSelector('#no-devices');
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('shows the sales section: connects the processor account and generates a payment link', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const account = stripe.addAccount();
+    const priceId = `price_portal${Date.now()}`;
+    stripe.addPrice(account, { id: priceId });
+    const app = await createApp(call, dev, { name: 'Seller' });
+    const { page, errors, close } = await signedInPage(dev);
+    await page.goto(`${server.url}/portal#/apps/${app.id}/sales`);
+    await page.waitForSelector('#connect-account-form');
+    await page.fill('#account-id', account);
+    await page.click('#connect-account');
+    await expect.poll(() => page.textContent('#account-status')).toContain(account);
+    // No Price ID yet: the refusal is shown in words.
+    await page.click('#generate-link');
+    await expect.poll(() => page.textContent('#payment-link-error')).toMatch(/\w/);
+    expect((await call('PUT', `/v1/apps/${app.id}`, { token: dev.accessToken, body: { price_id: priceId } })).status).toBe(200);
+    await page.click('#generate-link');
+    await page.waitForSelector('#payment-link-url');
+    const first = await page.textContent('#payment-link-url');
+    await page.click('#generate-link');
+    await expect.poll(() => page.textContent('#payment-link-url')).not.toBe(first);
+    await shot(page, '09-sales');
+    await page.click('#remove-link');
+    await page.click('#payment-link [data-confirm="yes"]');
+    await page.waitForSelector('#no-payment-link');
+
+    // Redemption codes: generate, save the CSV once, revoke one code, then Revoke All.
+    await page.fill('#batch-channel', 'appsumo');
+    await page.fill('#batch-quantity', '5');
+    await page.fill('#batch-label', '=Launch');
+    await page.click('#batch-submit');
+    await page.waitForSelector('#batch-download');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#batch-download')]);
+    expect(download.suggestedFilename()).toMatch(/^redemption-codes-.+\.csv$/);
+    const csv = fs.readFileSync((await download.path())!, 'utf8').trim().split(/\r?\n/);
+    expect(csv[0]).toBe('code,batch_id,channel,label');
+    expect(csv).toHaveLength(6);
+    expect(csv[1]).toContain("'=Launch");
+    await page.waitForSelector('#batch-downloaded');
+    expect(await page.locator('#batch-download').count()).toBe(0);
+    const row = page.locator('#batches-table tbody tr').first();
+    expect(await row.locator('[data-count=available]').textContent()).toBe('5');
+    await page.fill('#revoke-code', csv[1]!.split(',')[0]!);
+    await page.click('#revoke-code-submit');
+    await expect.poll(() => page.textContent('#revoke-code-notice')).toMatch(/revoked/);
+    await expect.poll(() => page.locator('#batches-table tbody tr [data-count=revoked]').first().textContent()).toBe('1');
+    // A code that does not exist: refused, in words.
+    await page.fill('#revoke-code', 'LK-ZZZZ-ZZZZ-ZZZZ');
+    await page.click('#revoke-code-submit');
+    await expect.poll(() => page.textContent('#batches-error')).toMatch(/\w/);
+    await row.locator('button:text("Revoke all")').click();
+    await row.locator('[data-confirm="yes"]').click();
+    await expect.poll(() => page.locator('#batches-table tbody tr [data-count=revoked]').first().textContent()).toBe('5');
+
+    // Entitlement webhook: enable (URL and secret shown once), rotate, disable.
+    await page.click('#enable-webhook');
+    await page.waitForSelector('#webhook-secret');
+    expect(await page.textContent('#webhook-url')).toMatch(/\/v1\/entitlement-webhooks\//);
+    const secret = await page.textContent('#webhook-secret');
+    await expect.poll(() => page.textContent('#webhook-status')).toBe('Enabled');
+    await page.click('#rotate-webhook');
+    await page.click('#entitlement-webhook [data-confirm="yes"]');
+    await expect.poll(async () => `${await page.textContent('#webhook-secret')} ${await page.textContent('#webhook-error')}`).not.toMatch(new RegExp(`^${secret} $`));
+    expect(await page.textContent('#webhook-error')).toBe('');
+    await shot(page, '10-sales-codes-and-webhook');
+    await page.click('#disable-webhook');
+    await page.click('#entitlement-webhook [data-confirm="yes"]');
+    await expect.poll(() => page.textContent('#webhook-status')).toMatch(/Disabled/);
+    expect((await call('GET', `/v1/apps/${app.id}/entitlement-webhook`, { token: dev.accessToken })).body.enabled).toBe(false);
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('shows the dashboard with activations, licenses sold and fees owed', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Metrics', platforms: ['linux-x64'] });
+    const o: Owner = { server, call, dev, app };
+    const license = (await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, device_limit: 5 } })).body;
+    for (let i = 0; i < 3; i++) await activatedDevice(o, license);
+    // A sold license: a redeemed code is charged the platform fee.
+    const batch = await call('POST', `/v1/apps/${app.id}/redemption-batches`, { token: dev.accessToken, body: { channel: 'appsumo', quantity: 2 } });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(201);
+    const redeemed = await call('POST', '/v1/public/redeem', { body: { code: batch.body.codes[0] } });
+    expect(redeemed.status, JSON.stringify(redeemed.body)).toBeLessThan(300);
+
+    const { page, errors, close } = await signedInPage(dev);
+    await page.waitForSelector('#chart-activations');
+    expect(await page.textContent('#stat-activations')).toBe('3');
+    expect(await page.textContent('#stat-sold')).toBe('1');
+    expect(await page.textContent('#fees-owed-usd')).toBe('$4.00');
+    const today = server.clock.now().toISOString().slice(0, 10);
+    expect(await page.getAttribute(`#chart-activations rect[data-date="${today}"]`, 'data-value')).toBe('3');
+    await shot(page, '00-dashboard');
+    expect(errors).toEqual([]);
+    await close();
+  });
+});

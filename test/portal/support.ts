@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+
+/** Where the browser tests leave screenshots of the main pages for a reviewer (git-ignored). */
+export const SCREENSHOT_DIR = path.resolve('test-results/portal-screenshots');
+fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+
+export interface PortalAnswer<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  setCookies: string[];
+}
+
+/**
+ * A browser as the portal sees it, over plain fetch: a cookie jar, the CSRF token of the current
+ * session, and an Origin header (a browser sends its page's origin with every state change).
+ */
+export class PortalClient {
+  readonly cookies = new Map<string, string>();
+  csrf = '';
+
+  constructor(
+    readonly baseUrl: string,
+    readonly origin: string | null = baseUrl,
+  ) {}
+
+  async send<T = any>(method: string, path: string, opts: { body?: unknown; headers?: Record<string, string>; csrf?: string | null; raw?: { data: Uint8Array<ArrayBuffer>; contentType: string } } = {}): Promise<PortalAnswer<T>> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const csrf = opts.csrf === undefined ? this.csrf : opts.csrf;
+    if (csrf) headers['x-csrf-token'] = csrf;
+    if (this.origin && method !== 'GET' && !('origin' in headers)) headers.origin = this.origin;
+    let body: string | Uint8Array<ArrayBuffer> | undefined;
+    if (opts.raw) {
+      body = opts.raw.data;
+      headers['content-type'] = opts.raw.contentType;
+    } else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body, redirect: 'manual' });
+    const setCookies = res.headers.getSetCookie();
+    for (const line of setCookies) {
+      const [pair] = line.split(';');
+      const eq = pair!.indexOf('=');
+      const name = pair!.slice(0, eq).trim();
+      const value = pair!.slice(eq + 1).trim();
+      if (!value || /max-age=0|expires=thu, 01 jan 1970/i.test(line)) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    const text = await res.text();
+    const parsed = text && (res.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : text;
+    return { status: res.status, body: parsed as T, headers: res.headers, setCookies };
+  }
+
+  /** GET /portal/session: the CSRF token for what follows. */
+  async refresh(): Promise<PortalAnswer> {
+    const res = await this.send('GET', '/portal/session');
+    expect(res.status).toBe(200);
+    this.csrf = res.body.csrf_token;
+    return res;
+  }
+
+  async signIn(email: string, password: string): Promise<PortalAnswer> {
+    await this.refresh();
+    const res = await this.send('POST', '/portal/session/login', { body: { email, password } });
+    if (res.body?.csrf_token) this.csrf = res.body.csrf_token;
+    return res;
+  }
+
+  /** The API through the portal's proxy. */
+  api<T = any>(method: string, apiPath: string, opts: Parameters<PortalClient['send']>[2] = {}) {
+    return this.send<T>(method, `/portal/api${apiPath}`, opts);
+  }
+}
+
+/** The attributes of one Set-Cookie line, lower-cased names. */
+export function cookieAttributes(line: string): { name: string; value: string; attrs: Map<string, string> } {
+  const [pair, ...rest] = line.split(';');
+  const eq = pair!.indexOf('=');
+  const attrs = new Map<string, string>();
+  for (const part of rest) {
+    const [k, ...v] = part.trim().split('=');
+    attrs.set(k!.toLowerCase(), v.join('='));
+  }
+  return { name: pair!.slice(0, eq).trim(), value: pair!.slice(eq + 1).trim(), attrs };
+}
