@@ -15,6 +15,8 @@ export interface Service {
   /** Resident memory of the process now, in bytes; NaN where /proc is missing. */
   rssBytes(): number;
   stop(): Promise<void>;
+  /** Kills the process outright (SIGKILL: no cleanup, as in a crash) and waits for it to be gone. */
+  kill(): Promise<void>;
 }
 
 const STARTUP_TIMEOUT_MS = 30_000;
@@ -22,12 +24,12 @@ const STOP_TIMEOUT_MS = 10_000;
 
 /**
  * Runs a TypeScript entry point (relative to the repo root) under tsx with `PORT` set to a free
- * loopback port, and resolves once that port accepts connections. Every service, Latchkey and
+ * loopback port (or `options.port`: a restarted service keeps its address), and resolves once that port accepts connections. Every service, Latchkey and
  * baselines alike, starts this same way so the comparison is fair. With BENCH_CPU_PROF=<dir>,
  * each writes V8 CPU profiles under <dir>/<name> when it stops.
  */
-export async function spawnService(name: string, entry: string, env: Record<string, string>): Promise<Service> {
-  const port = await freePort();
+export async function spawnService(name: string, entry: string, env: Record<string, string>, options: { port?: number } = {}): Promise<Service> {
+  const port = options.port ?? (await freePort());
   const profileDir = process.env.BENCH_CPU_PROF;
   // One directory per service: tsx's loader thread writes a profile of its own beside the main one.
   const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
@@ -57,6 +59,10 @@ export async function spawnService(name: string, entry: string, env: Record<stri
     cpuSeconds: () => processCpuSeconds(child.pid!),
     rssBytes: () => processRssBytes(child.pid!),
     stop: () => terminate(child, exited),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
   };
 }
 

@@ -14,6 +14,8 @@ export interface CallOptions {
   /** Sent as is, with the given content type (malformed JSON, wrong types); a stream goes chunked. */
   raw?: { data: RawBody; contentType: string };
   headers?: Record<string, string>;
+  /** Aborts the request (fetch rejects) after this long. */
+  timeoutMs?: number;
 }
 
 /** A thin client over fetch that returns status, parsed body and headers, never throwing on 4xx/5xx. */
@@ -31,7 +33,11 @@ export function client(baseUrl: string) {
       headers['content-type'] = 'application/json';
     }
     // Node's fetch needs `duplex` to send a streamed request body.
-    const res = await fetch(`${baseUrl}${path}`, { method, headers, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) });
+    const res = await fetch(`${baseUrl}${path}`, {
+      method, headers, body,
+      ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+      ...(opts.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(opts.timeoutMs) }),
+    });
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
