@@ -20,7 +20,7 @@ const MB = 1e6;
 /** What "flat" means here: a handful of 1 MiB buffers in flight, never a share of the package. */
 const MAX_RSS_GROWTH_MB = 64;
 
-type Target = 'sdk' | 'baseline';
+type Target = 'sdk' | 'baseline' | 'hash';
 
 interface Run {
   seconds: number;
@@ -105,17 +105,19 @@ function fetchHashAndWrite(url: string, file: string, sha256: string, length: nu
  * lookup, Range/ETag support, the file streamed by Koa); and the SDK process's memory while it
  * downloads, which must stay flat.
  *
- * The baseline does the same work with the least code: a bare node:http server streaming the same
- * file with its length (`baselines/artifact-stream.ts`), fetched with node:http, hashed with
- * node:crypto and written to disk (`fetchHashAndWrite`). An earlier baseline only hashed the file
- * from the page cache: no network, no server, no write, so it measured SHA-256 speed, not a
- * download, and the ratio mostly counted the kernel's socket and page-cache work that any download
- * does. Both servers run in their own processes (as in production; a server on the bench's event
- * loop would charge its work to the downloader), and both downloads write a fresh file, so the ratio
- * is what Latchkey and the SDK add over a plain download of the same bytes.
+ * Two baselines, measured in the same run. Issue 6's goal is against the first: node:crypto hashing
+ * the same file from disk (the page cache), which is SHA-256 speed alone: no network, no server, no
+ * write. On this 2-core machine a download cannot reach 0.8 of it: receiving the bytes over loopback
+ * and writing them to the page cache each cost about as much CPU as hashing them, and the server
+ * sending them shares the same cores. The second is what any download does, with the least code: a
+ * bare node:http server streaming the same file with its length (`baselines/artifact-stream.ts`),
+ * fetched with node:http, hashed with node:crypto and written to disk (`fetchHashAndWrite`); its
+ * ratio is what Latchkey and the SDK add over a plain download of the same bytes. Both servers run
+ * in their own processes (as in production; a server on the bench's event loop would charge its
+ * work to the downloader), and both downloads write a fresh file.
  */
 export default defineBench({
-  title: 'Download-plus-verify of a 1 GiB build by the SDK updater from Latchkey, against node:http fetching, hashing and writing the same file from a bare server',
+  title: 'Download-plus-verify of a 1 GiB build by the SDK updater from Latchkey, against node:crypto hashing the same file from disk, and node:http fetching, hashing and writing it from a bare server',
   async run(ctx) {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'latchkey-bench-update-'));
     try {
@@ -169,13 +171,17 @@ export default defineBench({
           await fs.rm(baselineFile, { force: true });
           return watched('node:http fetch+sha256+write from bare server', baseline, () => fetchHashAndWrite(`${baseline.url}/download`, baselineFile, sha256, PACKAGE_BYTES));
         },
+        hash: () =>
+          watched('node:crypto sha256 of the file from disk', baseline, async () => {
+            if ((await hashFile(file)) !== sha256) throw new Error('the package changed on disk');
+          }),
       };
-      const results: Record<Target, Run[]> = { sdk: [], baseline: [] };
+      const results: Record<Target, Run[]> = { sdk: [], baseline: [], hash: [] };
       let peakGrowth = 0;
       process.stderr.write(`  update-download: ${PACKAGE_BYTES / MIB} MiB: one unmeasured round, then ${settings.rounds} alternating rounds\n`);
       // Round -1 warms up; rounds then alternate which goes first, so neither always follows the other.
       for (let round = -1; round < settings.rounds; round++) {
-        for (const target of round % 2 === 0 ? (['sdk', 'baseline'] as const) : (['baseline', 'sdk'] as const)) {
+        for (const target of round % 2 === 0 ? (['sdk', 'baseline', 'hash'] as const) : (['hash', 'baseline', 'sdk'] as const)) {
           const run = await steps[target]();
           if (round >= 0) results[target].push(run);
           if (target === 'sdk') peakGrowth = Math.max(peakGrowth, run.rssGrowth);
@@ -192,20 +198,22 @@ export default defineBench({
       };
       const ours = rate(results.sdk);
       const base = rate(results.baseline);
+      const hashOnly = rate(results.hash);
       const growth = peakGrowth / MB;
       process.stdout.write(
         `update-download: ${PACKAGE_BYTES / MIB} MiB: sdk from latchkey ${ours.toFixed(0)} MB/s (min/median/max ${spread(results.sdk)}; client ${cpu(results.sdk).toFixed(2)}, server ${serverCpu(results.sdk).toFixed(2)} CPU ms/MB), ` +
           `baseline ${base.toFixed(0)} MB/s (${spread(results.baseline)}; client ${cpu(results.baseline).toFixed(2)}, server ${serverCpu(results.baseline).toFixed(2)} CPU ms/MB), ratio ${(ours / base).toFixed(2)}; ` +
+          `node:crypto hashing from disk ${hashOnly.toFixed(0)} MB/s (${spread(results.hash)}), ratio ${(ours / hashOnly).toFixed(2)}; ` +
           `SDK peak RSS growth while downloading ${growth.toFixed(1)} MB\n`,
       );
       // One "request" is one whole download: p50/p99 are download times, server CPU is per download.
       ctx.record(
-        (['sdk', 'baseline'] as const).map((target) => {
+        (['sdk', 'baseline', 'hash'] as const).map((target) => {
           const runs = results[target];
           const ms = runs.map((r) => r.seconds * 1000).sort((a, b) => a - b);
           return {
-            case: `GET ${PACKAGE_BYTES / MIB} MiB, SHA-256, to disk`,
-            target: target === 'sdk' ? 'sdk from latchkey' : 'baseline',
+            case: `${PACKAGE_BYTES / MIB} MiB, SHA-256`,
+            target: { sdk: 'sdk GET from latchkey, to disk', baseline: 'node:http GET, to disk', hash: 'node:crypto from disk' }[target],
             requestsPerSecond: runs.length / sum(runs, (r) => r.seconds),
             p50Ms: ms[Math.floor((ms.length - 1) / 2)]!,
             p99Ms: ms.at(-1)!,
@@ -215,7 +223,8 @@ export default defineBench({
           };
         }),
       );
-      ctx.expect({ name: 'download+verify throughput vs a plain fetch+hash+write', wanted: 'ratio >= 0.80', measured: `${(ours / base).toFixed(2)} (${ours.toFixed(0)} vs ${base.toFixed(0)} MB/s)`, met: ours / base >= 0.8 });
+      ctx.expect({ name: 'download+verify vs node:crypto hashing the file from disk (issue 6)', wanted: 'ratio >= 0.80', measured: `${(ours / hashOnly).toFixed(2)} (${ours.toFixed(0)} vs ${hashOnly.toFixed(0)} MB/s)`, met: ours / hashOnly >= 0.8 });
+      ctx.expect({ name: 'download+verify vs a plain fetch+hash+write', wanted: 'ratio >= 0.80', measured: `${(ours / base).toFixed(2)} (${ours.toFixed(0)} vs ${base.toFixed(0)} MB/s)`, met: ours / base >= 0.8 });
       ctx.expect({ name: 'SDK peak RSS growth while downloading', wanted: `< ${MAX_RSS_GROWTH_MB} MB`, measured: `${growth.toFixed(1)} MB`, met: growth < MAX_RSS_GROWTH_MB });
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
