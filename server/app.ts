@@ -87,7 +87,7 @@ export function createApp(deps: AppDeps) {
   const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue, pushGuards });
   // Side effects of a sale (the platform fee's report, emails) are jobs queued in the sale's transaction.
   const fees = createFeeLedger({ queue, clock });
-  const outbox = createEmailOutbox({ queue });
+  const outbox = createEmailOutbox();
   const wakeJobs = () => queue.wake();
   const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs });
   // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.

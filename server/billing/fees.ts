@@ -70,11 +70,8 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
         report_idempotency_key: feeIdempotencyKey(request.licenseId),
         collected_by: collectedBy,
         ...(byApplicationFee && { report_status: 'not_reported', report_detail: 'collected by the processor as the sale\'s application fee' }),
-      });
-      if (!charged) return 'already_charged';
-      if (byApplicationFee) return 'charged';
-      await queue.enqueue(trx, FEE_REPORT_JOB.kind, feeReportPayload(request.licenseId), { maxAttempts: FEE_REPORT_JOB.maxAttempts });
-      return 'charged';
+      }, byApplicationFee ? undefined : { kind: FEE_REPORT_JOB.kind, payload: feeReportPayload(request.licenseId), maxAttempts: FEE_REPORT_JOB.maxAttempts });
+      return charged ? 'charged' : 'already_charged';
     },
 
     /**

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { Db } from '../db/knex.js';
+import { hotQuery, type Db } from '../db/knex.js';
+import type { JobKind, JobPayloads } from '../jobs/queue.js';
 import type { FeeCollection } from './fees.js';
 
 /** Where a fee's usage event to the payment processor stands: one closed list (the table's CHECK matches). */
@@ -31,17 +32,52 @@ export interface PendingFeeReport {
 
 /** Knex queries of the fee ledger; each runs on the connection it is given. */
 
-/** True when this call charged the license; false when it had been charged before. */
-export async function insertFeeOnce(trx: Knex.Transaction, fee: NewLicenseFee): Promise<boolean> {
-  // Concurrent inserts of one license wait on each other's primary key, then all but one do nothing.
-  const rows = await trx('license_fees').insert(fee).onConflict('license_id').ignore().returning('license_id');
+/** The job that reports a fee to the payment processor, inserted with the fee. */
+export interface FeeReportJob {
+  kind: JobKind;
+  payload: JobPayloads[JobKind];
+  maxAttempts: number;
+}
+
+/**
+ * Charges the license (and queues `job`, when given, with it) in one statement: once a license is
+ * sold, on every sale. Concurrent inserts of one license wait on each other's primary key, then all
+ * but one do nothing, their job included. True when this call charged the license.
+ */
+const INSERT_FEE_ONCE_SQL = `
+  WITH fee AS (
+    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by, report_status, report_detail)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10::text, 'pending'), $11)
+    ON CONFLICT (license_id) DO NOTHING
+    RETURNING license_id
+  ), job AS (
+    INSERT INTO jobs (kind, payload, max_attempts) SELECT $12::text, $13::jsonb, $14::integer FROM fee WHERE $12::text IS NOT NULL
+  )
+  SELECT license_id FROM fee`;
+
+export async function insertFeeOnce(trx: Knex.Transaction, fee: NewLicenseFee, job?: FeeReportJob): Promise<boolean> {
+  const rows = await hotQuery(
+    trx,
+    INSERT_FEE_ONCE_SQL,
+    [
+      fee.license_id, fee.developer_id, fee.app_id, fee.amount_cents, fee.currency, fee.source, fee.charged_at, fee.report_idempotency_key,
+      fee.collected_by, fee.report_status ?? null, fee.report_detail ?? null, job?.kind ?? null, job ? JSON.stringify(job.payload) : null, job?.maxAttempts ?? null,
+    ],
+    'fees.insert_once',
+  );
   return rows.length > 0;
 }
 
+// The fee report job runs once per license sold: its two statements are prepared (hotQuery).
+
 export async function findPendingFeeReport(db: Db, licenseId: string): Promise<PendingFeeReport | undefined> {
-  return db('license_fees')
-    .where({ license_id: licenseId, report_status: 'pending' })
-    .first('license_id', 'developer_id', 'amount_cents', 'currency', 'report_idempotency_key');
+  const rows = await hotQuery<PendingFeeReport>(
+    db,
+    `SELECT license_id, developer_id, amount_cents, currency, report_idempotency_key FROM license_fees WHERE license_id = $1 AND report_status = 'pending'`,
+    [licenseId],
+    'fees.find_pending_report',
+  );
+  return rows[0];
 }
 
 /**
@@ -58,7 +94,10 @@ export async function reopenUnbilledFees(trx: Knex.Transaction, developerId: str
 
 /** Settles a pending report only: a report settled by an earlier attempt keeps its outcome. */
 export async function settleFeeReport(db: Db, licenseId: string, status: Exclude<FeeReportStatus, 'pending'>, detail: string | null, at: Date): Promise<void> {
-  await db('license_fees')
-    .where({ license_id: licenseId, report_status: 'pending' })
-    .update({ report_status: status, report_detail: detail, reported_at: status === 'reported' ? at : null });
+  await hotQuery(
+    db,
+    `UPDATE license_fees SET report_status = $2, report_detail = $3, reported_at = $4 WHERE license_id = $1 AND report_status = 'pending'`,
+    [licenseId, status, detail, status === 'reported' ? at : null],
+    'fees.settle_report',
+  );
 }

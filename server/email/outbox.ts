@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { newId } from '../crypto/secrets.js';
-import type { JobKind, JobPayloads, JobQueue } from '../jobs/queue.js';
+import type { JobKind, JobPayloads } from '../jobs/queue.js';
 import { renderDeliveryEmail, type DeliveryDetails } from './delivery-message.js';
 import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
 import { insertEmailOnce, type NewOutboxEmail } from './store.js';
@@ -42,14 +42,9 @@ export function deliveryEmail(request: DeliveryEmailRequest): NewOutboxEmail {
 }
 
 /** Emails are written to the outbox in the caller's transaction and sent by the `send_email` job. */
-export function createEmailOutbox(deps: { queue: JobQueue }) {
-  const { queue } = deps;
-
-  async function queueOnce(trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> {
-    const queued = await insertEmailOnce(trx, email);
-    if (queued) await queue.enqueue(trx, SEND_EMAIL_JOB.kind, sendEmailPayload(email.id), { maxAttempts: SEND_EMAIL_JOB.maxAttempts });
-    return queued;
-  }
+export function createEmailOutbox() {
+  const queueOnce = (trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> =>
+    insertEmailOnce(trx, email, { kind: SEND_EMAIL_JOB.kind, payload: sendEmailPayload(email.id), maxAttempts: SEND_EMAIL_JOB.maxAttempts });
 
   return {
     /**

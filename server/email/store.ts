@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { Db } from '../db/knex.js';
+import { hotQuery, type Db } from '../db/knex.js';
+import type { JobKind, JobPayloads } from '../jobs/queue.js';
 
 /** Every kind of email the service sends: one closed list (the table's CHECK matches). */
 export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed'] as const;
@@ -31,9 +32,33 @@ export interface QueuedEmail {
 
 /** Knex queries of the outbox; each runs on the connection it is given (a transaction, mostly). */
 
-/** True when queued now; false when the same email (its dedupe key) was queued before. */
-export async function insertEmailOnce(trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> {
-  const rows = await trx('email_outbox').insert(email).onConflict('dedupe_key').ignore().returning('id');
+/** The outbox row and the job that sends it, in one statement (once per dedupe key, job included). */
+const INSERT_EMAIL_ONCE_SQL = `
+  WITH email AS (
+    INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id
+  ), job AS (
+    INSERT INTO jobs (kind, payload, max_attempts) SELECT $11::text, $12::jsonb, $13::integer FROM email
+  )
+  SELECT id FROM email`;
+
+/** Queues the email with the job `send` that sends it; true when queued now, false when the same email (its dedupe key) was queued before. */
+export async function insertEmailOnce(
+  trx: Knex.Transaction,
+  email: NewOutboxEmail,
+  send: { kind: JobKind; payload: JobPayloads[JobKind]; maxAttempts: number },
+): Promise<boolean> {
+  const rows = await hotQuery(
+    trx,
+    INSERT_EMAIL_ONCE_SQL,
+    [
+      email.id, email.developer_id, email.app_id, email.license_id, email.kind, email.recipient, email.subject, email.text_body, email.html_body,
+      email.dedupe_key, send.kind, JSON.stringify(send.payload), send.maxAttempts,
+    ],
+    'email.insert_once',
+  );
   return rows.length > 0;
 }
 

@@ -59,6 +59,12 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
   let timer: NodeJS.Timeout | undefined;
   let filling: Promise<void> | undefined;
   let fillAgain = false;
+  /**
+   * Whether a claim may find a due job: false once one found none, until a job is enqueued here
+   * (queue.wake), the poll comes round (other processes' jobs, retries coming due) or a slot was
+   * full when jobs were left. Saves the empty claim after every job when jobs come one at a time.
+   */
+  let backlog = true;
 
   async function claim(): Promise<ClaimedJob | undefined> {
     // Lease times are the database's clock, the one every process shares.
@@ -79,13 +85,15 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
 
   /** Only while this runner still holds the job: a runner that lost its lease changes nothing. */
   const mine = (id: number) => db('jobs').where({ id, locked_by: runnerId });
+  /** The end of every job that ran (done or given up): the one statement each job always costs, prepared. */
+  const finish = (id: number) => hotQuery(db, 'DELETE FROM jobs WHERE id = $1 AND locked_by = $2', [id, runnerId], 'jobs.finish');
 
   async function execute(job: ClaimedJob, abort: AbortController): Promise<void> {
     const handler = handlers.get(job.kind)!;
     if (job.attempts > job.max_attempts) {
       // The previous attempts ended without a word: their runners died mid-job.
       await handler.giveUp(job.payload, job.last_error ?? `processing was interrupted ${job.max_attempts} times`);
-      await mine(job.id).delete();
+      await finish(job.id);
       return;
     }
     const heartbeat = setInterval(() => {
@@ -99,7 +107,7 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
     }, (leaseSeconds * 1000) / 3);
     try {
       await handler.run(job.payload, { attempt: job.attempts, signal: abort.signal });
-      await mine(job.id).delete();
+      await finish(job.id);
     } catch (err) {
       if (abort.signal.aborted) {
         // Interrupted by stop(): handed back without spending an attempt.
@@ -110,7 +118,7 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
       log.warn({ err, job: job.id, kind: job.kind, attempt: job.attempts }, 'job failed');
       if (job.attempts >= job.max_attempts) {
         await handler.giveUp(job.payload, reason);
-        await mine(job.id).delete();
+        await finish(job.id);
         return;
       }
       const delaySeconds = Math.min(MAX_RETRY_DELAY_SECONDS, 5 * 2 ** (job.attempts - 1));
@@ -129,13 +137,16 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
   async function fill(): Promise<void> {
     while (!stopped && running.size < options.concurrency) {
       const job = await claim();
-      if (!job) return;
+      if (!job) {
+        backlog = false;
+        return;
+      }
       const abort = new AbortController();
       const done = execute(job, abort)
         .catch((err) => log.error({ err, job: job.id }, 'job bookkeeping failed; its lease will lapse and it will run again'))
         .finally(() => {
           running.delete(job.id);
-          wake();
+          if (backlog) wake();
         });
       running.set(job.id, { abort, done });
     }
@@ -158,15 +169,20 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
       });
   }
 
-  deps.queue.onWake(wake);
+  /** Something may be due: look. */
+  const look = () => {
+    backlog = true;
+    wake();
+  };
+  deps.queue.onWake(look);
 
   return {
     start() {
       if (!stopped) return;
       stopped = false;
-      timer = setInterval(wake, pollMs);
+      timer = setInterval(look, pollMs);
       timer.unref();
-      wake();
+      look();
     },
     async stop() {
       stopped = true;

@@ -7,7 +7,7 @@ import { systemClock } from '../../server/clock.js';
 import { createEmailOutbox, type DeliveryEmailRequest } from '../../server/email/outbox.js';
 import { sendEmailJob } from '../../server/email/send-job.js';
 import { createEmailTransport } from '../../server/email/transport.js';
-import { createJobQueue, type JobQueue } from '../../server/jobs/queue.js';
+import { createJobQueue } from '../../server/jobs/queue.js';
 import { createJobRunner, type JobRunner } from '../../server/jobs/runner.js';
 import { createLicense } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -26,9 +26,9 @@ interface OutboxRow {
 }
 
 /** A paid license created through the API, and a way to queue its delivery email like fulfilment will. */
-async function sale(server: TestServer, t: Tenant, queue: JobQueue) {
+async function sale(server: TestServer, t: Tenant) {
   const license = await createLicense(t.call, t.dev, { app_id: t.app.id });
-  const outbox = createEmailOutbox({ queue });
+  const outbox = createEmailOutbox();
   const request = (recipient: string): DeliveryEmailRequest => ({
     developerId: t.dev.id,
     appId: t.app.id,
@@ -54,8 +54,7 @@ describe('delivery email through the server (SMTP)', () => {
   let smtp: FakeSmtp;
   let server: TestServer;
   let t: Tenant;
-  // The server's runner finds jobs queued here by polling the jobs table.
-  const queue = createJobQueue();
+  // The server's runner finds the jobs queued here by polling the jobs table.
 
   beforeAll(async () => {
     smtp = await startFakeSmtp();
@@ -70,7 +69,7 @@ describe('delivery email through the server (SMTP)', () => {
   const receivedWith = (key: string) => smtp.received.map(decodeQuotedPrintable).filter((m) => m.includes(key));
 
   it('sends the key, the download link and getting-started text to the customer, then marks the email sent', async () => {
-    const s = await sale(server, t, queue);
+    const s = await sale(server, t);
     expect(await s.queue('buyer@example.com')).toBe(true);
     const row = await sentRow(s.rows);
     expect(row).toMatchObject({ attempts: 1, last_error: null, sent_at: expect.any(Date) });
@@ -89,7 +88,7 @@ describe('delivery email through the server (SMTP)', () => {
   });
 
   it('queues the same delivery once whatever the retries, and sends it once', async () => {
-    const s = await sale(server, t, queue);
+    const s = await sale(server, t);
     const outcomes = await Promise.all([s.queue('twice@example.com'), s.queue('twice@example.com'), s.queue('Twice@Example.com ')]);
     expect(outcomes.filter(Boolean)).toHaveLength(1);
     await sentRow(s.rows);
@@ -107,7 +106,7 @@ describe('delivery email through the server (SMTP)', () => {
   });
 
   it('retries a transient refusal and sends the email once', async () => {
-    const s = await sale(server, t, queue);
+    const s = await sale(server, t);
     smtp.answerNext({ code: 451, message: 'try again later' });
     await s.queue('later@example.com');
     const failedOnce = await eventually('the first attempt to fail', async () => (await s.rows()).find((r) => r.attempts === 1 && r.last_error));
@@ -125,7 +124,6 @@ describe('delivery email through the server (SMTP)', () => {
 describe('delivery email without SMTP', () => {
   let server: TestServer;
   let t: Tenant;
-  const queue = createJobQueue();
 
   beforeAll(async () => {
     server = await startTestServer();
@@ -134,7 +132,7 @@ describe('delivery email without SMTP', () => {
   afterAll(() => server.close());
 
   it('writes an .eml file into the data directory that a mail client opens', async () => {
-    const s = await sale(server, t, queue);
+    const s = await sale(server, t);
     await s.queue('laptop@example.com');
     const row = await sentRow(s.rows);
     const dir = path.join(server.dataDir, 'outbox');
@@ -180,7 +178,7 @@ describe('mail server refusals, as the logs see them', () => {
   });
 
   it('fails an email the server refuses for good at once, with the reason and without the address', async () => {
-    const s = await sale(server, t, queue);
+    const s = await sale(server, t);
     smtp.answerNext({ code: 550, message: 'mailbox unavailable for refused@example.com' });
     await s.queue('refused@example.com');
     queue.wake();
@@ -198,7 +196,7 @@ describe('mail server refusals, as the logs see them', () => {
   });
 
   it('logs a transient failure and the retry without the key, the address or the body', async () => {
-    const s = await sale(server, t, queue);
+    const s = await sale(server, t);
     smtp.answerNext({ code: 421, message: 'closing for maintenance' });
     await s.queue('retried@example.com');
     queue.wake();
