@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext } from 'playwright-core';
-import { chromiumMissingFor, launchChromium } from '../support/browser.js';
+import { chromiumMissingFor, chromiumWithClipboard } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { newSessionId, startFakeStripe } from '../support/fake-stripe.js';
@@ -22,9 +22,7 @@ let browser: Browser;
 let context: BrowserContext;
 beforeAll(async () => {
   if (chromiumMissing) return;
-  browser = await launchChromium();
-  context = await browser.newContext();
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  ({ browser, context } = await chromiumWithClipboard(server.url));
 });
 afterAll(async () => {
   await browser?.close();

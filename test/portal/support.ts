@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
+import { requestBody } from '../support/http.js';
 
 /** Where the browser tests leave screenshots of the main pages for a reviewer (git-ignored). */
 export const SCREENSHOT_DIR = path.resolve('test-results/portal-screenshots');
@@ -32,14 +33,7 @@ export class PortalClient {
     const csrf = opts.csrf === undefined ? this.csrf : opts.csrf;
     if (csrf) headers['x-csrf-token'] = csrf;
     if (this.origin && method !== 'GET' && !('origin' in headers)) headers.origin = this.origin;
-    let body: string | Uint8Array<ArrayBuffer> | undefined;
-    if (opts.raw) {
-      body = opts.raw.data;
-      headers['content-type'] = opts.raw.contentType;
-    } else if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body);
-      headers['content-type'] = 'application/json';
-    }
+    const body = requestBody(opts, headers);
     const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body, redirect: 'manual' });
     const setCookies = res.headers.getSetCookie();
     for (const line of setCookies) {

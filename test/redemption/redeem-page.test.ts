@@ -1,5 +1,5 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { chromiumMissingFor, launchChromium } from '../support/browser.js';
+import { chromiumMissingFor, chromiumWithClipboard } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tenant } from '../licensing/world.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -16,9 +16,7 @@ let browser: Browser;
 let context: BrowserContext;
 beforeAll(async () => {
   if (chromiumMissing) return;
-  browser = await launchChromium();
-  context = await browser.newContext();
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  ({ browser, context } = await chromiumWithClipboard(server.url));
 });
 afterAll(async () => {
   await browser?.close();

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 
 /** Debian's Chromium, which the hosted-page tests drive (`.ci/run` installs it). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -13,3 +13,11 @@ export function chromiumMissingFor(what: string): boolean {
 
 /** Headless, without the sandbox (CI runs as root, which Chromium's sandbox refuses). */
 export const launchChromium = (): Promise<Browser> => chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+
+/** A browser and a context that may use the clipboard at `origin` (the pages' copy buttons). */
+export async function chromiumWithClipboard(origin: string): Promise<{ browser: Browser; context: BrowserContext }> {
+  const browser = await launchChromium();
+  const context = await browser.newContext();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  return { browser, context };
+}

@@ -18,20 +18,24 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** The request's body, `raw` as is or `body` as JSON, with its content type set in `headers`. */
+export function requestBody(opts: Pick<CallOptions, 'raw' | 'body'>, headers: Record<string, string>): RawBody | undefined {
+  if (opts.raw) {
+    headers['content-type'] = opts.raw.contentType;
+    return opts.raw.data;
+  }
+  if (opts.body === undefined) return undefined;
+  headers['content-type'] = 'application/json';
+  return JSON.stringify(opts.body);
+}
+
 /** A thin client over fetch that returns status, parsed body and headers, never throwing on 4xx/5xx. */
 export function client(baseUrl: string) {
   return async function call<T = any>(method: string, path: string, opts: CallOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
-    let body: RawBody | undefined;
-    if (opts.raw) {
-      body = opts.raw.data;
-      headers['content-type'] = opts.raw.contentType;
-    } else if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body);
-      headers['content-type'] = 'application/json';
-    }
+    const body = requestBody(opts, headers);
     // Node's fetch needs `duplex` to send a streamed request body.
     const res = await fetch(`${baseUrl}${path}`, {
       method, headers, body,
