@@ -52,6 +52,8 @@ import { createRedemptionStore } from './redemption/store.js';
 import type { Keyring } from './signing/keyring.js';
 import { signingRoutes } from './signing/routes.js';
 import { statsRoutes } from './stats/routes.js';
+import { createStatsService } from './stats/service.js';
+import { createStatsStore } from './stats/store.js';
 import { createUpdateChecks } from './updates/checks.js';
 import { updateRoutes } from './updates/routes.js';
 import { createPushGuards } from './updates/rules.js';
@@ -126,7 +128,7 @@ export function createApp(deps: AppDeps) {
     ...signingRoutes(keyring),
     ...payments.routes,
     ...deliveryPageRoutes(payments.entitlements),
-    ...statsRoutes({ db, clock }),
+    ...statsRoutes(createStatsService({ store: createStatsStore(db), clock })),
     ...marketplaceRoutes(marketplace),
     ...redemptionRoutes(redemption),
     ...redeemPageRoutes(redemption, rateLimiter),

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { effectivePlan, type Plan } from '../accounts/plan.js';
-import type { LicenseType } from '../licenses/rules.js';
+import type { LicenseRow } from '../licenses/store.js';
 
 /** The developer's app a channel sells, with what selling needs of it and its owner's plan now. */
 export interface ChannelApp {
@@ -20,21 +20,13 @@ export const channelApp = (q: Knex, developerId: string, appId: string, now: Dat
     .first<ChannelApp | undefined>('apps.id', 'apps.developer_id', 'apps.name', 'apps.delivery_mode', 'apps.default_device_limit', effectivePlan(q, now));
 
 /** A license sold through a channel (marketplace provisioning, code redemption). */
-export interface NewSoldLicense {
-  id: string;
-  developer_id: string;
-  app_id: string;
-  license_key: string;
-  license_type: LicenseType;
-  device_limit: number;
-  email: string | null;
-  expires_at: Date | null;
-  features: Record<string, unknown>;
-  /** The channel that sold it. */
-  source: string;
+export type NewSoldLicense = Pick<
+  LicenseRow,
+  'id' | 'developer_id' | 'app_id' | 'license_key' | 'license_type' | 'device_limit' | 'email' | 'expires_at' | 'features' | 'source'
+> & {
   /** Set by marketplace provisioning: one license per order and app. */
   marketplace_order_id: string | null;
-}
+};
 
 /**
  * Inserts the license unless its app already has one for the same marketplace order: answers the

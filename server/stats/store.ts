@@ -50,3 +50,5 @@ export function createStatsStore(db: Db) {
     },
   };
 }
+
+export type StatsStore = ReturnType<typeof createStatsStore>;

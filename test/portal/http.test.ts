@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../server/crypto/secrets.js';
-import { createApp, registerDeveloper } from '../support/fixtures.js';
+import { createApp, randomFingerprint, registerDeveloper, setPlan } from '../support/fixtures.js';
 import { client, formData } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 import { cookieAttributes, PortalClient } from './support.js';
@@ -278,6 +278,28 @@ describe('GET /v1/stats (the dashboard)', () => {
     expect(theirs.body.licenses_created.every((d: any) => d.count === 0)).toBe(true);
     expect((await call('GET', `/v1/stats?app_id=${appA.id}`, { token: b.accessToken })).status).toBe(404);
     for (const bad of ['days=0', 'days=400', 'days=abc']) expect((await call('GET', `/v1/stats?${bad}`, { token: a.accessToken })).status).toBe(400);
+  });
+
+  it('counts activations by first-seen day, licenses sold and the fees still owed, for one app when asked', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev);
+    const other = await createApp(call, dev);
+    const batch = await call('POST', `/v1/apps/${app.id}/redemption-batches`, { token: dev.accessToken, body: { channel: 'appsumo', quantity: 1 } });
+    const redeemed = await call('POST', '/v1/public/redeem', { body: { code: batch.body.codes[0] } });
+    expect(redeemed.status).toBe(201);
+    const activated = await call('POST', '/v1/licenses/activate', { body: { license_key: redeemed.body.license_key, device_fingerprint: randomFingerprint(), build_id: null } });
+    expect(activated.status).toBe(200);
+
+    const today = server.clock.now().toISOString().slice(0, 10);
+    const stats = (await call('GET', `/v1/stats?days=3&app_id=${app.id}`, { token: dev.accessToken })).body;
+    expect(stats.activations.at(-1)).toEqual({ date: today, count: 1 });
+    expect(stats.licenses_sold.at(-1)).toEqual({ date: today, count: 1 });
+    // Without a payment processor the fee stays in the ledger, not reported: owed.
+    expect(stats.fees).toEqual([{ currency: 'usd', period_cents: 400, period_licenses: 1, unbilled_cents: 400 }]);
+    const otherApp = (await call('GET', `/v1/stats?days=3&app_id=${other.id}`, { token: dev.accessToken })).body;
+    expect(otherApp.activations.at(-1)).toEqual({ date: today, count: 0 });
+    expect(otherApp.fees).toEqual([]);
   });
 });
 
