@@ -1,18 +1,6 @@
-import { z } from 'zod';
+import type { Settings } from './config.js';
+import { ApiError, CliError, EXIT, exitCodeForStatus, SIGN_IN_HINT } from './errors.js';
 import { multipartBody, type MultipartUpload } from './multipart-body.js';
-
-const MISSING_API_KEY = 'is not set; create an API key in the portal or with POST /v1/auth/api-keys/rotate';
-
-/** The CLI's settings come from the environment, like the server's; checked once, on first use. */
-const CliEnv = z.object({
-  LATCHKEY_URL: z.url({ error: 'must be a URL such as https://licenses.example.com' }).default('http://127.0.0.1:8080'),
-  LATCHKEY_API_KEY: z.string({ error: MISSING_API_KEY }).min(1, MISSING_API_KEY),
-});
-
-const ErrorBody = z.object({ detail: z.string(), error_code: z.string() });
-
-/** A failure to show the user as is: the server's detail, or what went wrong reaching it. */
-export class CliError extends Error {}
 
 export interface ApiResponse {
   body: unknown;
@@ -25,33 +13,45 @@ export interface ApiClient {
   upload(method: 'POST' | 'PUT', path: string, upload: MultipartUpload): Promise<ApiResponse>;
 }
 
-export function apiClientFromEnv(env: Record<string, string | undefined>): ApiClient {
-  let settings: z.infer<typeof CliEnv> | undefined;
-  const configured = () => {
-    if (!settings) {
-      const parsed = CliEnv.safeParse(env);
-      if (!parsed.success) throw new CliError(parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; '));
-      settings = parsed.data;
-    }
-    return settings;
-  };
+/** fetch, with a refused connection or a bad address said as what it is. */
+export async function reach(url: string, init: RequestInit): Promise<Response> {
+  try {
+    // Node's fetch needs `duplex` to send a streamed body.
+    return await fetch(url, { ...init, ...(init.body instanceof ReadableStream ? { duplex: 'half' } : {}) });
+  } catch (err) {
+    // fetch says only "fetch failed"; the cause says why (ECONNREFUSED, ENOTFOUND, a certificate).
+    const { cause, message } = err as Error;
+    const why = cause instanceof Error ? cause.message : (cause ?? message);
+    throw new CliError(`cannot reach ${new URL(url).origin}: ${why}; is the server running at that address?`, EXIT.UNREACHABLE);
+  }
+}
 
+/** The API's error body `{ detail, error_code }` said as `detail (ERROR_CODE)`, with the exit code of its status. */
+export function apiError(status: number, body: unknown): ApiError {
+  const { detail, error_code } = (body ?? {}) as { detail?: unknown; error_code?: unknown };
+  let message = typeof detail === 'string' && typeof error_code === 'string' ? `${detail} (${error_code})` : `HTTP ${status}`;
+  if (status === 401) message += `: ${SIGN_IN_HINT}`;
+  return new ApiError(message, exitCodeForStatus(status), body);
+}
+
+async function jsonBody(res: Response, url: string): Promise<unknown> {
+  const text = await res.text();
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CliError(`${new URL(url).origin} answered HTTP ${res.status} with a body that is not JSON: is that the Latchkey API's address?`);
+  }
+}
+
+/** The API at `settings().url`, called with its API key; settings are read on first use, so `--help` needs none. */
+export function apiClient(settings: () => Settings): ApiClient {
   async function send(method: string, path: string, headers: Record<string, string>, body: RequestInit['body']): Promise<ApiResponse> {
-    const { LATCHKEY_URL, LATCHKEY_API_KEY } = configured();
-    const url = `${LATCHKEY_URL.replace(/\/+$/, '')}${path}`;
-    let res: Response;
-    try {
-      // Node's fetch needs `duplex` to send a streamed body.
-      res = await fetch(url, { method, headers: { 'x-api-key': LATCHKEY_API_KEY, ...headers }, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) });
-    } catch (err) {
-      throw new CliError(`cannot reach ${LATCHKEY_URL}: ${(err as Error).cause ?? (err as Error).message}`);
-    }
-    const text = await res.text();
-    const parsed: unknown = text ? JSON.parse(text) : undefined;
-    if (!res.ok) {
-      const error = ErrorBody.safeParse(parsed);
-      throw new CliError(error.success ? `${error.data.detail} (${error.data.error_code})` : `HTTP ${res.status}`);
-    }
+    const { url: base, apiKey } = settings();
+    const url = `${base}${path}`;
+    const res = await reach(url, { method, headers: { 'x-api-key': apiKey, ...headers }, body });
+    const parsed = await jsonBody(res, url);
+    if (!res.ok) throw apiError(res.status, parsed);
     return { body: parsed, headers: res.headers };
   }
 
@@ -60,7 +60,7 @@ export function apiClientFromEnv(env: Record<string, string | undefined>): ApiCl
       send(method, path, body === undefined ? {} : { 'content-type': 'application/json' }, body === undefined ? undefined : JSON.stringify(body)),
 
     async upload(method, path, upload) {
-      configured();
+      settings();
       const { contentType, length, body } = await multipartBody(upload);
       return send(method, path, { 'content-type': contentType, 'content-length': String(length) }, body);
     },

@@ -1,8 +1,12 @@
 import fs from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { BUILD_PLATFORMS, BUILD_STATUSES } from '../builds/schemas.js';
-import { CliError, type ApiClient } from './api-client.js';
-import { renderJson, renderRecord, renderTable } from './output.js';
+import path from 'node:path';
+import { Command, Option } from 'commander';
+import type { ApiClient } from './api-client.js';
+import { BUILD_PLATFORMS, BUILD_STATUSES } from './api-values.js';
+import { downloadVerified } from './download.js';
+import { CliError, EXIT } from './errors.js';
+import { appPath, queryString, withJson, withPage } from './options.js';
+import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 import { progressBar } from './progress.js';
 
 interface Build extends Record<string, unknown> {
@@ -13,70 +17,92 @@ interface Build extends Record<string, unknown> {
   scan_status: string;
   protection_level: string;
   package_format: string | null;
+  package_name: string | null;
   protected_size_bytes: number | null;
+  sha256: string | null;
   failure_reason: string | null;
   created_at: string;
 }
 
 const POLL_MS = 1000;
 
-function wholeNumber(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number');
-  return n;
-}
+const buildPath = (appId: string, ...below: string[]) => appPath(appId, 'builds', ...below);
 
-const buildPath = (appId: string, buildId = '') => `/v1/apps/${encodeURIComponent(appId)}/builds${buildId ? `/${encodeURIComponent(buildId)}` : ''}`;
-
-/** `latchkey builds ...`: upload and protect an artifact, list an app's builds. */
+/** `latchkey builds ...`: upload an artifact to protect, list, inspect and download an app's builds. */
 export function buildsCommand(api: ApiClient, print: (out: string) => void, stderr: NodeJS.WriteStream = process.stderr): Command {
-  const builds = new Command('builds').description('Protect artifacts and list builds');
-  const withJson = (cmd: Command) => cmd.option('--json', 'print the API response as JSON');
+  const builds = new Command('builds').description('Upload artifacts to protect; list, inspect and download builds');
 
-  withJson(builds.command('protect').description('Upload an artifact, wait until it is protected (READY) or FAILED, and print the build'))
+  /** Polls until the build's job is done with it, saying each status it passes through. */
+  async function settled(appId: string, build: Build): Promise<Build> {
+    while (build.status === 'QUEUED' || build.status === 'PROCESSING') {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      const previous = build.status;
+      build = (await api.request('GET', buildPath(appId, build.id))).body as Build;
+      if (build.status !== previous) stderr.write(`Build ${build.id}: ${build.status}\n`);
+    }
+    return build;
+  }
+
+  withJson(builds.command('upload').alias('protect').description('Upload an artifact, wait until it is protected (READY) or FAILED, and print the build'))
     .requiredOption('--app <app_id>', 'the app the build belongs to')
     .requiredOption('--artifact <file>', 'the file to protect: a JavaScript entry file, a zip or tar.gz with package.json, or any other file')
-    .addOption(new Option('--platform <platform>', 'the platform the build is for').choices(BUILD_PLATFORMS).makeOptionMandatory())
+    .addOption(new Option('--platform <platform>', "the platform the build is for: one of the app's, or cross_platform").choices(BUILD_PLATFORMS).makeOptionMandatory())
     .option('--python <version>', 'the Python version, stored with the build')
     .option('--version <version>', "the app version the build carries (default: package.json's)")
+    .option('--no-wait', 'print the build as soon as it is QUEUED')
     .action(async (opts) => {
-      if (!fs.statSync(opts.artifact, { throwIfNoEntry: false })?.isFile()) throw new CliError(`${opts.artifact} is not a readable file`);
+      if (!fs.statSync(opts.artifact, { throwIfNoEntry: false })?.isFile()) throw new CliError(`${opts.artifact} is not a readable file`, EXIT.USAGE);
       const fields: Record<string, string> = { platform: opts.platform };
       if (opts.python !== undefined) fields.python_version = opts.python;
       if (opts.version !== undefined) fields.version = opts.version;
       const bar = progressBar(stderr, 'Uploading');
       const { body } = await api.upload('POST', buildPath(opts.app), { fields, file: { field: 'artifact', path: opts.artifact }, onProgress: bar.update });
       bar.done();
-      let build = body as Build;
-      stderr.write(`Build ${build.id}: ${build.status}\n`);
-      while (build.status === 'QUEUED' || build.status === 'PROCESSING') {
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-        const previous = build.status;
-        build = (await api.request('GET', buildPath(opts.app, build.id))).body as Build;
-        if (build.status !== previous) stderr.write(`Build ${build.id}: ${build.status}\n`);
-      }
+      stderr.write(`Build ${(body as Build).id}: ${(body as Build).status}\n`);
+      const build = opts.wait ? await settled(opts.app, body as Build) : (body as Build);
       print(opts.json ? renderJson(build) : renderRecord(build));
       if (build.status === 'FAILED') throw new CliError(`the build failed: ${build.failure_reason}`);
     });
 
-  withJson(builds.command('list').description("List an app's builds, oldest first"))
+  withPage(withJson(builds.command('list').description("List an app's builds, oldest first")))
     .requiredOption('--app <app_id>', 'the app')
     .addOption(new Option('--status <status>', 'only builds with this status').choices(BUILD_STATUSES))
-    .option('--limit <n>', 'at most this many (default 20, at most 100)', wholeNumber)
-    .option('--offset <n>', 'skip this many', wholeNumber)
     .action(async (opts) => {
-      const query = new URLSearchParams();
-      for (const [name, value] of [['status', opts.status], ['limit', opts.limit], ['offset', opts.offset]]) {
-        if (value !== undefined) query.set(name, String(value));
-      }
-      const { body, headers } = await api.request('GET', `${buildPath(opts.app)}${query.size ? `?${query}` : ''}`);
+      const query = queryString({ status: opts.status, limit: opts.limit, offset: opts.offset });
+      const { body, headers } = await api.request('GET', `${buildPath(opts.app)}${query}`);
       if (opts.json) return print(renderJson(body));
       const rows = body as Build[];
       print(
         renderTable(
           ['BUILD ID', 'STATUS', 'PLATFORM', 'VERSION', 'SCAN', 'PROTECTION', 'PACKAGE', 'SIZE', 'CREATED AT'],
           rows.map((b) => [b.id, b.status, b.platform, b.version, b.scan_status, b.protection_level, b.package_format, b.protected_size_bytes, b.created_at]),
-        ) + `${rows.length} of ${headers.get('x-total-count') ?? rows.length} build(s)\n`,
+        ) + countLine(rows.length, headers, 'build'),
+      );
+    });
+
+  withJson(builds.command('get').description('Show a build: status, scan, sizes and SHA-256'))
+    .requiredOption('--app <app_id>', 'the app')
+    .requiredOption('--build <build_id>', 'the build')
+    .action(async (opts) => {
+      const { body } = await api.request('GET', buildPath(opts.app, opts.build));
+      print(opts.json ? renderJson(body) : renderRecord(body as Build));
+    });
+
+  withJson(builds.command('download').description("Download a READY build's package (what customers run) and check its SHA-256"))
+    .requiredOption('--app <app_id>', 'the app')
+    .requiredOption('--build <build_id>', 'the build')
+    .option('--out <path>', "the file to save it as, or a directory to save it in under the package's name (default: this directory)")
+    .action(async (opts) => {
+      const build = (await api.request('GET', buildPath(opts.app, opts.build))).body as Build;
+      // The link answers 409 BUILD_NOT_READY for a build still in progress or failed.
+      const link = (await api.request('GET', buildPath(opts.app, opts.build, 'download'))).body as { download_url: string; expires_at: string };
+      const name = path.basename(build.package_name ?? `${build.id}.bin`);
+      const out = path.resolve(opts.out === undefined ? name : fs.statSync(opts.out, { throwIfNoEntry: false })?.isDirectory() ? path.join(opts.out, name) : opts.out);
+      const saved = await downloadVerified(link.download_url, out, build.sha256, progressBar(stderr, 'Downloading'));
+      print(
+        opts.json
+          ? renderJson({ ...link, file: out, size_bytes: saved.size, sha256: saved.sha256 })
+          : `Saved ${out} (${saved.size} bytes, SHA-256 ${saved.sha256}${build.sha256 ? ', verified' : ''})\n`,
       );
     });
 

@@ -1,6 +1,8 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
-import { renderJson, renderRecord, renderTable } from './output.js';
+import { LICENSE_STATUS_FILTERS, LICENSE_TYPES } from './api-values.js';
+import { jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
+import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 
 interface License extends Record<string, unknown> {
   license_id: string;
@@ -16,37 +18,20 @@ interface Device extends Record<string, unknown> {
   fingerprint_hash: string;
 }
 
-function wholeNumber(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number');
-  return n;
-}
-
-function jsonObject(value: string): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(value);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // reported below, like any other non-object
-  }
-  throw new InvalidArgumentError('must be a JSON object, e.g. \'{"tier":"pro"}\'');
-}
-
 const licenseSummary = (l: License) => {
   const { devices: _devices, ...fields } = l;
   return renderRecord(fields);
 };
 
-/** `latchkey licenses ...`: the SPEC.md CLI operations on licenses, over the public API. */
+/** `latchkey licenses ...`: create, list, inspect, revoke and reset licenses, over the public API. */
 export function licensesCommand(api: ApiClient, print: (out: string) => void): Command {
   const licenses = new Command('licenses').description('Create, inspect and revoke license keys');
-  const withJson = (cmd: Command) => cmd.option('--json', 'print the API response as JSON');
 
   withJson(licenses.command('create').description('Create a license key'))
     .requiredOption('--app <app_id>', 'the app the license is for')
     .option('--email <email>', "the customer's email")
     .option('--device-limit <n>', "devices it may run on (default: the app's)", wholeNumber)
-    .addOption(new Option('--type <type>', 'license type').choices(['perpetual', 'subscription', 'trial']))
+    .addOption(new Option('--type <type>', 'license type').choices(LICENSE_TYPES))
     .option('--expiry-days <n>', 'expire this many days from now', wholeNumber)
     .option('--features <json>', 'features object the runtime reads, e.g. \'{"tier":"pro"}\'', jsonObject)
     .action(async (opts) => {
@@ -61,24 +46,19 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       print(opts.json ? renderJson(body) : licenseSummary(body as License));
     });
 
-  withJson(licenses.command('list').description('List licenses, oldest first'))
+  withPage(withJson(licenses.command('list').description('List licenses, oldest first')))
     .option('--app <app_id>', 'only licenses of this app')
-    .addOption(new Option('--status <status>', 'only licenses with this status').choices(['active', 'revoked', 'expired', 'demo']))
-    .option('--limit <n>', 'at most this many (default 20, at most 100)', wholeNumber)
-    .option('--offset <n>', 'skip this many', wholeNumber)
+    .addOption(new Option('--status <status>', 'only licenses with this status').choices(LICENSE_STATUS_FILTERS))
     .action(async (opts) => {
-      const query = new URLSearchParams();
-      for (const [name, value] of [['app_id', opts.app], ['status', opts.status], ['limit', opts.limit], ['offset', opts.offset]]) {
-        if (value !== undefined) query.set(name, String(value));
-      }
-      const { body, headers } = await api.request('GET', `/v1/licenses${query.size ? `?${query}` : ''}`);
+      const query = queryString({ app_id: opts.app, status: opts.status, limit: opts.limit, offset: opts.offset });
+      const { body, headers } = await api.request('GET', `/v1/licenses${query}`);
       if (opts.json) return print(renderJson(body));
       const rows = body as License[];
       print(
         renderTable(
           ['LICENSE ID', 'LICENSE KEY', 'STATUS', 'TYPE', 'DEVICE LIMIT', 'EMAIL', 'EXPIRES AT'],
           rows.map((l) => [l.license_id, l.license_key, l.status, l.license_type, l.device_limit, l.email, l.expires_at]),
-        ) + `${rows.length} of ${headers.get('x-total-count') ?? rows.length} license(s)\n`,
+        ) + countLine(rows.length, headers, 'license'),
       );
     });
 

@@ -22,3 +22,8 @@ export function renderRecord(record: Record<string, unknown>): string {
 export function renderJson(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
+
+/** The last line of a list: how many are shown of how many there are (the API's X-Total-Count). */
+export function countLine(shown: number, headers: Headers, noun: string): string {
+  return `${shown} of ${headers.get('x-total-count') ?? shown} ${noun}(s)\n`;
+}

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { downloadPackage } from '../../runtime-sdk/updates/download.js';
-import { multipartBody } from '../../server/cli/multipart-body.js';
+import { multipartBody } from '../../cli/src/multipart-body.js';
 import { defineBench, expectStatus, settings, type Service } from './lib.js';
 import { seedApp, seedDeveloper } from './seed.js';
 

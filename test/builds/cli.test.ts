@@ -29,7 +29,7 @@ function file(name: string, content: string | Buffer): string {
   return target;
 }
 
-// Each case starts the real executable (a TypeScript load each): generous time, no timing asserted.
+// Each case starts the real executable: generous time, no timing asserted.
 describe('latchkey builds', { timeout: 120_000 }, () => {
   it('protect uploads with a progress bar, waits for READY and prints the build; list shows it', async () => {
     const artifact = file('main.js', `console.log('hello');\n${'// padding\n'.repeat(300_000)}`);
@@ -68,12 +68,12 @@ describe('latchkey builds', { timeout: 120_000 }, () => {
 
   it('refuses an unknown platform, a missing file and a server refusal, before or after uploading', async () => {
     const platform = await latchkey(['builds', 'protect', '--app', o.app.id, '--artifact', file('a.js', '1'), '--platform', 'amiga']);
-    expect(platform.code).toBe(1);
+    expect(platform.code).toBe(2);
     expect(platform.stderr).toContain("argument 'amiga' is invalid");
     const missing = await latchkey(['builds', 'protect', '--app', o.app.id, '--artifact', path.join(dir, 'nope.js'), '--platform', 'linux-x64']);
-    expect(missing).toMatchObject({ code: 1, stderr: `latchkey: ${path.join(dir, 'nope.js')} is not a readable file\n` });
+    expect(missing).toMatchObject({ code: 2, stderr: `latchkey: ${path.join(dir, 'nope.js')} is not a readable file\n` });
     const app = await latchkey(['builds', 'protect', '--app', 'app_missing', '--artifact', file('b.js', '1'), '--platform', 'linux-x64']);
-    expect(app.code).toBe(1);
+    expect(app.code).toBe(4);
     expect(app.stderr).toContain('latchkey: No such app (APP_NOT_FOUND)\n');
   });
 });

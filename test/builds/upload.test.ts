@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { multipartBody } from '../../server/cli/multipart-body.js';
+import { multipartBody } from '../../cli/src/multipart-body.js';
 import { expectError } from '../support/assertions.js';
 import { createApp, registerDeveloper } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';

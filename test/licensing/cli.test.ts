@@ -15,7 +15,7 @@ afterAll(() => server.close());
 
 const latchkey = (args: string[], env: Record<string, string> = {}) => runLatchkey(server.url, t.dev.apiKey, args, env);
 
-// Each case starts the real executable several times (a TypeScript load each): generous time, no timing asserted.
+// Each case starts the real executable several times: generous time, no timing asserted.
 describe('latchkey licenses', { timeout: 120_000 }, () => {
   it('creates, lists, gets, resets and revokes, as tables and as JSON', async () => {
     const created = await latchkey(['licenses', 'create', '--app', t.app.id, '--email', 'buyer@example.com', '--device-limit', '3', '--json']);
@@ -55,36 +55,37 @@ describe('latchkey licenses', { timeout: 120_000 }, () => {
     expect(JSON.parse(revoked.stdout).status).toBe('REVOKED');
   });
 
-  it("exits non-zero with the server's detail on errors", async () => {
+  it("exits with the code of the failure and the server's detail", async () => {
     const missing = await latchkey(['licenses', 'get', '--license', 'lic_000000000000000000000000']);
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(4);
     expect(missing.stderr).toBe('latchkey: No such license (LICENSE_NOT_FOUND)\n');
     expect(missing.stdout).toBe('');
 
     const badKey = await latchkey(['licenses', 'list'], { LATCHKEY_API_KEY: 'lk_000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
-    expect(badKey.code).toBe(1);
+    expect(badKey.code).toBe(3);
     expect(badKey.stderr).toContain('The access token or API key is invalid or expired');
+    expect(badKey.stderr).toContain('latchkey login');
 
     const invalid = await latchkey(['licenses', 'create', '--app', t.app.id, '--email', 'nope']);
-    expect(invalid.code).toBe(1);
+    expect(invalid.code).toBe(2);
     expect(invalid.stderr).toMatch(/^latchkey: body\.email: .*\(VALIDATION_FAILED\)\n$/);
   });
 
   it('refuses bad arguments and a missing API key before calling the server', async () => {
     const noApp = await latchkey(['licenses', 'create']);
-    expect(noApp.code).not.toBe(0);
+    expect(noApp.code).toBe(2);
     expect(noApp.stderr).toContain("required option '--app <app_id>' not specified");
 
     const badLimit = await latchkey(['licenses', 'create', '--app', t.app.id, '--device-limit', 'two']);
-    expect(badLimit.code).not.toBe(0);
+    expect(badLimit.code).toBe(2);
     expect(badLimit.stderr).toContain('must be a whole number');
 
     const noKey = await latchkey(['licenses', 'list'], { LATCHKEY_API_KEY: '' });
-    expect(noKey.code).toBe(1);
-    expect(noKey.stderr).toContain('LATCHKEY_API_KEY');
+    expect(noKey).toMatchObject({ code: 3, stdout: '' });
+    expect(noKey.stderr).toContain('not signed in: run `latchkey login --url <server>` or set LATCHKEY_API_KEY');
 
     const unreachable = await latchkey(['licenses', 'list'], { LATCHKEY_URL: 'http://127.0.0.1:1' });
-    expect(unreachable.code).toBe(1);
+    expect(unreachable.code).toBe(6);
     expect(unreachable.stderr).toContain('cannot reach http://127.0.0.1:1');
   });
 });

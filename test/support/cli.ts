@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 
-const run = promisify(execFile);
-const BIN = path.resolve('server/cli/bin.js');
+/** The compiled command, as `npm install` ships it: plain `node`, no TypeScript loader (`npm run build -w cli` makes it). */
+const BIN = path.resolve('cli/dist/main.js');
 
 export interface CliRun {
   code: number;
@@ -11,15 +12,30 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the real `latchkey` executable against a server as a developer would; never throws, returns the exit code. */
-export async function runLatchkey(serverUrl: string, apiKey: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+export interface RunOptions {
+  /** Written to the command's stdin, which is then closed (it is closed at once without). */
+  input?: string;
+}
+
+/**
+ * Runs the real `latchkey` executable against a server as a developer would; never throws, returns
+ * the exit code. Its environment is PATH and the LATCHKEY_ variables only, with a config directory
+ * of its own (empty) unless `env` names one, so no saved login of the machine's user is read.
+ */
+export async function runLatchkey(serverUrl: string, apiKey: string, args: string[], env: Record<string, string> = {}, options: RunOptions = {}): Promise<CliRun> {
+  if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build -w cli\` first`);
+  const configDir = env.LATCHKEY_CONFIG_DIR ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-cli-config-'));
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH, LATCHKEY_URL: serverUrl, LATCHKEY_API_KEY: apiKey, ...env },
+    return await new Promise<CliRun>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        [BIN, ...args],
+        { env: { PATH: process.env.PATH, LATCHKEY_URL: serverUrl, LATCHKEY_API_KEY: apiKey, ...(configDir ? { LATCHKEY_CONFIG_DIR: configDir } : {}), ...env } },
+        (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
+      );
+      child.stdin!.end(options.input ?? '');
     });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  } finally {
+    if (configDir) fs.rmSync(configDir, { recursive: true, force: true });
   }
 }

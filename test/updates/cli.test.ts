@@ -25,7 +25,7 @@ afterAll(async () => {
 
 const latchkey = (args: string[]) => runLatchkey(server.url, o.dev.apiKey, args);
 
-// Each case starts the real executable (a TypeScript load each): generous time, no timing asserted.
+// Each case starts the real executable: generous time, no timing asserted.
 describe('latchkey updates', { timeout: 120_000 }, () => {
   it('push, status and clear an app push', async () => {
     const build = await readyBuild(o, { version: '2.0.0' });
@@ -52,9 +52,9 @@ describe('latchkey updates', { timeout: 120_000 }, () => {
     expect(JSON.parse(pushed.stdout)).toMatchObject({ license_id: device.license_id, push: { target_build_id: build.id, release_notes: 'For you' } });
 
     const both = await latchkey(['updates', 'status', '--app', o.app.id, '--license', device.license_id]);
-    expect(both).toMatchObject({ code: 1, stderr: 'latchkey: name either --app or --license\n' });
+    expect(both).toMatchObject({ code: 2, stderr: 'latchkey: name either --app or --license\n' });
     const missing = await latchkey(['updates', 'push', '--app', o.app.id, '--build', 'bld_missing']);
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(4);
     expect(missing.stderr).toBe('latchkey: No such build of this app (BUILD_NOT_FOUND)\n');
   });
 });
