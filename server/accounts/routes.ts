@@ -26,7 +26,7 @@ export function accountRoutes(accounts: AccountsService) {
     defineRoute({
       method: 'post', path: '/v1/auth/login', operationId: 'login', tag, auth: 'none', rateLimit: 'auth',
       summary: 'Log in; with 2FA on, answers a challenge to complete at /v1/auth/login/verify-2fa',
-      body: s.LoginBody, response: s.LoginResult,
+      body: s.LoginBody, response: s.LoginResult, errors: [401],
       handler: ({ body }) => accounts.login(body.email, body.password),
     }),
     defineRoute({
@@ -42,7 +42,7 @@ export function accountRoutes(accounts: AccountsService) {
       method: 'post', path: '/v1/auth/refresh', operationId: 'refreshSession', tag, auth: 'none', rateLimit: 'auth',
       summary: 'Exchange a refresh token (valid 30 days, single use) for a new token pair',
       description: 'The refresh token rotates on every use. Presenting a rotated token again revokes every token descended from the same login.',
-      body: s.RefreshBody, response: s.TokenPair,
+      body: s.RefreshBody, response: s.TokenPair, errors: [401],
       handler: ({ body }) => accounts.refresh(body.refresh_token),
     }),
     defineRoute({

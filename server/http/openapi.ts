@@ -1,18 +1,58 @@
+import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { ERROR_CODES } from '../errors.js';
+import { JsonValue } from './json-value.js';
 import type { RouteDef } from './route.js';
 
 type JsonSchema = Record<string, unknown>;
+type ToSchema = (schema: z.ZodType, io: 'input' | 'output') => JsonSchema;
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const out = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
-  delete out.$schema;
-  return out;
+/** Points zod's schema-local `$ref`s (`#/$defs/Name`) at the document's `#/components/schemas/Name`. */
+function refsToComponents(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(refsToComponents);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, v]) => [key, key === '$ref' && typeof v === 'string' ? v.replace(/^#\/\$defs\//, '#/components/schemas/') : refsToComponents(v)]),
+  );
 }
 
-function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): unknown[] {
+/**
+ * Any JSON value is written `{}` (with its description): it accepts the same values as zod's
+ * recursive union, which TypeScript generators cannot type (openapi-typescript issue 1603).
+ */
+function writeJsonValueAsAny({ zodSchema, jsonSchema }: { zodSchema: unknown; jsonSchema: JsonSchema }): void {
+  if (zodSchema === JsonValue) delete jsonSchema.anyOf;
+}
+
+/**
+ * Converts route schemas to JSON Schema, moving the parts zod extracts into `$defs` (schemas
+ * registered with an id; a recursive schema must be) into the document's `components.schemas`:
+ * a `$ref` inside an operation resolves from the document's root, not the schema's.
+ */
+function schemaConverter(components: Record<string, JsonSchema>): ToSchema {
+  return (schema, io) => {
+    const out = z.toJSONSchema(schema, { io, unrepresentable: 'any', override: writeJsonValueAsAny }) as JsonSchema;
+    const defs = (out.$defs ?? {}) as Record<string, JsonSchema>;
+    delete out.$schema;
+    delete out.$defs;
+    for (const [name, def] of Object.entries(defs)) {
+      // zod numbers unnamed parts per conversion: `__schema0` of two operations are different schemas.
+      if (name.startsWith('__schema')) {
+        throw new Error(`A recursive schema has no id: register it with z.globalRegistry and an id to name it in the OpenAPI document (${JSON.stringify(def).slice(0, 120)})`);
+      }
+      const component = refsToComponents(def) as JsonSchema;
+      if (components[name] && JSON.stringify(components[name]) !== JSON.stringify(component)) {
+        throw new Error(`Two different schemas (or the input and output of one) are registered with the id ${name}`);
+      }
+      components[name] = component;
+    }
+    return refsToComponents(out) as JsonSchema;
+  };
+}
+
+function parameters(toSchema: ToSchema, schema: z.ZodType | undefined, where: 'path' | 'query'): unknown[] {
   if (!schema) return [];
-  const s = jsonSchema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+  const s = toSchema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
   return Object.entries(s.properties ?? {}).map(([name, prop]) => ({
     name,
     in: where,
@@ -24,14 +64,42 @@ function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): unk
 
 const ERROR_BODY = {
   type: 'object',
+  description: 'Every error answer: the closed list of `error_code` values, each with its HTTP status',
   required: ['detail', 'error_code', 'status_code'],
   properties: {
-    detail: { type: 'string' },
+    detail: { type: 'string', description: 'What went wrong, for people' },
     error_code: { type: 'string', enum: Object.keys(ERROR_CODES) },
-    status_code: { type: 'integer' },
-    reason: { type: 'string' },
+    status_code: { type: 'integer', description: 'The HTTP status again' },
+    reason: { type: 'string', description: 'The machine-readable cause, with `PUSH_CONFLICT` and `STORE_STILL_ENTITLED`' },
   },
 };
+
+/** The headers the rate limiter sets (rate-window.ts), and the wait a 429 or a 503 asks for. */
+const HEADERS = {
+  'RateLimit-Limit': { description: "Requests allowed in the current window of the operation's class (`x-rate-limit-class`)", schema: { type: 'integer', minimum: 1 } },
+  'RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Reset': { description: 'Seconds until the current window ends', schema: { type: 'integer', minimum: 1 } },
+  'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer', minimum: 1 } },
+};
+type HeaderName = keyof typeof HEADERS;
+const headerRefs = (...names: HeaderName[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+const RATE_LIMIT_HEADERS = headerRefs('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
+
+/** Any operation may fail on bad input, past its rate limit, on a bug, or while the database is unreachable. */
+const COMMON_ERROR_STATUSES = [400, 429, 500, 503];
+const errorResponseRef = (status: number) => ({ $ref: `#/components/responses/Error${status}` });
+
+/** One response per error status, naming the codes of the closed list that carry it. */
+function errorResponse(status: number): JsonSchema {
+  const codes = Object.entries(ERROR_CODES).filter(([, s]) => s === status).map(([code]) => `\`${code}\``);
+  if (!codes.length) throw new Error(`A route declares the error status ${status}, which no error code has`);
+  const retry = status === 429 || status === 503;
+  return {
+    description: `${STATUS_CODES[status]}: \`error_code\` is ${codes.join(', ')}`,
+    headers: retry ? { ...RATE_LIMIT_HEADERS, ...headerRefs('Retry-After') } : RATE_LIMIT_HEADERS,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  };
+}
 
 const SECURITY: Record<RouteDef['auth'], unknown[]> = {
   none: [],
@@ -40,10 +108,10 @@ const SECURITY: Record<RouteDef['auth'], unknown[]> = {
   entitlement_webhook: [{ merchantOpsSecret: [] }],
 };
 
-function requestBody(r: RouteDef): Record<string, unknown> {
+function requestBody(r: RouteDef, toSchema: ToSchema): Record<string, unknown> {
   if (r.rawBody) return { requestBody: { required: true, description: r.rawBody.description, content: { 'application/json': { schema: { type: 'object' } } } } };
   if (!r.body) return {};
-  const schema = jsonSchema(r.body, 'input');
+  const schema = toSchema(r.body, 'input');
   if (r.formBody) return { requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema } } } };
   if (!r.multipart) return { requestBody: { required: true, content: { 'application/json': { schema } } } };
   // zod cannot describe a streamed file part; OpenAPI's binary string does.
@@ -52,13 +120,13 @@ function requestBody(r: RouteDef): Record<string, unknown> {
   return { requestBody: { required: true, content: { 'multipart/form-data': { schema: { ...schema, properties } } } } };
 }
 
-function jsonSuccess(r: RouteDef): Record<string, unknown> {
+function jsonSuccess(r: RouteDef, toSchema: ToSchema): Record<string, JsonSchema> {
   if (!r.response) return { 204: { description: 'Success, no body' } };
   return {
     [r.status ?? 200]: {
       description: 'Success',
       content: {
-        'application/json': { schema: jsonSchema(r.response, 'output') },
+        'application/json': { schema: toSchema(r.response, 'output') },
         ...(r.alternative ? { [r.alternative.contentType]: { schema: { type: 'string', description: r.alternative.description } } } : {}),
       },
       ...(r.paginated
@@ -75,7 +143,7 @@ function jsonSuccess(r: RouteDef): Record<string, unknown> {
 }
 
 /** A file answered whole (200), in part (206, `Range`) or not at all when the client's copy is current (304). */
-function fileResponses(description: string): Record<string, unknown> {
+function fileResponses(description: string): Record<string, JsonSchema> {
   const binary = { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } };
   const headers = {
     ETag: { schema: { type: 'string' }, description: 'The SHA-256 of the file, quoted' },
@@ -89,19 +157,57 @@ function fileResponses(description: string): Record<string, unknown> {
   };
 }
 
+function successResponses(r: RouteDef, toSchema: ToSchema): Record<string, JsonSchema> {
+  const responses = !r.fileResponse
+    ? jsonSuccess(r, toSchema)
+    : r.fileResponse.contentType
+      ? { 200: { description: r.fileResponse.description, content: { [r.fileResponse.contentType]: { schema: { type: 'string' } } } } }
+      : fileResponses(r.fileResponse.description);
+  // The limiter counts every operation before its handler runs: each answer carries the window's state.
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, response]) => [status, { ...response, headers: { ...RATE_LIMIT_HEADERS, ...(response.headers as object | undefined) } }]),
+  );
+}
+
+/**
+ * Every route's tag, in the order the reference at /docs shows them; a tag missing here fails the
+ * lint (redocly.yaml: operation-tag-defined).
+ */
+const TAGS: Record<string, string> = {
+  'Developer account': 'Registration, login with optional two-factor authentication, session tokens and the API key',
+  Apps: 'The apps a developer protects and sells, and their settings',
+  Builds: 'Uploaded artifacts, scanned and protected in the background; releases and signed downloads',
+  Licenses: 'License keys: create, list, revoke, reset their devices',
+  Runtime: 'Calls of installed apps (the runtime SDK): activation, token refresh, update checks and reports',
+  Updates: "Update pushes to an app's customers or to one license",
+  Payments: 'Selling through the payment processor: the connected account, payment and purchase links, its notifications',
+  Marketplace: 'Licenses provisioned for marketplace or own-storefront orders',
+  'Redemption codes': 'Batches of single-use codes that customers redeem for a license',
+  'Entitlement webhook': "A commerce platform's entitlement decisions and their companion endpoints, called by the developer's broker",
+  Stats: 'Activations, sales and platform fees owed',
+  Public: 'Without credentials: signing keys, pricing, purchases, hosted delivery and redemption pages',
+  Operator: 'Endpoints of whoever runs the server, enabled by LATCHKEY_ADMIN_TOKEN',
+};
+
+const DESCRIPTION = `The Latchkey license authority's HTTP API: licensing, protected builds, delivery and updates for desktop apps.
+This document is generated from the route definitions that validate every request and shape every answer, so it is what the server does; \`GET /docs\` renders it.
+Every error body is \`{ detail, error_code, status_code }\` (plus \`reason\` where named), with \`error_code\` from one closed list (the \`Error\` schema).
+Every operation's answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\` for its rate-limit class (\`x-rate-limit-class\`); a 429 adds \`Retry-After\`.
+Lists take \`limit\` (default 20, at most 100) and \`offset\`, answer a bare JSON array, and carry \`X-Total-Count\` and an RFC 8288 \`Link\` header.
+Where the service contract leaves a choice open (error codes and statuses beyond it, limits it does not number, the shape of answers it does not show), this document states what the server chose, and the repository's \`docs/\` explains why.`;
+
 /** OpenAPI 3.1 document generated from the same route definitions that validate requests. */
 export function buildOpenApi(routes: RouteDef[], info: { version: string; serverUrl: string }): JsonSchema {
+  const schemas: Record<string, JsonSchema> = { Error: ERROR_BODY };
+  const toSchema = schemaConverter(schemas);
+  const errorStatuses = new Set<number>();
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
-    const responses = !r.fileResponse
-      ? jsonSuccess(r)
-      : r.fileResponse.contentType
-        ? { 200: { description: r.fileResponse.description, content: { [r.fileResponse.contentType]: { schema: { type: 'string' } } } } }
-        : fileResponses(r.fileResponse.description);
-    const errorStatuses = new Set<number>([400, 429, ...(r.errors ?? [])]);
-    if (r.auth !== 'none') errorStatuses.add(401);
-    for (const status of [...errorStatuses].sort()) {
-      responses[String(status)] = { $ref: '#/components/responses/Error' };
+    const responses: Record<string, unknown> = successResponses(r, toSchema);
+    const statuses = new Set([...COMMON_ERROR_STATUSES, ...(r.errors ?? []), ...(r.auth === 'none' ? [] : [401])]);
+    for (const status of [...statuses].sort()) {
+      responses[status] = errorResponseRef(status);
+      errorStatuses.add(status);
     }
     (paths[r.path] ??= {})[r.method] = {
       operationId: r.operationId,
@@ -110,22 +216,16 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
       tags: [r.tag],
       security: SECURITY[r.auth],
       'x-rate-limit-class': r.rateLimit,
-      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
-      ...requestBody(r),
+      parameters: [...parameters(toSchema, r.params, 'path'), ...parameters(toSchema, r.query, 'query')],
+      ...requestBody(r, toSchema),
       responses,
     };
   }
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Latchkey license authority',
-      version: info.version,
-      description:
-        'Licensing, delivery and update service for desktop apps. Every error body is `{ detail, error_code, status_code }`. ' +
-        'Every response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`; a 429 adds `Retry-After`. ' +
-        'Lists take `limit` (default 20, at most 100) and `offset`, answer a bare JSON array, and carry `X-Total-Count` and an RFC 8288 `Link` header.',
-    },
+    info: { title: 'Latchkey license authority', version: info.version, description: DESCRIPTION },
     servers: [{ url: info.serverUrl }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       securitySchemes: {
@@ -137,10 +237,9 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
           description: 'The entitlement webhook secret, sent with the per-app URL token in the path ({webhook_token}); a wrong token answers 404',
         },
       },
-      schemas: { Error: ERROR_BODY },
-      responses: {
-        Error: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-      },
+      schemas,
+      headers: HEADERS,
+      responses: Object.fromEntries([...errorStatuses].sort().map((status) => [`Error${status}`, errorResponse(status)])),
     },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonValue } from '../http/json-value.js';
 import { PageQuery } from '../http/pagination.js';
 import { LICENSE_STATUSES, LICENSE_TYPES } from './rules.js';
 
@@ -6,7 +7,7 @@ const MAX_FEATURES_JSON_BYTES = 4096;
 
 /** Read by the runtime from every token, so it is kept small. */
 export const Features = z
-  .record(z.string().min(1).max(64), z.json())
+  .record(z.string().min(1).max(64), JsonValue)
   .refine((f) => Buffer.byteLength(JSON.stringify(f)) <= MAX_FEATURES_JSON_BYTES, `must serialise to at most ${MAX_FEATURES_JSON_BYTES} bytes`);
 
 export const CreateLicenseBody = z
