@@ -2,10 +2,11 @@
  * The signed protocol between the license authority and the runtime: compact JWS (RFC 7515) with
  * `alg: EdDSA` (RFC 8037, Ed25519) and a `kid` naming a key of the authority's JWK Set.
  *
- * The server imports this module to build what it signs; the SDK uses it to verify. Verification
- * uses tweetnacl so every app carries a small, auditable verifier.
+ * The server imports this module to build what it signs; the SDK uses it to verify. Signatures are
+ * checked with node:crypto (OpenSSL's Ed25519): no dependency to bundle or audit, in every Node and
+ * Electron an app can run on.
  */
-import nacl from 'tweetnacl';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 
 /** What a signed document is for; a token can never pass as a manifest or the reverse. */
 export const DOCUMENT_TYPES = { runtimeToken: 'latchkey-runtime+jwt', updateManifest: 'latchkey-update-manifest+jwt' } as const;
@@ -105,8 +106,19 @@ const B64URL = /^[A-Za-z0-9_-]*$/;
 /** Checks an Ed25519 signature over `input` with the pinned `key`. */
 export type SignatureCheck = (input: Uint8Array, signature: Uint8Array, key: Ed25519PublicJwk) => boolean;
 
-const tweetnaclCheck: SignatureCheck = (input, signature, key) =>
-  nacl.sign.detached.verify(input, signature, Buffer.from(key.x, 'base64url'));
+/** Imported once per pinned key: importing costs more than verifying. */
+const importedKeys = new Map<string, KeyObject>();
+
+const nodeCryptoCheck: SignatureCheck = (input, signature, key) => {
+  let publicKey = importedKeys.get(key.x);
+  try {
+    publicKey ??= createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key.x }, format: 'jwk' });
+  } catch {
+    return false;
+  }
+  importedKeys.set(key.x, publicKey);
+  return signature.length === 64 && verify(null, input, publicKey, signature);
+};
 
 /**
  * Checks a compact JWS against pinned keys and returns its claims. Only EdDSA is accepted (no
@@ -116,8 +128,8 @@ export function verifyJws<T>(
   compact: string,
   keys: JwkSet | Ed25519PublicJwk[],
   type: DocumentType,
-  /** The authority passes node:crypto here for speed; every app keeps the tweetnacl default. */
-  checkSignature: SignatureCheck = tweetnaclCheck,
+  /** The authority passes its own check here, with the key objects it already holds. */
+  checkSignature: SignatureCheck = nodeCryptoCheck,
 ): { header: JwsHeader; claims: T } {
   const parts = typeof compact === 'string' ? compact.split('.') : [];
   if (parts.length !== 3 || !parts.every((p) => p.length > 0 && B64URL.test(p))) {

@@ -62,7 +62,7 @@ export class Keyring {
 
   /**
    * Checks a document this authority signed, with the protocol's own rules; the signature check
-   * runs on node:crypto, which verifies about a hundred times faster than the SDK's tweetnacl.
+   * uses the key objects held here, looked up by `kid`.
    */
   verify<T>(compact: string, typ: DocumentType): T {
     return verifyJws<T>(compact, this.jwks, typ, (input, signature, jwk) => {

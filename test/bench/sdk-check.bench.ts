@@ -1,7 +1,7 @@
 /**
  * Issue 4: what the runtime SDK adds to an app's start. `check()` with a valid cached token and the
  * license server unreachable, against a bare start that only reads one token file and verifies it
- * with tweetnacl; in fresh processes running an esbuild bundle (module loading included: what a user
+ * with node:crypto; in fresh processes running an esbuild bundle (module loading included: what a user
  * of a shipped app waits for) and in a warm process (the SDK's own work). Plus the fingerprint: cold (hardware probes) and warm (remembered).
  */
 import { spawn } from 'node:child_process';
@@ -72,7 +72,7 @@ async function bundleStartScript(): Promise<string> {
     platform: 'node',
     target: 'node20',
     external: ['sodium-native'],
-    // CommonJS dependencies (tweetnacl, systeminformation) require Node built-ins.
+    // CommonJS dependencies (systeminformation) require Node built-ins.
     banner: { js: "import { createRequire as __sdkRequire } from 'node:module'; const require = __sdkRequire(import.meta.url);" },
     logLevel: 'warning',
   });
@@ -115,7 +115,7 @@ async function alternate<T>(count: number, a: () => Promise<T>, b: () => Promise
 }
 
 export default defineBench({
-  title: 'runtime SDK start: check() from the cache offline vs a bare tweetnacl token check; fingerprint cold and warm',
+  title: 'runtime SDK start: check() from the cache offline vs a bare token check (node:crypto); fingerprint cold and warm',
   async run() {
     const progress = (message: string) => process.stderr.write(`  ${BENCH}: ${message}\n`);
 

@@ -4,7 +4,7 @@
  * Prints the milliseconds as JSON.
  *   sdk:         createLicenseClient() + check() from the cache, the license server unreachable;
  *                then, apart, the move of the secrets into sodium-native memory that follows
- *   bare:        read one token file and verify it with tweetnacl (protocol.ts)
+ *   bare:        read one token file and verify it (protocol.ts, node:crypto)
  *   fingerprint: the full hardware fingerprint, probes included
  */
 const started = performance.now();

@@ -23,7 +23,7 @@ function failure(token: string, keySet: Parameters<typeof verifyRuntimeToken>[1]
   return 'accepted';
 }
 
-describe('runtime token verification with tweetnacl against pinned keys', () => {
+describe('runtime token verification against pinned keys', () => {
   it('accepts a token signed by node:crypto with a pinned key (same bytes, two libraries)', () => {
     const verified: RuntimeTokenClaims = verifyRuntimeToken(signer.sign(claims), keys, expect_);
     expect(verified).toEqual(claims);
