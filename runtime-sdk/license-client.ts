@@ -141,8 +141,10 @@ export class LicenseClient {
     // Right after the first answer, not before it: see secret-memory.ts.
     if (memoryProtection === 'auto') {
       this.sodiumUpgrade = setImmediate(() => {
-        const sodium = loadSodiumMemory();
-        if (sodium && !this.disposed) this.vault.rehome(sodium);
+        void loadSodiumMemory().then((sodium) => {
+          if (!sodium.module) this.options.logger.warn('secrets stay in masked memory', { reason: sodium.reason });
+          else if (!this.disposed) this.vault.rehome(sodium.module);
+        });
       });
     }
     // A warm start used the remembered fingerprint: confirm it against the hardware, off the start path.

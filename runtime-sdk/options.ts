@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import { LicenseError } from './errors.js';
-import type { Probe } from './fingerprint/index.js';
+import { importSystemInformation, type Probe, type SystemInformationLoader } from './fingerprint/index.js';
 import { hostPlatform, type Platform } from './platform.js';
 import type { Ed25519PublicJwk } from './protocol.js';
 
@@ -62,6 +62,12 @@ export interface LicenseClientOptions {
   fingerprintTimeoutMs?: number;
   /** Replaces the systeminformation probes (tests, unusual hosts). */
   fingerprintProbes?: Probe[];
+  /**
+   * How the hardware probes get the `systeminformation` package. Default: imported at run time
+   * from the app's node_modules, out of a bundler's sight; pass `() => import('systeminformation')`
+   * to bundle it. Without it the fingerprint is the OS machine id alone.
+   */
+  loadSystemInformation?: () => Promise<unknown>;
   /** `auto`: sodium-native secure memory when it loads (right after start), else masked. Default `auto`. */
   memoryProtection?: 'auto' | 'masked';
 }
@@ -88,6 +94,7 @@ export interface ResolvedOptions {
   clockToleranceMs: number;
   fingerprintTimeoutMs: number;
   fingerprintProbes: Probe[] | undefined;
+  loadSystemInformation: SystemInformationLoader;
   memoryProtection: 'auto' | 'masked';
 }
 
@@ -131,6 +138,7 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
     clockToleranceMs: positive('clockToleranceMs', 300_000, true),
     fingerprintTimeoutMs: positive('fingerprintTimeoutMs', 3_000),
     fingerprintProbes: options.fingerprintProbes,
+    loadSystemInformation: options.loadSystemInformation ? systemInformationFrom(options.loadSystemInformation) : importSystemInformation,
     memoryProtection: options.memoryProtection ?? 'auto',
   };
 }
@@ -140,6 +148,16 @@ export function positiveOption(value: unknown, name: string, fallback: number, a
   const chosen = value ?? fallback;
   if (typeof chosen !== 'number' || !Number.isFinite(chosen) || chosen < 0 || (!allowZero && chosen === 0)) fail(`${name} must be a positive number`);
   return chosen as number;
+}
+
+/** The app's own loader, memoised, its failure turned into the reason the probes are degraded. */
+function systemInformationFrom(load: () => Promise<unknown>): SystemInformationLoader {
+  let loaded: ReturnType<SystemInformationLoader> | undefined;
+  return () =>
+    (loaded ??= load().then(
+      (module) => ({ module: ((module as { default?: unknown }).default ?? module) as never }),
+      (err: unknown) => ({ reason: `systeminformation did not load: ${(err as Error).message}` }),
+    ));
 }
 
 function pinnedKeys(input: LicenseClientOptions['publicKeys'], fail: (message: string) => never): Ed25519PublicJwk[] {

@@ -52,7 +52,14 @@ export async function runProtectedApp({ config, ownFile, startApp }: ProtectedEn
     return;
   }
   const { integrity: _checked, appName, ...options } = config;
-  const license = await passLicenseGate({ ...options, engineVersion: ENGINE_VERSION, requestTimeoutMs: REQUEST_TIMEOUT_MS, retryLimit: RETRY_LIMIT });
+  const license = await passLicenseGate({
+    ...options,
+    engineVersion: ENGINE_VERSION,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    retryLimit: RETRY_LIMIT,
+    // A literal import: protection bundles the hardware probes into the build.
+    loadSystemInformation: () => import('systeminformation'),
+  });
   if (!license) {
     process.exitCode = UNLICENSED_EXIT_CODE;
     return;

@@ -2,10 +2,21 @@
  * Raw hardware identifiers, read locally with bounded time. Nothing here leaves the process: the
  * values only feed the salted hash in `canonical.ts`.
  */
+import { importOptional, type OptionalModule } from '../optional-module.js';
 import type { Platform } from '../platform.js';
 
-/** Loaded on the first probe: a warm start (remembered fingerprint) never pays for it. */
-const systemInformation = async () => (await import('systeminformation')).default;
+type SystemInformation = typeof import('systeminformation');
+
+/**
+ * How the probes get systeminformation. By default it is imported where the app carries it (see
+ * optional-module.ts: a bundle that leaves it out still builds); the engine of a protected build
+ * passes a plain import instead, so protection bundles it.
+ */
+export type SystemInformationLoader = () => Promise<OptionalModule<SystemInformation>>;
+
+let optionalSystemInformation: Promise<OptionalModule<SystemInformation>> | undefined;
+/** Loaded on the first probe, once: a warm start (remembered fingerprint) never pays for it. */
+export const importSystemInformation: SystemInformationLoader = () => (optionalSystemInformation ??= importOptional<SystemInformation>('systeminformation'));
 
 /** Closed list of what a fingerprint may be built from. */
 export const COMPONENT_NAMES = ['system.uuid', 'system.serial', 'board.serial', 'disk.serial', 'cpu', 'os.machine_id', 'net.primary_mac'] as const;
@@ -20,32 +31,49 @@ export const HARDWARE_COMPONENTS: readonly ComponentName[] = ['system.uuid', 'sy
 
 const EMPTY_MAC = /^(00[:-]?){5}00$/;
 
-export function systemInformationProbes(platform: Platform): Probe[] {
+const machineIdProbe =
+  (platform: Platform): Probe =>
+  async () => ({ 'os.machine_id': await platform.machineId() });
+
+/**
+ * The probes for this machine: systeminformation's hardware identifiers and the OS machine id, or
+ * the machine id alone (with `onDegraded` told why) where systeminformation cannot be loaded.
+ */
+export async function hardwareProbes(platform: Platform, load: SystemInformationLoader, onDegraded: (reason: string) => void): Promise<Probe[]> {
+  const loaded = await load();
+  if (!loaded.module) {
+    onDegraded(loaded.reason);
+    return [machineIdProbe(platform)];
+  }
+  return systemInformationProbes(platform, loaded.module);
+}
+
+function systemInformationProbes(platform: Platform, si: SystemInformation): Probe[] {
   return [
     async () => {
-      const system = await (await systemInformation()).system();
+      const system = await si.system();
       return { 'system.uuid': system.uuid, 'system.serial': system.serial };
     },
-    async () => ({ 'board.serial': (await (await systemInformation()).baseboard()).serial }),
+    async () => ({ 'board.serial': (await si.baseboard()).serial }),
     async () => {
-      const cpu = await (await systemInformation()).cpu();
+      const cpu = await si.cpu();
       return { cpu: [cpu.manufacturer, cpu.brand, cpu.family, cpu.model, cpu.stepping].join('|') };
     },
     async () => {
       // The first fixed disk only: USB sticks and added drives must not change the device.
-      const fixed = (await (await systemInformation()).diskLayout())
+      const fixed = (await si.diskLayout())
         .filter((disk) => !/usb/i.test(disk.interfaceType) && disk.serialNum.trim())
         .sort((a, b) => a.device.localeCompare(b.device));
       return { 'disk.serial': fixed[0]?.serialNum };
     },
     async () => {
       // Lowest-named physical interface rather than the default route's, which changes with Wi-Fi.
-      const physical = (await (await systemInformation()).networkInterfaces())
+      const physical = (await si.networkInterfaces())
         .filter((nic) => !nic.internal && !nic.virtual && nic.mac && !EMPTY_MAC.test(nic.mac))
         .sort((a, b) => a.iface.localeCompare(b.iface));
       return { 'net.primary_mac': physical[0]?.mac };
     },
-    async () => ({ 'os.machine_id': await platform.machineId() }),
+    machineIdProbe(platform),
   ];
 }
 

@@ -1,6 +1,6 @@
 import type { Platform } from '../platform.js';
 import { canonicalize, fingerprintHash, selectComponents } from './canonical.js';
-import { readComponents, systemInformationProbes, type ComponentName, type Probe } from './components.js';
+import { hardwareProbes, importSystemInformation, readComponents, type ComponentName, type Probe, type SystemInformationLoader } from './components.js';
 
 export interface Fingerprint {
   /** 64 lower-case hex: what the authority stores and the token is bound to. */
@@ -19,10 +19,14 @@ export interface FingerprintOptions {
   only?: readonly ComponentName[];
   /** Replaces the systeminformation probes (tests, unusual hosts). */
   probes?: Probe[];
+  /** Default: imported where the app carries it (see components.ts). */
+  loadSystemInformation?: SystemInformationLoader;
+  /** Told why, when the hardware probes cannot run and the fingerprint is the OS machine id alone. */
+  onDegraded?(reason: string): void;
 }
 
 export async function computeFingerprint(options: FingerprintOptions): Promise<Fingerprint> {
-  const probes = options.probes ?? systemInformationProbes(options.platform);
+  const probes = options.probes ?? (await hardwareProbes(options.platform, options.loadSystemInformation ?? importSystemInformation, options.onDegraded ?? (() => {})));
   const reading = await readComponents(probes, options.timeoutMs);
   const selected = selectComponents(reading.components, options.only);
   const only = options.only;
@@ -33,4 +37,4 @@ export async function computeFingerprint(options: FingerprintOptions): Promise<F
   };
 }
 
-export { COMPONENT_NAMES, type ComponentName, type Components, type Probe } from './components.js';
+export { COMPONENT_NAMES, importSystemInformation, type ComponentName, type Components, type Probe, type SystemInformationLoader } from './components.js';

@@ -280,6 +280,8 @@ export function probeFingerprint(options: ResolvedOptions, only: readonly Compon
     timeoutMs: options.fingerprintTimeoutMs,
     ...(only ? { only } : {}),
     ...(options.fingerprintProbes ? { probes: options.fingerprintProbes } : {}),
+    loadSystemInformation: options.loadSystemInformation,
+    onDegraded: (reason) => options.logger.warn('hardware probes unavailable: the fingerprint is the OS machine id alone', { reason }),
   });
 }
 

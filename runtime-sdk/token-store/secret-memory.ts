@@ -8,7 +8,7 @@
  * starts on masked memory and moves its secrets into sodium memory right after the first answer.
  */
 import { randomBytes } from 'node:crypto';
-import { createRequire } from 'node:module';
+import { importOptional, type OptionalModule } from '../optional-module.js';
 
 export type MemoryProtection = 'sodium' | 'masked';
 
@@ -26,15 +26,13 @@ export interface SecretMemory {
 
 type Sodium = typeof import('sodium-native');
 
-/** sodium-native's secure memory, or undefined where it cannot load (no prebuilt binary for the platform). */
-export function loadSodiumMemory(): SecretMemory | undefined {
-  try {
-    // require() rather than import(): Node's ESM wrapper would also parse the large CommonJS index
-    // for its export names, which costs another 40 ms or so.
-    return sodiumMemory(createRequire(import.meta.url)('sodium-native') as Sodium);
-  } catch {
-    return undefined;
-  }
+/**
+ * sodium-native's secure memory, or why it cannot be had: not installed beside the app (a bundle
+ * that left it out), or no prebuilt binary for the platform.
+ */
+export async function loadSodiumMemory(): Promise<OptionalModule<SecretMemory>> {
+  const sodium = await importOptional<Sodium>('sodium-native');
+  return sodium.module ? { module: sodiumMemory(sodium.module) } : sodium;
 }
 
 function sodiumMemory(sodium: Sodium): SecretMemory {

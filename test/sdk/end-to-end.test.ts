@@ -6,7 +6,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLicenseClient, LicenseError, type LicenseClient, type LicenseClientOptions, type LicenseStatus } from '../../runtime-sdk/index.js';
 import { normalizeComponent } from '../../runtime-sdk/fingerprint/canonical.js';
-import { readComponents, systemInformationProbes } from '../../runtime-sdk/fingerprint/components.js';
+import { hardwareProbes, importSystemInformation, readComponents } from '../../runtime-sdk/fingerprint/components.js';
 import { hostPlatform } from '../../runtime-sdk/platform.js';
 import { FINGERPRINT_PATTERN } from '../../runtime-sdk/protocol.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -148,7 +148,7 @@ describe('runtime SDK against the real license authority', () => {
   });
 
   it('sent the authority nothing but salted hashes: no raw hardware identifier in any request', async () => {
-    const { components } = await readComponents(systemInformationProbes(hostPlatform), 10_000);
+    const { components } = await readComponents(await hardwareProbes(hostPlatform, importSystemInformation, () => {}), 10_000);
     const rawForms = Object.values(components)
       .map(normalizeComponent)
       .filter((v): v is string => !!v && v.length >= 4)

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLicenseClient, systemClock } from '../../runtime-sdk/index.js';
 import { normalizeComponent } from '../../runtime-sdk/fingerprint/canonical.js';
-import { readComponents, systemInformationProbes } from '../../runtime-sdk/fingerprint/components.js';
+import { hardwareProbes, importSystemInformation, readComponents } from '../../runtime-sdk/fingerprint/components.js';
 import { hostPlatform } from '../../runtime-sdk/platform.js';
 import { FINGERPRINT_PATTERN } from '../../runtime-sdk/protocol.js';
 import { FakeAuthority } from './support/fake-authority.js';
@@ -34,7 +34,7 @@ function rawForms(values: (string | undefined)[]): string[] {
 
 describe('what leaves the process', () => {
   it('sends only the salted fingerprint hash: no raw hardware identifier in any request (real probes)', async () => {
-    const { components } = await readComponents(systemInformationProbes(hostPlatform), 10_000);
+    const { components } = await readComponents(await hardwareProbes(hostPlatform, importSystemInformation, () => {}), 10_000);
     const forms = rawForms([...Object.values(components), hostPlatform.cpuModel()]);
     expect(forms.length).toBeGreaterThan(2);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadSodiumMemory, maskedMemory, type SecretMemory } from '../../runtime-sdk/token-store/secret-memory.js';
 
-const sodium = loadSodiumMemory();
+const sodium = (await loadSodiumMemory()).module;
 
 describe.each([
   ['sodium', sodium!],
