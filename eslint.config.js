@@ -22,6 +22,11 @@ export default tseslint.config(
     },
   },
   {
+    // Build scripts: plain ES modules run by node.
+    files: ['**/scripts/**/*.mjs'],
+    languageOptions: { sourceType: 'module', globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
     // Tests read loosely-typed JSON bodies from the API on purpose.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

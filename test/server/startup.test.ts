@@ -38,12 +38,11 @@ afterAll(() => {
 });
 
 /**
- * Starts `server/main.ts` under tsx, as `npm start` does, with only the variables given (no
- * DATABASE_URL: embedded). tsx runs as a loader inside the one process, not as a parent CLI, so
- * signals reach the server itself and the lock file names the child's own pid.
+ * Starts the compiled server with plain node, as `npm start` does after building (the test
+ * command builds first), with only the variables given (no DATABASE_URL: embedded).
  */
 function spawnServer(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, ['server/dist/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
@@ -6,8 +6,16 @@ import type { EngineConfig } from '@latchkey/runtime-sdk/engine';
 import { DIGEST_PLACEHOLDER, protectedRegion, REGION_BEGIN, REGION_END, regionDigest } from '@latchkey/runtime-sdk/engine/integrity';
 import type { JavaScriptApp } from './javascript-app.js';
 
-/** The runtime engine's entry module, bundled from source into every protected app. */
-const ENGINE_MODULE = createRequire(import.meta.url).resolve('@latchkey/runtime-sdk/engine');
+/**
+ * The runtime engine's entry module, bundled into every protected app: the ES module build the
+ * SDK package ships (its `import` condition), so the app gets the same engine as any app that
+ * installs the SDK, and the bundle can split nothing it does not use.
+ */
+const ENGINE_MODULE = ((): string => {
+  const manifestFile = createRequire(import.meta.url).resolve('@latchkey/runtime-sdk/package.json');
+  const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as { exports: Record<string, { import: { default: string } }> };
+  return path.join(path.dirname(manifestFile), manifest.exports['./engine']!.import.default);
+})();
 
 /** `esm` keeps top-level await working (a plain bundle); a single executable needs `cjs`. */
 export type BundleFormat = 'esm' | 'cjs';
@@ -80,7 +88,7 @@ export async function bundleWithEngine(job: BundleJob): Promise<void> {
   const entry = path.join(job.workDir, 'latchkey-entry.mjs');
   const config: EngineConfig = { ...job.engine, integrity: job.hardened ? DIGEST_PLACEHOLDER : null };
   const ownFile = OWN_FILE[job.format];
-  await fs.writeFile(
+  await fs.promises.writeFile(
     entry,
     `import { runProtectedApp } from ${JSON.stringify(ENGINE_MODULE)};\n${ownFile.imports}` +
       `runProtectedApp({ config: ${JSON.stringify(config)}, ownFile: ${ownFile.expression}, startApp: () => import(${JSON.stringify(job.app.entry)}) })` +
@@ -118,8 +126,8 @@ export async function bundleWithEngine(job: BundleJob): Promise<void> {
 async function bakeDigest(file: string): Promise<void> {
   const region = await protectedRegion(file);
   if (!region) throw new Error(`${file} has no protected region markers`);
-  const bytes = await fs.readFile(file);
+  const bytes = await fs.promises.readFile(file);
   const at = bytes.indexOf(DIGEST_PLACEHOLDER);
   bytes.write(regionDigest(region, null), at, 'latin1');
-  await fs.writeFile(file, bytes);
+  await fs.promises.writeFile(file, bytes);
 }

@@ -1,0 +1,98 @@
+/**
+ * Builds what app developers install: ES module and CommonJS entry points plus type declarations.
+ *
+ * - dist/esm: one esbuild bundle per public entry, shared code split into chunks, so an app that
+ *   imports two entries loads one copy of each module (one `LicenseError` class, one vault).
+ * - dist/cjs: esbuild cannot split CommonJS, so every entry is one bundle of a single module that
+ *   holds all entries (sdk.cjs), and each public entry re-exports its part: again one copy.
+ * - Declarations come from tsc, written twice: `.d.ts` beside the ES modules and `.d.cts` (with
+ *   `.cjs` specifiers) beside the CommonJS ones, so TypeScript reads each in the right module format.
+ *
+ * Dependencies stay external: an app's bundler or Node resolves them from the app's node_modules.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = path.join(root, 'dist');
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+
+/** Public entry: its subpath in `exports` and its source module. */
+const ENTRIES = [
+  { name: 'index', source: 'index.ts' },
+  { name: 'protocol', source: 'protocol.ts' },
+  { name: 'updates', source: 'updates/index.ts' },
+  { name: 'engine', source: 'engine/index.ts' },
+  { name: 'engine-integrity', source: 'engine/integrity.ts' },
+];
+
+const shared = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20.19',
+  external: Object.keys(manifest.dependencies ?? {}),
+  legalComments: 'none',
+  logLevel: 'warning',
+  absWorkingDir: root,
+};
+
+fs.rmSync(dist, { recursive: true, force: true });
+
+await esbuild.build({
+  ...shared,
+  entryPoints: Object.fromEntries(ENTRIES.map((e) => [e.name, e.source])),
+  outdir: path.join(dist, 'esm'),
+  format: 'esm',
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+});
+
+// One CommonJS module with every entry as a namespace; `import.meta.url` becomes this file's URL.
+await esbuild.build({
+  ...shared,
+  stdin: {
+    contents: ENTRIES.map((e) => `export * as ${camel(e.name)} from './${e.source}';`).join('\n'),
+    resolveDir: root,
+    sourcefile: 'sdk.ts',
+    loader: 'ts',
+  },
+  outfile: path.join(dist, 'cjs', 'sdk.cjs'),
+  format: 'cjs',
+  define: { 'import.meta.url': '__latchkeyModuleUrl' },
+  banner: { js: "const __latchkeyModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+for (const entry of ENTRIES) {
+  fs.writeFileSync(path.join(dist, 'cjs', `${entry.name}.cjs`), `'use strict';\nmodule.exports = require('./sdk.cjs').${camel(entry.name)};\n`);
+}
+
+// Declarations, then their CommonJS twins.
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+const types = path.join(dist, 'types');
+for (const file of fs.readdirSync(types, { recursive: true })) {
+  if (!file.endsWith('.d.ts')) continue;
+  const text = fs.readFileSync(path.join(types, file), 'utf8');
+  copy(path.join(dist, 'esm', file), text);
+  copy(path.join(dist, 'cjs', file.replace(/\.d\.ts$/, '.d.cts')), text.replace(/(from |import\()(['"])(\.{1,2}\/[^'"]+)\.js\2/g, '$1$2$3.cjs$2'));
+}
+fs.rmSync(types, { recursive: true, force: true });
+// The public entries' declarations under the entries' own names.
+for (const entry of ENTRIES) {
+  const module = entry.source.replace(/\.ts$/, '');
+  if (module === entry.name) continue;
+  copy(path.join(dist, 'esm', `${entry.name}.d.ts`), `export * from './${module}.js';\n`);
+  copy(path.join(dist, 'cjs', `${entry.name}.d.cts`), `export * from './${module}.cjs';\n`);
+}
+
+function copy(file, text) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, text);
+}
+
+function camel(name) {
+  return name.replace(/-(\w)/g, (_, c) => c.toUpperCase());
+}
