@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EICAR_SIGNATURE } from '../../server/builds/scanning/eicar.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { owner, type Owner } from './support.js';
+import { downloadPackage, filesOf, owner, settled, uploadBuild, type Owner } from './support.js';
 import { runLatchkey } from '../support/cli.js';
 
 
@@ -75,5 +76,56 @@ describe('latchkey builds', { timeout: 120_000 }, () => {
     const app = await latchkey(['builds', 'protect', '--app', 'app_missing', '--artifact', file('b.js', '1'), '--platform', 'linux-x64']);
     expect(app.code).toBe(4);
     expect(app.stderr).toContain('latchkey: No such app (APP_NOT_FOUND)\n');
+  });
+
+  it('upload --no-wait prints the QUEUED build; get shows it; download saves the package and checks its SHA-256', async () => {
+    const queued = await latchkey(['builds', 'upload', '--app', o.app.id, '--artifact', file('tool.js', "console.log('tool');\n"), '--platform', 'cross_platform', '--no-wait', '--json']);
+    expect(queued.code, queued.stderr).toBe(0);
+    const { id } = JSON.parse(queued.stdout);
+    expect(JSON.parse(queued.stdout).status).toBe('QUEUED');
+    const build = await settled(o, id);
+    expect(build.status).toBe('READY');
+
+    expect(JSON.parse((await latchkey(['builds', 'get', '--app', o.app.id, '--build', id, '--json'])).stdout)).toEqual(build);
+    const got = await latchkey(['builds', 'get', '--app', o.app.id, '--build', id]);
+    expect(got.stdout).toMatch(new RegExp(`^sha256\\s+${build.sha256}$`, 'm'));
+
+    const expected = fs.readFileSync(await downloadPackage(o, build as { id: string; package_name: string }, fs.mkdtempSync(path.join(dir, 'api-'))));
+    const out = path.join(dir, 'saved.mjs');
+    const saved = await latchkey(['builds', 'download', '--app', o.app.id, '--build', id, '--out', out]);
+    expect(saved.code, saved.stderr).toBe(0);
+    expect(saved.stdout).toBe(`Saved ${out} (${expected.length} bytes, SHA-256 ${build.sha256}, verified)\n`);
+    expect(fs.readFileSync(out).equals(expected)).toBe(true);
+    expect(createHash('sha256').update(fs.readFileSync(out)).digest('hex')).toBe(build.sha256);
+
+    // A directory as --out: the file takes the package's name; --json tells where and what.
+    const into = fs.mkdtempSync(path.join(dir, 'into-'));
+    const json = await latchkey(['builds', 'download', '--app', o.app.id, '--build', id, '--out', into, '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ file: path.join(into, build.package_name), size_bytes: expected.length, sha256: build.sha256, download_url: expect.stringContaining(`/v1/downloads/${id}?`) });
+    expect(fs.readdirSync(into)).toEqual([build.package_name]);
+
+    // The stored package altered behind the API's back: the bytes no longer have the build's SHA-256.
+    const stored = filesOf(server, id)
+      .map((f) => path.join(server.dataDir, 'storage', f))
+      .find((f) => fs.readFileSync(f).equals(expected))!;
+    fs.writeFileSync(stored, Buffer.concat([Buffer.from('//'), expected.subarray(2)]));
+    const tampered = path.join(dir, 'tampered.mjs');
+    const refused = await latchkey(['builds', 'download', '--app', o.app.id, '--build', id, '--out', tampered]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`\\nlatchkey: the download's SHA-256 is [0-9a-f]{64}, not the build's ${build.sha256}: nothing was saved; try again\\n$`));
+    expect(fs.readdirSync(dir).filter((f) => f.includes('tampered'))).toEqual([]);
+  });
+
+  it('download refuses a build that is not READY (5) or does not exist (4), saving nothing', async () => {
+    const failed = await settled(o, (await uploadBuild(o, { data: EICAR_SIGNATURE, name: 'eicar.com' })).id);
+    expect(failed.status).toBe('FAILED');
+    const out = path.join(dir, 'never.bin');
+    const notReady = await latchkey(['builds', 'download', '--app', o.app.id, '--build', failed.id, '--out', out]);
+    expect(notReady.code).toBe(5);
+    expect(notReady.stderr).toMatch(/\(BUILD_NOT_READY\)\n$/);
+    const missing = await latchkey(['builds', 'download', '--app', o.app.id, '--build', 'bld_missing', '--out', out]);
+    expect(missing).toMatchObject({ code: 4, stderr: 'latchkey: No such build of this app (BUILD_NOT_FOUND)\n' });
+    expect(fs.existsSync(out)).toBe(false);
   });
 });

@@ -21,10 +21,12 @@ export interface RunOptions {
  * Runs the real `latchkey` executable against a server as a developer would; never throws, returns
  * the exit code. Its environment is PATH and the LATCHKEY_ variables only, with a config directory
  * of its own (empty) unless `env` names one, so no saved login of the machine's user is read.
+ * `LATCHKEY_URL: ''` or `LATCHKEY_API_KEY: ''` leave the saved login in force.
  */
 export async function runLatchkey(serverUrl: string, apiKey: string, args: string[], env: Record<string, string> = {}, options: RunOptions = {}): Promise<CliRun> {
   if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build -w cli\` first`);
-  const configDir = env.LATCHKEY_CONFIG_DIR ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-cli-config-'));
+  // `LATCHKEY_CONFIG_DIR: ''` in `env` leaves the OS default (from HOME and XDG_CONFIG_HOME) in force.
+  const configDir = 'LATCHKEY_CONFIG_DIR' in env ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-cli-config-'));
   try {
     return await new Promise<CliRun>((resolve) => {
       const child = execFile(

@@ -45,6 +45,16 @@ describe('latchkey updates', { timeout: 120_000 }, () => {
     expect((await latchkey(['updates', 'status', '--app', o.app.id])).stdout).toBe(`No active push for app ${o.app.id}\n`);
   });
 
+  it('`latchkey push` is `updates push`; clear --json answers what status answers then', async () => {
+    const build = await readyBuild(o, { version: '2.1.0' });
+    const pushed = await latchkey(['push', '--app', o.app.id, '--build', build.id, '--notes', 'Short form', '--json']);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    expect(JSON.parse(pushed.stdout)).toMatchObject({ app_id: o.app.id, push: { target_build_id: build.id, release_notes: 'Short form' } });
+    const cleared = await latchkey(['updates', 'clear', '--app', o.app.id, '--json']);
+    expect(JSON.parse(cleared.stdout)).toEqual({ app_id: o.app.id, push: null });
+    expect(JSON.parse((await latchkey(['updates', 'status', '--app', o.app.id, '--json'])).stdout)).toEqual({ app_id: o.app.id, push: null });
+  });
+
   it('pushes to one license, and reports what it refuses', async () => {
     const build = await readyBuild(o);
     const pushed = await latchkey(['updates', 'push', '--license', device.license_id, '--build', build.id, '--notes', 'For you', '--json']);

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
+import { client } from '../support/http.js';
+import { runLatchkey } from '../support/cli.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+let server: TestServer;
+let dev: TestDeveloper;
+beforeAll(async () => {
+  server = await startTestServer();
+  dev = await registerDeveloper(client(server.url));
+});
+afterAll(() => server.close());
+
+const latchkey = (args: string[]) => runLatchkey(server.url, dev.apiKey, args);
+
+// Each case starts the real executable a few times: generous time, no timing asserted.
+describe('latchkey apps', { timeout: 120_000 }, () => {
+  it('creates, lists and gets apps, as tables and as JSON', async () => {
+    const created = await latchkey(['apps', 'create', '--name', 'Notes Pro', '--platform', 'linux-x64,win-x64', '--platform', 'mac-arm64', '--default-device-limit', '3', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const app = JSON.parse(created.stdout);
+    expect(app).toMatchObject({ id: expect.stringMatching(/^app_/), name: 'Notes Pro', platforms: ['linux-x64', 'win-x64', 'mac-arm64'], default_device_limit: 3, protection_level: 'standard' });
+
+    const human = await latchkey(['apps', 'create', '--name', 'Sketch', '--platform', 'mac-x64', '--protection-level', 'none', '--delivery-mode', 'released_only']);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/^id\s+app_\w+$/m);
+    expect(human.stdout).toMatch(/^platforms\s+\["mac-x64"\]$/m);
+    expect(human.stdout).toMatch(/^protection_level\s+none$/m);
+    expect(human.stdout).toMatch(/^delivery_mode\s+released_only$/m);
+
+    const list = await latchkey(['apps', 'list']);
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^APP ID\s+NAME\s+PLATFORMS\s+PROTECTION\s+DELIVERY\s+DEVICE LIMIT\s+CREATED AT$/);
+    expect(lines[1]).toMatch(new RegExp(`^${app.id}\\s+Notes Pro\\s+linux-x64,win-x64,mac-arm64\\s+standard\\s+all\\s+3\\s+\\S+$`));
+    expect(lines.at(-1)).toBe('2 of 2 app(s)');
+    const page = await latchkey(['apps', 'list', '--limit', '1', '--offset', '1', '--json']);
+    expect(JSON.parse(page.stdout).map((a: { name: string }) => a.name)).toEqual(['Sketch']);
+
+    const got = await latchkey(['apps', 'get', '--app', app.id]);
+    expect(got.code).toBe(0);
+    expect(got.stdout).toMatch(new RegExp(`^fingerprint_salt\\s+${app.fingerprint_salt}$`, 'm'));
+    expect(JSON.parse((await latchkey(['apps', 'get', '--app', app.id, '--json'])).stdout)).toEqual(app);
+  });
+
+  it('refuses what the API refuses, with its detail and the exit code of the kind of failure', async () => {
+    const missing = await latchkey(['apps', 'get', '--app', 'app_missing']);
+    expect(missing).toMatchObject({ code: 4, stdout: '', stderr: 'latchkey: No such app (APP_NOT_FOUND)\n' });
+    // Under --json the API's error body is on stdout too, for scripts.
+    const missingJson = await latchkey(['apps', 'get', '--app', 'app_missing', '--json']);
+    expect(missingJson.code).toBe(4);
+    expect(JSON.parse(missingJson.stdout)).toMatchObject({ error_code: 'APP_NOT_FOUND', status_code: 404 });
+
+    const platform = await latchkey(['apps', 'create', '--name', 'X', '--platform', 'amiga']);
+    expect(platform.code).toBe(2);
+    expect(platform.stderr).toContain("argument 'amiga' is invalid. must be among win-x64, win-arm64, linux-x64, linux-arm64, mac-x64, mac-arm64");
+    const invalid = await latchkey(['apps', 'create', '--name', 'X', '--platform', 'linux-x64', '--price-id', 'prod_123']);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toMatch(/^latchkey: body\.price_id: must be a Price ID \(price_\.\.\.\), not a Product ID \(VALIDATION_FAILED\)\n$/);
+    expect((await latchkey(['apps', 'create', '--platform', 'linux-x64'])).stderr).toContain("required option '--name <name>' not specified");
+  });
+});
