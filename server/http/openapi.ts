@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
-import { ERROR_CODES } from '../errors.js';
+import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { JsonValue } from './json-value.js';
 import type { RouteDef } from './route.js';
 
@@ -91,13 +91,18 @@ const errorResponseRef = (status: number) => ({ $ref: `#/components/responses/Er
 
 /** One response per error status, naming the codes of the closed list that carry it. */
 function errorResponse(status: number): JsonSchema {
-  const codes = Object.entries(ERROR_CODES).filter(([, s]) => s === status).map(([code]) => `\`${code}\``);
+  const codes = Object.keys(ERROR_CODES).filter((code) => ERROR_CODES[code as ErrorCode] === status);
   if (!codes.length) throw new Error(`A route declares the error status ${status}, which no error code has`);
   const retry = status === 429 || status === 503;
   return {
-    description: `${STATUS_CODES[status]}: \`error_code\` is ${codes.join(', ')}`,
+    description: `${STATUS_CODES[status]}: \`error_code\` is ${codes.map((code) => `\`${code}\``).join(', ')}`,
     headers: retry ? { ...RATE_LIMIT_HEADERS, ...headerRefs('Retry-After') } : RATE_LIMIT_HEADERS,
-    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    content: {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/Error' },
+        example: { detail: 'What went wrong, in words', error_code: codes[0], status_code: status },
+      },
+    },
   };
 }
 
