@@ -20,6 +20,7 @@ import type { MasterKey } from './crypto/master-key.js';
 import type { Db } from './db/knex.js';
 import { createNotificationListener } from './db/notification-listener.js';
 import { createSoldLicenses } from './delivery/sold-license.js';
+import { docsPageRouter } from './docs-page/index.js';
 import { createEmailOutbox } from './email/outbox.js';
 import { sendEmailJob } from './email/send-job.js';
 import { createEmailTransport } from './email/transport.js';
@@ -153,6 +154,7 @@ export function createApp(deps: AppDeps) {
   app.use(limitUnhandledRequests(rateLimiter));
   app.use(portal.middleware);
   app.use(ops.routes());
+  app.use(docsPageRouter(config.publicBaseUrl).routes());
   app.use(api.routes());
   app.use(api.allowedMethods());
   // Started by whoever runs the process (main.ts, the test server), when configured to run jobs.
