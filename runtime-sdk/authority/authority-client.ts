@@ -3,15 +3,9 @@
  * check and report. Retries with backoff on network errors and 5xx only: a 4xx is an answer (bad
  * key, limit reached, too many attempts) and retrying it would only burn the user's activation allowance.
  */
-import type { Got } from 'got';
 import { LicenseError, type LicenseErrorCode } from '../errors.js';
 import type { UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
-
-type GotModule = typeof import('got');
-
-/** got (and its dependency tree) loads on the first call, so a start answered from the cache never pays for it. */
-let gotModule: Promise<GotModule> | undefined;
-const loadGot = () => (gotModule ??= import('got'));
+import { NetworkError, postJson, type HttpAnswer } from './json-post.js';
 
 /** Sent with every call so the authority can record the installed version (never hardware identifiers). */
 export interface DeviceReport {
@@ -45,10 +39,6 @@ export interface AuthorityClient {
   reportUpdate(body: UpdateReportRequest): Promise<void>;
 }
 
-const RETRY_STATUS_CODES = [500, 502, 503, 504, 521, 522, 524];
-const RETRY_ERROR_CODES = ['ETIMEDOUT', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'EPIPE', 'ENOTFOUND', 'ENETUNREACH', 'EHOSTUNREACH', 'EAI_AGAIN'];
-const MAX_RETRY_DELAY_MS = 10_000;
-
 /** The authority's `error_code` values the runtime can act on; anything else is a rejected request. */
 const AUTHORITY_CODES: Record<string, LicenseErrorCode> = {
   INVALID_LICENSE_KEY: 'INVALID_LICENSE_KEY',
@@ -61,33 +51,24 @@ const AUTHORITY_CODES: Record<string, LicenseErrorCode> = {
 
 export function createAuthorityClient(options: AuthorityOptions): AuthorityClient {
   const base = options.serverUrl.replace(/\/+$/, '');
-  let http: Got | undefined;
-  const client = (module: GotModule): Got =>
-    (http ??= module.got.extend({
-      headers: { 'user-agent': options.userAgent, accept: 'application/json' },
-      responseType: 'text',
-      timeout: { request: options.requestTimeoutMs },
-      retry: {
-        limit: options.retryLimit,
-        methods: ['POST'],
-        statusCodes: RETRY_STATUS_CODES,
-        errorCodes: RETRY_ERROR_CODES,
-        calculateDelay: ({ attemptCount, computedValue }) =>
-          // computedValue is 0 when got's rules (limit, method, status, code) say no retry.
-          computedValue === 0
-            ? 0
-            : Math.min(options.retryBaseDelayMs * 2 ** (attemptCount - 1), MAX_RETRY_DELAY_MS) + Math.random() * options.retryBaseDelayMs * 0.25,
-      },
-    }));
+  const postOptions = {
+    headers: { 'user-agent': options.userAgent, accept: 'application/json' },
+    timeoutMs: options.requestTimeoutMs,
+    retryLimit: options.retryLimit,
+    retryBaseDelayMs: options.retryBaseDelayMs,
+  };
 
+  /** A 2xx answer; anything else becomes the LicenseError it means. */
   async function post(path: string, json: object): Promise<{ status: number; text: string }> {
-    const module = await loadGot();
+    let answer: HttpAnswer;
     try {
-      const response = await client(module).post(`${base}${path}`, { json });
-      return { status: response.statusCode, text: response.body };
+      answer = await postJson(new URL(`${base}${path}`), json, postOptions);
     } catch (err) {
-      throw toLicenseError(err, module);
+      if (err instanceof NetworkError) throw new LicenseError('OFFLINE', err.message, { cause: err });
+      throw new LicenseError('INVALID_SERVER_RESPONSE', String(err), { cause: err });
     }
+    if (answer.status < 200 || answer.status > 299) throw errorFor(answer);
+    return answer;
   }
 
   // Activation and refresh carry the device report; the update bodies have their own version, platform and engine version.
@@ -117,25 +98,21 @@ function stringField(text: string, field: string): string {
   return value;
 }
 
-function toLicenseError(err: unknown, { HTTPError, RequestError }: GotModule): LicenseError {
-  if (err instanceof HTTPError) {
-    const status = err.response.statusCode;
-    const { error_code: errorCode, detail } = parseErrorBody(err.response.body);
-    const message = detail ?? `the authority answered ${status}`;
-    if (status === 429) {
-      const retryAfter = Number(err.response.headers['retry-after']);
-      return new LicenseError('TOO_MANY_ATTEMPTS', message, { status, ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}) });
-    }
-    if (status >= 500) return new LicenseError('SERVER_UNAVAILABLE', message, { status });
-    return new LicenseError((errorCode && AUTHORITY_CODES[errorCode]) || 'REQUEST_REJECTED', message, { status });
+function errorFor(answer: HttpAnswer): LicenseError {
+  const { status } = answer;
+  const { error_code: errorCode, detail } = parseErrorBody(answer.text);
+  const message = detail ?? `the authority answered ${status}`;
+  if (status === 429) {
+    const retryAfter = Number(answer.headers['retry-after']);
+    return new LicenseError('TOO_MANY_ATTEMPTS', message, { status, ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}) });
   }
-  if (err instanceof RequestError) return new LicenseError('OFFLINE', `${err.code}: ${err.message}`, { cause: err });
-  return new LicenseError('INVALID_SERVER_RESPONSE', String(err), { cause: err });
+  if (status >= 500) return new LicenseError('SERVER_UNAVAILABLE', message, { status });
+  return new LicenseError((errorCode && AUTHORITY_CODES[errorCode]) || 'REQUEST_REJECTED', message, { status });
 }
 
-function parseErrorBody(body: unknown): { error_code?: string; detail?: string } {
+function parseErrorBody(body: string): { error_code?: string; detail?: string } {
   try {
-    const parsed = JSON.parse(String(body)) as { error_code?: unknown; detail?: unknown };
+    const parsed = JSON.parse(body) as { error_code?: unknown; detail?: unknown };
     return {
       ...(typeof parsed.error_code === 'string' ? { error_code: parsed.error_code } : {}),
       ...(typeof parsed.detail === 'string' ? { detail: parsed.detail } : {}),
