@@ -27,6 +27,12 @@ export default tseslint.config(
     languageOptions: { sourceType: 'module', globals: { process: 'readonly', console: 'readonly' } },
   },
   {
+    // Apps the packaging tests install the packed SDK into: plain Node programs that print.
+    files: ['test/fixtures/**/*.mjs', 'test/fixtures/**/*.cjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', require: 'readonly', setTimeout: 'readonly' } },
+    rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // Tests read loosely-typed JSON bodies from the API on purpose.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

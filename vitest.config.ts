@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^@latchkey\/runtime-sdk\/engine$/, replacement: source('./runtime-sdk/engine/index.ts') },
       { find: /^@latchkey\/runtime-sdk\/engine\/integrity$/, replacement: source('./runtime-sdk/engine/integrity.ts') },
       { find: /^@latchkey\/native\/sea$/, replacement: source('./native/sea/single-executable.ts') },
+      { find: /^@latchkey\/native\/runtimes$/, replacement: source('./native/runtimes/node-runtimes.ts') },
     ],
   },
   test: {

@@ -34,7 +34,7 @@ const shared = {
   bundle: true,
   platform: 'node',
   target: 'node20.19',
-  external: Object.keys(manifest.dependencies ?? {}),
+  external: [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.optionalDependencies ?? {})],
   legalComments: 'none',
   logLevel: 'warning',
   absWorkingDir: root,
