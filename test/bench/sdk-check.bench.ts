@@ -22,6 +22,7 @@ import { tempDir } from '../sdk/support/fake-machine.js';
 import { defineBench } from './lib.js';
 import { REPO_ROOT } from './processes.js';
 import { goalTable, measurementTable, type Goal, type Measurement } from './report.js';
+import { sampleSummary, timed } from './samples.js';
 
 const BENCH = 'sdk-check';
 const GOAL_MS = 30;
@@ -31,31 +32,7 @@ const KEY = 'BNCH-2345-6789-ABCD';
 
 type StartConfig = Record<string, unknown>;
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function summary(caseName: string, target: string, samples: number[]): Measurement {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const total = samples.reduce((a, b) => a + b, 0);
-  return {
-    bench: BENCH,
-    case: caseName,
-    target,
-    requestsPerSecond: (samples.length * 1000) / total,
-    p50Ms: percentile(sorted, 50),
-    p99Ms: percentile(sorted, 99),
-    requests: samples.length,
-    failed: 0,
-    serverCpuMsPerRequest: Number.NaN,
-  };
-}
-
-async function timed<T>(work: () => Promise<T>): Promise<number> {
-  const started = performance.now();
-  await work();
-  return performance.now() - started;
-}
+const summary = (caseName: string, target: string, samples: number[]) => sampleSummary(BENCH, caseName, target, samples);
 
 /**
  * Bundles `sdk-start.ts` with esbuild as an app would ship (lazy imports become chunks, the native

@@ -1,0 +1,28 @@
+import type { Measurement } from './report.js';
+
+/** Timings taken one at a time (starts, imports), summarised in the harness's table format: req/s reads "runs/s". */
+export function sampleSummary(bench: string, caseName: string, target: string, samples: number[]): Measurement {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const total = samples.reduce((a, b) => a + b, 0);
+  return {
+    bench,
+    case: caseName,
+    target,
+    requestsPerSecond: (samples.length * 1000) / total,
+    p50Ms: percentile(sorted, 50),
+    p99Ms: percentile(sorted, 99),
+    requests: samples.length,
+    failed: 0,
+    serverCpuMsPerRequest: Number.NaN,
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export async function timed<T>(work: () => Promise<T>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return performance.now() - started;
+}
