@@ -44,7 +44,7 @@ const program = new Command('latchkey')
   .addCommand(pushCommand(api, print).description('Same as `latchkey updates push`'))
   .addHelpText(
     'after',
-    `
+    () => `
 Sign in once with \`latchkey login --url <server>\`; the server and key are saved in
 ${configFile(process.env)}.
 LATCHKEY_URL and LATCHKEY_API_KEY win over the saved ones; LATCHKEY_CONFIG_DIR moves the file.
@@ -53,13 +53,14 @@ ${EXIT_CODE_HELP}`,
   );
 
 throwInsteadOfExiting(program)
-  .parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof CommanderError) {
-    // Commander already printed its message (or the help or version it was asked for).
-    process.exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
-    return;
-  }
-  if (err instanceof ApiError && jsonOutput && err.body !== undefined) print(renderJson(err.body));
-  process.stderr.write(`latchkey: ${err instanceof CliError ? err.message : String(err)}\n`);
-  process.exitCode = err instanceof CliError ? err.exitCode : EXIT.FAILED;
-});
+  .parseAsync(process.argv)
+  .catch((err: unknown) => {
+    if (err instanceof CommanderError) {
+      // Commander already printed its message (or the help or version it was asked for).
+      process.exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+      return;
+    }
+    if (err instanceof ApiError && jsonOutput && err.body !== undefined) print(renderJson(err.body));
+    process.stderr.write(`latchkey: ${err instanceof CliError ? err.message : String(err)}\n`);
+    process.exitCode = err instanceof CliError ? err.exitCode : EXIT.FAILED;
+  });

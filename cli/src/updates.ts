@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
 import { CliError, EXIT } from './errors.js';
-import { withJson } from './options.js';
+import { appPath, withJson } from './options.js';
 import { renderJson, renderRecord } from './output.js';
 
 interface ActivePush {
@@ -28,7 +28,7 @@ interface Audience {
 
 function pushPath({ app, license }: Audience): string {
   if ((app === undefined) === (license === undefined)) throw new CliError('name either --app or --license', EXIT.USAGE);
-  return app !== undefined ? `/v1/apps/${encodeURIComponent(app)}/push-update` : `/v1/licenses/${encodeURIComponent(license!)}/push-update`;
+  return app !== undefined ? appPath(app, 'push-update') : `/v1/licenses/${encodeURIComponent(license!)}/push-update`;
 }
 
 function renderPush(status: PushStatus, who: string): string {
