@@ -26,11 +26,11 @@ export interface Settings {
  * `%APPDATA%\latchkey` on Windows, `~/Library/Application Support/latchkey` on macOS,
  * `$XDG_CONFIG_HOME/latchkey` (default `~/.config/latchkey`) elsewhere.
  */
-export function configDir(env: Env, platform: NodeJS.Platform = process.platform): string {
+export function configDir(env: Env): string {
   if (env.LATCHKEY_CONFIG_DIR) return path.resolve(env.LATCHKEY_CONFIG_DIR);
   const home = os.homedir();
-  if (platform === 'win32') return path.join(env.APPDATA || path.join(home, 'AppData', 'Roaming'), 'latchkey');
-  if (platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'latchkey');
+  if (process.platform === 'win32') return path.join(env.APPDATA || path.join(home, 'AppData', 'Roaming'), 'latchkey');
+  if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'latchkey');
   // The XDG spec ignores a relative XDG_CONFIG_HOME.
   const xdg = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(home, '.config');
   return path.join(xdg, 'latchkey');
@@ -57,13 +57,13 @@ export function readLogin(file: string): SavedLogin | undefined {
 }
 
 /**
- * Saves the login readable by the user alone: the directory 0700, the file written 0600 under a
- * temporary name and renamed over the old one, so no reader ever sees half a file or a wider mode.
+ * Saves the login readable by the user alone: directories it creates 0700, the file written 0600
+ * under a temporary name and renamed over the old one, so no reader ever sees half a file or a
+ * wider mode. An existing directory keeps its mode: LATCHKEY_CONFIG_DIR may name a shared one.
  */
 export function saveLogin(file: string, login: SavedLogin): void {
   const dir = path.dirname(file);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (process.platform !== 'win32') fs.chmodSync(dir, 0o700);
   const temporary = path.join(dir, `.config.${randomBytes(6).toString('hex')}.tmp`);
   try {
     fs.writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
