@@ -9,6 +9,8 @@
  *   `.cjs` specifiers) beside the CommonJS ones, so TypeScript reads each in the right module format.
  *
  * Dependencies stay external: an app's bundler or Node resolves them from the app's node_modules.
+ * Everything is written to dist.next and swapped in at the end, so a build running beside the tests
+ * never leaves them without dist/, and a failed build leaves the last good one.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const dist = path.join(root, 'dist');
+const dist = path.join(root, 'dist.next');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 
 /** Public entry: its subpath in `exports` and its source module. */
@@ -71,7 +73,7 @@ for (const entry of ENTRIES) {
 
 // Declarations, then their CommonJS twins.
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', path.join(dist, 'types')], { stdio: 'inherit' });
 const types = path.join(dist, 'types');
 for (const file of fs.readdirSync(types, { recursive: true })) {
   if (!file.endsWith('.d.ts')) continue;
@@ -87,6 +89,9 @@ for (const entry of ENTRIES) {
   copy(path.join(dist, 'esm', `${entry.name}.d.ts`), `export * from './${module}.js';\n`);
   copy(path.join(dist, 'cjs', `${entry.name}.d.cts`), `export * from './${module}.cjs';\n`);
 }
+
+fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
+fs.renameSync(dist, path.join(root, 'dist'));
 
 function copy(file, text) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
