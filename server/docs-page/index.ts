@@ -2,13 +2,13 @@
  * The API reference at GET /docs: Swagger UI (the `swagger-ui-dist` package, served from its own
  * directory by this process, no CDN) rendering GET /v1/openapi.json. Public, like the document.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { RequestError } from '../errors.js';
+import { sendStaticAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
 
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
@@ -65,23 +65,16 @@ const contentSecurityPolicy = (publicOrigin: string) =>
     "frame-ancestors 'none'",
   ].join('; ');
 
-interface LoadedAsset {
-  body: Buffer;
-  type: string;
-  etag: string;
-}
-
 export function docsPageRouter(publicBaseUrl: string): Router {
   const csp = contentSecurityPolicy(new URL(publicBaseUrl).origin);
   // Read on first request: most processes never serve the reference, and the bundle is large.
-  const loaded = new Map<string, LoadedAsset>();
-  const load = (name: string): LoadedAsset | undefined => {
+  const loaded = new Map<string, StaticAsset>();
+  const load = (name: string): StaticAsset | undefined => {
     if (!Object.hasOwn(ASSETS, name)) return undefined;
     let asset = loaded.get(name);
     if (!asset) {
       const { type, read } = ASSETS[name]!;
-      const body = read();
-      asset = { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+      asset = staticAsset(read(), type);
       loaded.set(name, asset);
     }
     return asset;
@@ -104,16 +97,7 @@ export function docsPageRouter(publicBaseUrl: string): Router {
   router.get('/docs/assets/:name', named('/docs/assets/{name}'), (ctx) => {
     const asset = load(ctx.params.name!);
     if (!asset) throw new RequestError('NOT_FOUND', `No reference asset ${ctx.params.name}`);
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    // Revalidated: the package's file names carry no version.
-    ctx.set('Cache-Control', 'no-cache');
-    ctx.set('ETag', asset.etag);
-    ctx.type = asset.type;
-    if (ctx.get('if-none-match') === asset.etag) {
-      ctx.status = 304;
-      return;
-    }
-    ctx.body = asset.body;
+    sendStaticAsset(ctx, asset);
   });
   return router;
 }

@@ -13,7 +13,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import QRCode from 'qrcode';
 import { z } from 'zod';
@@ -23,6 +22,7 @@ import type { MasterKey } from '../crypto/master-key.js';
 import type { Db } from '../db/knex.js';
 import { RequestError } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
+import { sendStaticAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
 import { createPortalSessions, signedOut, type PortalSession, type TokenPair } from './sessions.js';
 import { createUpstream, type JsonAnswer } from './upstream.js';
 
@@ -65,19 +65,12 @@ const VerifyForm = z.object({ code: z.string().max(64) });
 const RegisterForm = z.object({ email: z.string().max(300), password: z.string().max(300), company_name: z.string().max(300) });
 const QrForm = z.object({ text: z.string().min(1).max(2000) });
 
-interface Asset {
-  body: Buffer;
-  type: string;
-  etag: string;
-}
-
-function loadAssets(): Map<string, Asset> {
-  const assets = new Map<string, Asset>();
+function loadAssets(): Map<string, StaticAsset> {
+  const assets = new Map<string, StaticAsset>();
   for (const name of fs.readdirSync(ASSETS_DIR)) {
     const type = CONTENT_TYPES[path.extname(name)];
     if (!type) continue;
-    const body = fs.readFileSync(path.join(ASSETS_DIR, name));
-    assets.set(name, { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+    assets.set(name, staticAsset(fs.readFileSync(path.join(ASSETS_DIR, name)), type));
   }
   return assets;
 }
@@ -244,15 +237,7 @@ export function createPortal(deps: PortalDeps) {
   function serveAsset(ctx: Koa.Context, name: string): void {
     const asset = assets.get(name);
     if (!asset) throw new RequestError('NOT_FOUND', `No portal asset ${name}`);
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Cache-Control', 'no-cache');
-    ctx.set('ETag', asset.etag);
-    ctx.type = asset.type;
-    if (ctx.get('if-none-match') === asset.etag) {
-      ctx.status = 304;
-      return;
-    }
-    ctx.body = asset.body;
+    sendStaticAsset(ctx, asset);
   }
 
   const middleware: Koa.Middleware = async (ctx, next) => {
