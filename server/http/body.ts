@@ -67,6 +67,8 @@ export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<unk
   if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
     throw new RequestError('VALIDATION_FAILED', `body: must not nest deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  const illFormed = findLoneSurrogate(body);
+  if (illFormed) throw new RequestError('VALIDATION_FAILED', `${illFormed}: must be well-formed Unicode (it has a lone surrogate such as \\ud800)`);
   return body;
 }
 
@@ -98,4 +100,25 @@ function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
     for (const child of Object.values(item)) pending.push([child, depth + 1]);
   }
   return false;
+}
+
+/**
+ * Half of a UTF-16 surrogate pair without the other half. JSON's `\ud800` escape makes one; no
+ * UTF-8 text can hold it, so PostgreSQL refuses it in jsonb and it would turn into U+FFFD in text.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Where the first string holding a lone surrogate is (`body.a.0`; for a key, its object's path), or null. */
+function findLoneSurrogate(value: unknown): string | null {
+  const pending: [unknown, string][] = [[value, 'body']];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [item, where] = next;
+    if (typeof item === 'string' && LONE_SURROGATE.test(item)) return where;
+    if (item === null || typeof item !== 'object') continue;
+    for (const [key, child] of Object.entries(item)) {
+      if (LONE_SURROGATE.test(key)) return where;
+      pending.push([child, `${where}.${key}`]);
+    }
+  }
+  return null;
 }
