@@ -6,7 +6,7 @@ import { BundleError } from './protection/bundle.js';
 import { AppLayoutError, appFromEntryFile, findAppInArchive, isEntryFileName, type JavaScriptApp } from './protection/javascript-app.js';
 import { protectJavaScriptApp } from './protection/protect.js';
 import type { BuildPlatform, PackageFormat } from './schemas.js';
-import { archiveKindOf, unpackArchive, type ArchiveKind } from './scanning/archive.js';
+import { archiveKindOf, ArtifactUnpacker, type ArchiveKind, type NestedFile } from './scanning/archive.js';
 import { ScanRefusal, type ScanFinding, type ScanStatus } from './scanning/findings.js';
 import { scanAll, type Scanner } from './scanning/scanner.js';
 
@@ -53,27 +53,32 @@ export interface Inspection {
   unpacked: string[];
 }
 
-/** Unpacks an archive safely (refusing bombs and escaping paths) and runs every scanner over what it holds. */
+/**
+ * Unpacks an archive safely (refusing bombs and escaping paths), and the archives nested in it, and
+ * runs every scanner over what they hold. Only the artifact's own files are the app (`unpacked`);
+ * nested archives are unpacked beside them, for the scanners alone.
+ */
 export async function inspectArtifact(scanners: Scanner[], artifact: string, artifactName: string, workDir: string, signal: AbortSignal): Promise<Inspection> {
   const unpackedDir = path.join(workDir, 'unpacked');
   const archive = await archiveKindOf(artifact);
+  const unpacker = await ArtifactUnpacker.of(artifact);
   let unpacked: string[] = [];
+  const scanned: NestedFile[] = [];
   try {
-    if (archive) unpacked = await unpackArchive(artifact, archive, unpackedDir);
+    if (archive) unpacked = await unpacker.unpack(artifact, archive, unpackedDir);
+    const own = unpacked.map((f) => ({ file: path.join(unpackedDir, ...f.split('/')), shownAs: `${artifactName}: ${f}` }));
+    // Not a zip or tar.gz: the artifact itself may still be a plain tar, whose files are scanned.
+    const nested = await (archive
+      ? unpacker.unpackNested(own, 2, path.join(workDir, 'nested'))
+      : unpacker.unpackNested([{ file: artifact, shownAs: artifactName }], 1, path.join(workDir, 'nested')));
+    scanned.push(...own, ...nested);
   } catch (err) {
     if (err instanceof ScanRefusal) return { finding: err.finding, archive, unpackedDir, unpacked };
     throw err;
   }
   signal.throwIfAborted();
-  const finding = await scanAll(
-    scanners,
-    {
-      artifact,
-      unpacked: unpacked.map((f) => path.join(unpackedDir, ...f.split('/'))),
-      describe: (file) => (file === artifact ? artifactName : `${artifactName}: ${path.relative(unpackedDir, file).split(path.sep).join('/')}`),
-    },
-    signal,
-  );
+  const shownAs = new Map(scanned.map((f) => [f.file, f.shownAs]));
+  const finding = await scanAll(scanners, { artifact, unpacked: [...shownAs.keys()], describe: (file) => shownAs.get(file) ?? artifactName }, signal);
   return { finding, archive, unpackedDir, unpacked };
 }
 

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EICAR_SIGNATURE } from '../../server/builds/scanning/eicar.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -32,6 +33,14 @@ describe('the built-in scanners', () => {
     ['the EICAR test signature across two 1 MiB reads', async () => Buffer.concat([Buffer.alloc(1024 * 1024 - 30, 'a'), EICAR_SIGNATURE]), 'big.bin', 'INFECTED', 'found in big.bin'],
     ['the EICAR test file inside a zip', () => zipOf({ 'package.json': '{}', 'lib/test.txt': EICAR_SIGNATURE }), 'app.zip', 'INFECTED', 'found in app.zip: lib/test.txt'],
     ['a gzip that is not a tar', async () => (await import('node:zlib')).gzipSync('just text, no tar headers '.repeat(40)), 'notes.gz', 'REJECTED', 'the tar.gz archive cannot be read'],
+    ['the EICAR test file in a zip inside a zip', async () => zipOf({ 'package.json': '{}', 'lib/inner.zip': await zipOf({ 'eicar.txt': EICAR_SIGNATURE }) }), 'app.zip', 'INFECTED', 'found in app.zip: lib/inner.zip: eicar.txt'],
+    ['the EICAR test file in a zip inside a tar.gz', async () => tarGzOf([['vendor/inner.zip', await zipOf({ 'x/eicar.com': EICAR_SIGNATURE })]]), 'app.tar.gz', 'INFECTED', 'found in app.tar.gz: vendor/inner.zip: x/eicar.com'],
+    ['the EICAR test file in a tar.gz inside a zip', async () => zipOf({ 'deps.tgz': tarGzOf([['eicar.com', EICAR_SIGNATURE]]) }), 'app.zip', 'INFECTED', 'found in app.zip: deps.tgz: eicar.com'],
+    ['the EICAR test file gzipped inside a zip', async () => zipOf({ 'notes.txt.gz': gzipSync(EICAR_SIGNATURE) }), 'app.zip', 'INFECTED', 'found in app.zip: notes.txt.gz: notes.txt'],
+    ['the EICAR test file four archives deep', async () => zipOf({ 'a.zip': await zipOf({ 'b.zip': await zipOf({ 'c.zip': await zipOf({ 'eicar.txt': EICAR_SIGNATURE }) }) }) }), 'app.zip', 'INFECTED', 'found in app.zip: a.zip: b.zip: c.zip: eicar.txt'],
+    ['archives nested five deep', async () => zipOf({ 'a.zip': await zipOf({ 'b.zip': await zipOf({ 'c.zip': await zipOf({ 'd.zip': await zipOf({ 'x.txt': 'x' }) }) }) }) }), 'app.zip', 'REJECTED', 'app.zip: a.zip: b.zip: c.zip: d.zip is an archive nested more than 4 levels deep'],
+    ['a zip bomb inside a zip (one budget for all levels)', async () => zipOf({ 'inner.zip': await zipOf({ 'zeros.bin': Buffer.alloc(40 * 1024 * 1024) }) }), 'app.zip', 'REJECTED', 'app.zip: inner.zip: the archive expands past 100 times its size'],
+    ['a damaged zip inside a zip', async () => zipOf({ 'inner.zip': Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(100, 7)]) }), 'app.zip', 'REJECTED', 'app.zip: inner.zip: the zip cannot be read'],
   ];
 
   it.each(cases)('fails %s, with the reason, and removes its files', async (_name, make, fileName, scanStatus, reason) => {
@@ -39,6 +48,12 @@ describe('the built-in scanners', () => {
     expect(build).toMatchObject({ status: 'FAILED', scan_status: scanStatus, package_format: null, sha256: null });
     expect(build.failure_reason).toContain(reason);
     expect(filesOf(server, build.id)).toEqual([]);
+  });
+
+  it('pass clean nested archives (a zip and a gzipped file in a tar.gz), delivered as uploaded', async () => {
+    const tar = tarGzOf([['docs/manual.zip', await zipOf({ 'manual.txt': 'read me' })], ['data/table.json.gz', gzipSync('{"rows":[]}')]]);
+    const build = await scanned(o, tar, 'tool.tar.gz');
+    expect(build).toMatchObject({ status: 'READY', scan_status: 'CLEAN', package_format: 'as_uploaded' });
   });
 
   it('pass a clean archive that is not a JavaScript app, delivered as uploaded', async () => {

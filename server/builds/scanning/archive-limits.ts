@@ -8,6 +8,11 @@ export const EXPANSION_FLOOR_BYTES = 16 * 1024 * 1024;
 /** Whatever the archive's size: unpacking happens on the server's disk. */
 export const MAX_UNPACKED_BYTES = 8 * 1024 ** 3;
 export const MAX_ARCHIVE_ENTRIES = 100_000;
+/**
+ * Archives inside archives are unpacked and scanned too, the artifact being level 1; one nested
+ * deeper is refused rather than passed unscanned. The budgets above hold for all levels together.
+ */
+export const MAX_ARCHIVE_DEPTH = 4;
 
 /** Bytes an archive of `archiveBytes` may unpack to. */
 export function unpackBudget(archiveBytes: number): number {

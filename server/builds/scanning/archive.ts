@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 import yauzl from 'yauzl';
-import { MAX_ARCHIVE_ENTRIES, MAX_EXPANSION_RATIO, unpackBudget } from './archive-limits.js';
+import { MAX_ARCHIVE_DEPTH, MAX_ARCHIVE_ENTRIES, MAX_EXPANSION_RATIO, unpackBudget } from './archive-limits.js';
 import { rejected, ScanRefusal } from './findings.js';
 
 export type ArchiveKind = 'zip' | 'tar.gz';
@@ -39,10 +39,20 @@ export function safeEntryPath(name: string): string {
   return parts.join('/');
 }
 
-/** Counts unpacked bytes against the budget, stopping a bomb as it goes off rather than after. */
+/**
+ * Counts unpacked bytes and entries against the budget, stopping a bomb as it goes off rather than
+ * after. One guard serves an artifact and every archive nested in it.
+ */
 class ExpansionGuard {
   private used = 0;
+  private entries = 0;
   constructor(private readonly budget: number) {}
+
+  /** Entries about to be unpacked (a zip declares them all at once; a tar one by one). */
+  expectEntries(count: number, what: string): void {
+    this.entries += count;
+    if (this.entries > MAX_ARCHIVE_ENTRIES) throw rejected(`${what} would unpack more than ${MAX_ARCHIVE_ENTRIES} entries in all, the most accepted`);
+  }
 
   /** Declared sizes, checked before a byte is written. */
   expect(bytes: number): void {
@@ -67,7 +77,7 @@ class ExpansionGuard {
 async function writeEntry(dest: string, relative: string, content: Readable, guard?: ExpansionGuard): Promise<void> {
   const file = path.join(dest, ...relative.split('/'));
   await fs.mkdir(path.dirname(file), { recursive: true });
-  const out = createWriteStream(file, { mode: 0o644 });
+  const out = createWriteStream(file, { mode: 0o600 });
   await (guard ? pipeline(content, guard.tap(), out) : pipeline(content, out));
 }
 
@@ -93,9 +103,11 @@ async function unpackZip(file: string, dest: string, guard: ExpansionGuard, file
     // decodeStrings off: yauzl would refuse bad names with an error; we say which entry and why.
     yauzl.open(file, { lazyEntries: true, decodeStrings: false, autoClose: true }, (err, z) => (err ? reject(zipProblem(err)) : resolve(z))),
   );
-  if (zip.entryCount > MAX_ARCHIVE_ENTRIES) {
+  try {
+    guard.expectEntries(zip.entryCount, `a zip of ${zip.entryCount} entries`);
+  } catch (err) {
     zip.close();
-    throw rejected(`the zip has ${zip.entryCount} entries; at most ${MAX_ARCHIVE_ENTRIES} are accepted`);
+    throw err;
   }
   const openEntry = (entry: yauzl.Entry) =>
     new Promise<Readable>((resolve, reject) => zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream))));
@@ -127,7 +139,8 @@ async function unpackZip(file: string, dest: string, guard: ExpansionGuard, file
 
 const TAR_FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
 
-async function unpackTarGz(file: string, dest: string, guard: ExpansionGuard, files: string[]): Promise<void> {
+/** A tar, gzipped or not: the guard counts the bytes as they leave the gzip layer (or the file). */
+async function unpackTar(file: string, gzipped: boolean, dest: string, guard: ExpansionGuard, files: string[]): Promise<void> {
   const parser = new Parser({ strict: true });
   const writes: Promise<void>[] = [];
   let failure: Error | undefined;
@@ -136,7 +149,7 @@ async function unpackTarGz(file: string, dest: string, guard: ExpansionGuard, fi
   parser.on('entry', (entry: ReadEntry) => {
     try {
       if (failure) throw failure;
-      if (files.length >= MAX_ARCHIVE_ENTRIES) throw rejected(`the archive has over ${MAX_ARCHIVE_ENTRIES} entries`);
+      guard.expectEntries(1, 'the tar');
       const name = safeEntryPath(entry.path);
       if (entry.type === 'Directory') {
         track(fs.mkdir(path.join(dest, name), { recursive: true }));
@@ -154,26 +167,127 @@ async function unpackTarGz(file: string, dest: string, guard: ExpansionGuard, fi
     }
   });
   try {
-    await pipeline(createReadStream(file), createGunzip(), guard.tap(), parser);
+    await (gzipped ? pipeline(createReadStream(file), createGunzip(), guard.tap(), parser) : pipeline(createReadStream(file), guard.tap(), parser));
   } catch (err) {
     if (err instanceof ScanRefusal) throw err;
-    throw rejected(`the tar.gz archive cannot be read: ${(err as Error).message}`);
+    throw rejected(`the ${gzipped ? 'tar.gz' : 'tar'} archive cannot be read: ${(err as Error).message}`);
   }
   await Promise.all(writes);
   if (failure) throw failure;
 }
 
+/** A file to scan, and how a finding names it: its path through the archives (`app.zip: lib/inner.zip: readme.txt`). */
+export interface NestedFile {
+  file: string;
+  shownAs: string;
+}
+
+type NestedKind = 'zip' | 'gzip' | 'tar';
+
+/** Magic numbers: a zip, a gzip (perhaps of a tar), or a POSIX tar ("ustar" at offset 257). */
+async function nestedKindOf(file: string): Promise<NestedKind | null> {
+  const handle = await fs.open(file, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(262), 0, 262, 0);
+    if (bytesRead >= 4 && buffer.readUInt32BE(0) === 0x504b0304) return 'zip';
+    if (bytesRead >= 2 && buffer[0] === 0x1f && buffer[1] === 0x8b) return 'gzip';
+    if (bytesRead === 262 && buffer.toString('latin1', 257, 262) === 'ustar') return 'tar';
+    return null;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Whether a gzip holds a tar: its first 262 inflated bytes carry the tar magic. */
+async function gzipHoldsTar(file: string): Promise<boolean> {
+  let head = Buffer.alloc(0);
+  await pipeline(createReadStream(file), createGunzip(), async (chunks: AsyncIterable<Buffer>) => {
+    for await (const chunk of chunks) {
+      head = Buffer.concat([head, chunk]);
+      if (head.length >= 262) return;
+    }
+  }).catch(() => {
+    // Stopped once the head was read (an abort), or a damaged gzip, which unpacking it as a file reports.
+  });
+  return head.length >= 262 && head.toString('latin1', 257, 262) === 'ustar';
+}
+
 /**
- * Unpacks a zip or tar.gz into `dest` for scanning and bundling, refusing (a `ScanRefusal`) paths
- * that leave the archive, links, and archives that expand past the budget. Answers the files
- * written, as `/`-separated paths relative to `dest`.
+ * The unpacking of one artifact: the artifact itself and every archive nested in it (a zip in a
+ * zip, a zip in a tar.gz, a lone gzipped file) draw on one budget, the outer archive's, so nesting
+ * cannot multiply what a bomb may expand to, and archives nested deeper than `MAX_ARCHIVE_DEPTH`
+ * are refused rather than passed unscanned.
  */
-export async function unpackArchive(file: string, kind: ArchiveKind, dest: string): Promise<string[]> {
-  const { size } = await fs.stat(file);
-  const guard = new ExpansionGuard(unpackBudget(size));
-  const files: string[] = [];
-  await fs.mkdir(dest, { recursive: true });
-  if (kind === 'zip') await unpackZip(file, dest, guard, files);
-  else await unpackTarGz(file, dest, guard, files);
-  return files;
+export class ArtifactUnpacker {
+  private nestedCount = 0;
+  private constructor(private readonly guard: ExpansionGuard) {}
+
+  static async of(artifact: string): Promise<ArtifactUnpacker> {
+    const { size } = await fs.stat(artifact);
+    return new ArtifactUnpacker(new ExpansionGuard(unpackBudget(size)));
+  }
+
+  /**
+   * Unpacks the artifact, a zip or tar.gz, into `dest` for scanning and bundling, refusing (a
+   * `ScanRefusal`) paths that leave the archive, links, and archives that expand past the budget.
+   * Answers the files written, as `/`-separated paths relative to `dest`.
+   */
+  async unpack(file: string, kind: ArchiveKind, dest: string): Promise<string[]> {
+    const files: string[] = [];
+    await fs.mkdir(dest, { recursive: true });
+    if (kind === 'zip') await unpackZip(file, dest, this.guard, files);
+    else await unpackTar(file, true, dest, this.guard, files);
+    return files;
+  }
+
+  /**
+   * Unpacks every archive among `candidates` (the artifact's own files, level 2, or the artifact
+   * itself, level 1, when it may be a plain tar) into folders under `scratch`, and the archives in
+   * those, level by level; answers every file found inside them, named after the candidate they came from.
+   */
+  async unpackNested(candidates: NestedFile[], level: 1 | 2, scratch: string): Promise<NestedFile[]> {
+    const found: NestedFile[] = [];
+    let current = candidates;
+    for (let depth: number = level; current.length > 0; depth++) {
+      const next: NestedFile[] = [];
+      for (const outer of current) {
+        const kind = await nestedKindOf(outer.file);
+        if (!kind) continue;
+        if (depth > MAX_ARCHIVE_DEPTH) throw rejected(`${outer.shownAs} is an archive nested more than ${MAX_ARCHIVE_DEPTH} levels deep`);
+        const dest = path.join(scratch, String(this.nestedCount++));
+        let inside: string[];
+        try {
+          inside = await this.unpackNestedArchive(outer.file, kind, dest);
+        } catch (err) {
+          if (err instanceof ScanRefusal) throw rejected(`${outer.shownAs}: ${err.finding.reason}`);
+          throw err;
+        }
+        for (const relative of inside) next.push({ file: path.join(dest, ...relative.split('/')), shownAs: `${outer.shownAs}: ${relative}` });
+      }
+      found.push(...next);
+      current = next;
+    }
+    return found;
+  }
+
+  private async unpackNestedArchive(file: string, kind: NestedKind, dest: string): Promise<string[]> {
+    const files: string[] = [];
+    await fs.mkdir(dest, { recursive: true });
+    if (kind === 'zip') await unpackZip(file, dest, this.guard, files);
+    else if (kind === 'tar') await unpackTar(file, false, dest, this.guard, files);
+    else if (await gzipHoldsTar(file)) await unpackTar(file, true, dest, this.guard, files);
+    else {
+      // A lone gzipped file (`data.json.gz`): its content, named without the suffix.
+      const name = path.basename(file).replace(/\.t?gz$/i, '') || 'content';
+      this.guard.expectEntries(1, 'a gzip');
+      try {
+        await pipeline(createReadStream(file), createGunzip(), this.guard.tap(), createWriteStream(path.join(dest, name), { mode: 0o600 }));
+      } catch (err) {
+        if (err instanceof ScanRefusal) throw err;
+        throw rejected(`the gzip cannot be read: ${(err as Error).message}`);
+      }
+      files.push(name);
+    }
+    return files;
+  }
 }
