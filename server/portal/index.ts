@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type Router from '@koa/router';
 import type Koa from 'koa';
 import QRCode from 'qrcode';
 import { z } from 'zod';
@@ -22,7 +23,9 @@ import type { MasterKey } from '../crypto/master-key.js';
 import type { Db } from '../db/knex.js';
 import { RequestError } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
+import type { RouteDef } from '../http/route.js';
 import { sendStaticAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
+import { forwardableOperations } from './forwardable.js';
 import { createPortalSessions, signedOut, type PortalSession, type TokenPair } from './sessions.js';
 import { createUpstream, type JsonAnswer } from './upstream.js';
 
@@ -53,8 +56,6 @@ export const PORTAL_CSP = [
   "trusted-types 'none'",
 ].join('; ');
 
-/** API paths the proxy never forwards: the sign-in steps have their own portal endpoints; the operator's are not a developer's. */
-const NOT_PROXIED = [/^\/v1\/auth\/(login|register|refresh)(\/|$)/, /^\/v1\/admin(\/|$)/];
 const PROXY_PATH = /^\/v1\/[A-Za-z0-9._~%-]+(\/[A-Za-z0-9._~%-]+)*\/?$/;
 /** Response headers the browser may see; everything else (cookies of the API, auth challenges) stays behind. */
 const PASSED_HEADERS = ['content-type', 'content-disposition', 'x-total-count', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-request-id'];
@@ -89,12 +90,15 @@ export interface PortalDeps {
   db: Db;
   clock: Clock;
   masterKey: MasterKey;
+  /** The API's router and operations: the proxy forwards only to those a developer's token is for. */
+  api: { router: Router; routes: RouteDef[] };
 }
 
 export function createPortal(deps: PortalDeps) {
   const upstream = createUpstream();
   const sessions = createPortalSessions({ db: deps.db, clock: deps.clock, masterKey: deps.masterKey, upstream });
   const assets = loadAssets();
+  const forwardable = forwardableOperations(deps.api.router, deps.api.routes);
   const shell = fs.readFileSync(SHELL_FILE);
   const publicOrigin = deps.config.publicBaseUrl ? new URL(deps.config.publicBaseUrl).origin : null;
 
@@ -200,7 +204,7 @@ export function createPortal(deps: PortalDeps) {
     if (
       !PROXY_PATH.test(pathOnly) ||
       segments.some((s) => s === '.' || s === '..' || /%2e|%2f|%5c/i.test(s)) ||
-      NOT_PROXIED.some((re) => re.test(pathOnly))
+      !forwardable.allows(ctx.method, pathOnly)
     ) {
       throw new RequestError('NOT_FOUND', `The portal does not forward ${ctx.method} ${pathOnly}`);
     }
