@@ -146,7 +146,7 @@ export function createApp(deps: AppDeps) {
   // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For.
   const app = new Koa({ proxy: config.trustProxy });
   // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
-  const portal = createPortal({ config, db, clock, masterKey });
+  const portal = createPortal({ config, db, clock, masterKey, api: { router: api, routes } });
   app.use(portal.acceptForwarded);
   app.use(metrics.middleware);
   app.use(requestLogging(log));
