@@ -141,7 +141,7 @@ export function createApp(deps: AppDeps) {
   const api = new Router();
   mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes });
   const metrics = createMetrics();
-  const ops = opsRouter(db, metrics, getOpenApi);
+  const ops = opsRouter(db, metrics, getOpenApi, authenticator);
 
   // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For.
   const app = new Koa({ proxy: config.trustProxy });
