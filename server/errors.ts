@@ -90,6 +90,8 @@ export const ERROR_CODES = {
   PAYMENTS_NOT_CONFIGURED: 503,
   /** The payment processor did not answer, or answered with its own failure; retry later. */
   PAYMENT_PROCESSOR_UNAVAILABLE: 503,
+  /** The server's disk (its storage or its database) is full: nothing of the request was kept. */
+  INSUFFICIENT_STORAGE: 507,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

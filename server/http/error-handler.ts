@@ -14,8 +14,22 @@ function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * A write the disk had no room for: the filesystem's (ENOSPC, or EDQUOT past a quota) or
+ * PostgreSQL's (53100 disk_full). What was half-written is already gone (storage removes it, a
+ * transaction rolls back); only the operator can make room, so it is logged as an error.
+ */
+function isStorageFull(err: unknown): boolean {
+  const code = (err as { code?: string })?.code ?? '';
+  return code === 'ENOSPC' || code === 'EDQUOT' || code === '53100';
+}
+
 function toRequestError(err: unknown, log: Logger): RequestError {
   if (err instanceof RequestError) return err;
+  if (isStorageFull(err)) {
+    log.error({ err }, 'storage full');
+    return new RequestError('INSUFFICIENT_STORAGE', 'The server has no room left to store this: nothing of it was kept; retry later, or ask the operator to free disk space');
+  }
   if (isDatabaseUnavailable(err)) {
     log.warn({ err }, 'database unavailable');
     return new RequestError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; retry shortly', {

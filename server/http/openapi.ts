@@ -85,8 +85,8 @@ type HeaderName = keyof typeof HEADERS;
 const headerRefs = (...names: HeaderName[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 const RATE_LIMIT_HEADERS = headerRefs('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
 
-/** Any operation may fail on bad input, past its rate limit, on a bug, or while the database is unreachable. */
-const COMMON_ERROR_STATUSES = [400, 429, 500, 503];
+/** Any operation may fail on bad input, past its rate limit, on a bug, while the database is unreachable, or on a full disk. */
+const COMMON_ERROR_STATUSES = [400, 429, 500, 503, 507];
 const errorResponseRef = (status: number) => ({ $ref: `#/components/responses/Error${status}` });
 
 /** One response per error status, naming the codes of the closed list that carry it. */
