@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -6,10 +5,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { freePort } from '../../server/db/embedded.js';
+import { cleanUpServer, EXIT_TIMEOUT_MS, killSpawnedServers, READY_TIMEOUT_MS, spawnServer, waitForExit, waitForReady, type ServerProcess } from '../support/server-process.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const READY_TIMEOUT_MS = 90_000;
-const EXIT_TIMEOUT_MS = 20_000;
+afterAll(killSpawnedServers);
 
 describe('configuration errors', () => {
   it.each([
@@ -22,63 +20,6 @@ describe('configuration errors', () => {
     expect(() => loadConfig(env)).toThrow(name);
   });
 });
-
-interface ServerProcess {
-  child: ChildProcess;
-  /** Everything the process printed, for assertions and failure messages. */
-  output(): string;
-  /** The exit code, once the process has exited and its output is complete. */
-  exited: Promise<number | null>;
-}
-
-const spawned: ChildProcess[] = [];
-// Whatever a test left behind is killed by its pid.
-afterAll(() => {
-  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
-
-/**
- * Starts the compiled server with plain node, as `npm start` does after building (the test
- * command builds first), with only the variables given (no DATABASE_URL: embedded).
- */
-function spawnServer(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, ['server/dist/main.js'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  spawned.push(child);
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-/** The exit code; fails the test if the process outlives `EXIT_TIMEOUT_MS`. */
-async function waitForExit(server: ServerProcess): Promise<number | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`process still running after ${EXIT_TIMEOUT_MS} ms:\n${server.output()}`)), EXIT_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([server.exited, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Polls /readyz until it answers 200; fails early if the process dies. */
-async function waitForReady(server: ServerProcess, url: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (server.child.exitCode !== null) throw new Error(`server exited with ${server.child.exitCode}:\n${server.output()}`);
-    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
-    if (res?.status === 200) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`server not ready after ${READY_TIMEOUT_MS} ms:\n${server.output()}`);
-}
 
 describe('configuration errors stop the real process', () => {
   it('exits non-zero with a message naming the variable', async () => {
@@ -104,22 +45,7 @@ describe('the real server on its embedded PostgreSQL', () => {
   }, READY_TIMEOUT_MS + 10_000);
 
   // Whatever happened above, leave no server, no PostgreSQL and no directory behind.
-  afterAll(async () => {
-    if (server && server.child.exitCode === null) {
-      server.child.kill('SIGTERM'); // graceful first, so PostgreSQL stops with it
-      await waitForExit(server).catch(() => server.child.kill('SIGKILL'));
-    }
-    if (dataDir && fs.existsSync(postmasterPidFile())) {
-      // The server died without stopping its PostgreSQL: PostgreSQL's fast shutdown, by its pid.
-      const pid = Number(fs.readFileSync(postmasterPidFile(), 'utf8').split('\n')[0]);
-      try {
-        if (pid > 0) process.kill(pid, 'SIGINT');
-      } catch {
-        // already gone: the pid file was stale
-      }
-    }
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  }, EXIT_TIMEOUT_MS + 10_000);
+  afterAll(() => cleanUpServer(server, dataDir), EXIT_TIMEOUT_MS + 10_000);
 
   it('answers /readyz with 200', async () => {
     const res = await fetch(`${url}/readyz`);
