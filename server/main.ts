@@ -6,11 +6,13 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { MasterKey } from './crypto/master-key.js';
 import { randomSecret } from './crypto/secrets.js';
 import { DataDirLockedError, lockDataDir } from './db/data-dir-lock.js';
-import { startEmbeddedPostgres, type EmbeddedCluster } from './db/embedded.js';
+import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedCluster } from './db/embedded.js';
 import { createDb } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './http/logging.js';
 import { loadKeyring } from './signing/load.js';
+import { tightenDataDir } from './storage/data-dir.js';
+import { sweepScratch } from './storage/scratch.js';
 
 /** The configured master key, or in embedded mode one generated once into the data directory. */
 function resolveMasterKey(config: Config): MasterKey {
@@ -30,12 +32,19 @@ async function main(): Promise<void> {
   let cluster: EmbeddedCluster | undefined;
   const cleanups: (() => Promise<void> | void)[] = [unlock];
   try {
+    const loose = tightenDataDir(config.dataDir);
+    if (loose.length > 0) log.warn({ files: loose }, 'could not make these private to the server (0600/0700): check their owner');
+    // Under the lock and before any job runs: nothing in the scratch space is in use.
+    const swept = await sweepScratch(config.dataDir);
+    if (swept > 0) log.info({ swept }, 'removed scratch directories that interrupted work left behind');
     const masterKey = resolveMasterKey(config);
     const keyring = loadKeyring(config);
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       log.info({ dir: config.dataDir }, 'starting embedded PostgreSQL');
-      cluster = await startEmbeddedPostgres(config.dataDir, (line) => log.debug({ component: 'postgres' }, line));
+      cluster = await startEmbeddedPostgres(config.dataDir, (line) => log.debug({ component: 'postgres' }, line), {
+        notice: (message) => log.warn({ component: 'postgres' }, message),
+      });
       cleanups.unshift(() => cluster!.stop());
       databaseUrl = cluster.url;
     }
@@ -92,7 +101,7 @@ async function shutdown(cleanups: (() => Promise<void> | void)[]): Promise<void>
 
 main().catch((err) => {
   // Operator mistakes get their message alone; anything else keeps its stack for the bug report.
-  const expected = err instanceof ConfigError || err instanceof DataDirLockedError;
+  const expected = err instanceof ConfigError || err instanceof DataDirLockedError || err instanceof EmbeddedPostgresError;
   console.error(expected ? err.message : err);
   process.exit(1);
 });

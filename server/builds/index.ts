@@ -7,6 +7,7 @@ import type { Db } from '../db/knex.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { Keyring } from '../signing/keyring.js';
 import { createFilesystemStorage } from '../storage/filesystem.js';
+import { createScratchSpace } from '../storage/scratch.js';
 import type { PushGuards } from '../updates/rules.js';
 import { createDownloadLinks } from './download-link.js';
 import { createProcessor } from './processing.js';
@@ -33,10 +34,12 @@ export function createBuilds(deps: {
   const store = createBuildsStore(db);
   const scanners = [eicarScanner, ...(config.clamd ? [clamdScanner(config.clamd)] : [])];
   const links = createDownloadLinks(deps.masterKey, clock, config.publicBaseUrl);
-  const service = createBuildsService({ db, store, storage, queue, clock, scanners, links, pushGuards: deps.pushGuards });
+  const scratch = createScratchSpace(config.dataDir);
+  const service = createBuildsService({ db, store, storage, queue, clock, scanners, scratch, links, pushGuards: deps.pushGuards });
   const job = protectBuildJob({
     store,
     storage,
+    scratch,
     clock,
     log,
     processor: createProcessor({ scanners, nodeBinaries: config.nodeBinaries }),

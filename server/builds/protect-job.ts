@@ -1,5 +1,3 @@
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { JwkSet } from '@latchkey/runtime-sdk/protocol';
@@ -8,6 +6,7 @@ import type { JobHandler } from '../jobs/runner.js';
 import { BlobNotFoundError, type BlobStorage } from '../storage/blob-storage.js';
 import { digestFile, type Digest } from '../storage/digest.js';
 import { readLocalFile } from '../storage/filesystem.js';
+import type { ScratchSpace } from '../storage/scratch.js';
 import { buildFiles, packageFileName } from './files.js';
 import type { Processor, ProcessingOutcome } from './processing.js';
 import type { ScanStatus } from './scanning/findings.js';
@@ -17,6 +16,8 @@ export interface ProtectJobDeps {
   store: BuildsStore;
   storage: BlobStorage;
   processor: Processor;
+  /** Where each attempt works; removed when it ends, however it ends. */
+  scratch: ScratchSpace;
   clock: Clock;
   log: Logger;
   /** Baked into every protected app: where the authority is and the keys its tokens verify with. */
@@ -85,8 +86,7 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
     async run({ build_id }, { signal }) {
       const build = await store.startProcessing(build_id);
       if (!build) return; // deleted, or finished by an earlier attempt
-      const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `latchkey-${build_id}-`));
-      try {
+      await deps.scratch.withWorkDir(build_id, async (workDir) => {
         const artifact = path.join(workDir, 'artifact');
         let digest: Digest;
         try {
@@ -113,9 +113,7 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
           return await fail(build, outcome.reason, outcome.scan_status);
         }
         await publish(build, digest, outcome);
-      } finally {
-        await fs.rm(workDir, { recursive: true, force: true });
-      }
+      });
     },
 
     async giveUp({ build_id, app_id }, reason) {

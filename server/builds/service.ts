@@ -1,5 +1,3 @@
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type Koa from 'koa';
 import type { Clock } from '../clock.js';
@@ -10,6 +8,7 @@ import type { UploadedFile } from '../http/multipart.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
 import type { Digest } from '../storage/digest.js';
+import type { ScratchSpace } from '../storage/scratch.js';
 import type { PushGuards } from '../updates/rules.js';
 import type { DownloadLinks } from './download-link.js';
 import { buildFiles, safeFileName } from './files.js';
@@ -27,6 +26,7 @@ export interface BuildsServiceDeps {
   clock: Clock;
   links: DownloadLinks;
   scanners: Scanner[];
+  scratch: ScratchSpace;
   pushGuards: Pick<PushGuards, 'beforeUnrelease'>;
 }
 
@@ -49,17 +49,14 @@ export function createBuildsService(deps: BuildsServiceDeps) {
   }
 
   /** Scans a signed package before it replaces anything (the same checks as an upload's, at once); answers its digest. */
-  async function assertClean(key: string, name: string): Promise<Digest> {
-    const workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'latchkey-package-'));
-    try {
+  function assertClean(key: string, name: string): Promise<Digest> {
+    return deps.scratch.withWorkDir('package', async (workDir) => {
       const file = path.join(workDir, 'package');
       const digest = await storage.copyToFile(key, file);
       const { finding } = await inspectArtifact(deps.scanners, file, name, workDir, AbortSignal.timeout(10 * 60_000));
       if (finding) throw new RequestError('PACKAGE_REJECTED', `The package was refused (${finding.scan_status}): ${finding.reason}`);
       return digest;
-    } finally {
-      await fs.rm(workDir, { recursive: true, force: true });
-    }
+    });
   }
 
   return {

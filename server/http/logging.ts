@@ -2,8 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import pino, { type Logger } from 'pino';
 
-/** Query parameters whose values are secrets (checkout sessions, codes, tokens) never reach a log line. */
-const SECRET_QUERY_PARAMS = new Set(['session_id', 'code', 'token', 'key', 'license_key', 'email', 'signature', 'sig']);
+/**
+ * Query parameters whose values are secrets never reach a log line: signed download links'
+ * signatures, OAuth codes and state, checkout sessions, email addresses, and anything named like a
+ * token, key, secret or password, in any case.
+ */
+const SECRET_QUERY_PARAM = /token|key|secret|password|signature|^sig$|^code$|^state$|^session_id$|^email$/i;
 
 export function createLogger(level: string): Logger {
   return pino({
@@ -14,6 +18,11 @@ export function createLogger(level: string): Logger {
         'req.headers["x-api-key"]',
         'req.headers["x-merchantops-secret"]',
         'req.headers.cookie',
+        // Errors of HTTP clients (the payment processor's) carry the headers they sent or received.
+        '*.headers.authorization',
+        '*.headers["x-api-key"]',
+        '*.headers.cookie',
+        '*.headers["set-cookie"]',
         '*.password',
         '*.license_key',
         '*.refresh_token',
@@ -24,15 +33,19 @@ export function createLogger(level: string): Logger {
   });
 }
 
-/** Path segments that are secrets: the checkout session id of the public entitlement endpoint. */
-const SECRET_PATH_SEGMENT = /(\/checkout-session\/)[^/?#]*/gi;
+/**
+ * Path segments that are secrets: the checkout session id of the public entitlement endpoint, the
+ * token of a permanent delivery page (`/d/<token>`), an entitlement webhook's URL token, and a
+ * redemption code (directly or through the portal's proxy).
+ */
+const SECRET_PATH_SEGMENTS = [/^(\/d\/)[^/]*/i, /(\/(?:checkout-session|entitlement-webhooks|redemption-codes)\/)[^/]*/gi];
 
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  const path = (q < 0 ? url : url.slice(0, q)).replace(SECRET_PATH_SEGMENT, '$1[redacted]');
+  const path = SECRET_PATH_SEGMENTS.reduce((p, segment) => p.replace(segment, '$1[redacted]'), q < 0 ? url : url.slice(0, q));
   if (q < 0) return path;
   const params = new URLSearchParams(url.slice(q + 1));
-  for (const name of [...params.keys()]) if (SECRET_QUERY_PARAMS.has(name)) params.set(name, '[redacted]');
+  for (const name of new Set(params.keys())) if (SECRET_QUERY_PARAM.test(name)) params.set(name, '[redacted]');
   return `${path}?${params.toString()}`;
 }
 

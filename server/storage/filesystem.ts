@@ -13,6 +13,13 @@ const STAGING_DIR = '.staging';
 /** Large chunks: artifacts run to gigabytes, and fewer, bigger writes keep the CPU cost per byte low. */
 const CHUNK_BYTES = 1024 * 1024;
 
+/**
+ * Artifacts and protected packages are the developers' property: only the server's user reads
+ * them. Modes are given at creation (a umask can only narrow them further).
+ */
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Objects as files under `root`; several server processes may share it (a network filesystem). */
@@ -33,12 +40,13 @@ export function createFilesystemStorage(root: string): BlobStorage {
 
   return {
     async stage(source: Readable): Promise<StagedBlob> {
-      await fs.mkdir(staging, { recursive: true });
+      await fs.mkdir(staging, { recursive: true, mode: DIR_MODE });
       const file = path.join(staging, randomUUID());
-      const out = createWriteStream(file, { highWaterMark: CHUNK_BYTES });
+      const out = createWriteStream(file, { highWaterMark: CHUNK_BYTES, mode: FILE_MODE });
       try {
         await pipeline(source, out);
       } catch (err) {
+        // Nothing half-written is kept, whatever stopped the write (a full disk, a client gone).
         await fs.rm(file, { force: true });
         throw err;
       }
@@ -46,7 +54,7 @@ export function createFilesystemStorage(root: string): BlobStorage {
         size: out.bytesWritten,
         async commit(key) {
           const target = fileOf(key);
-          await fs.mkdir(path.dirname(target), { recursive: true });
+          await fs.mkdir(path.dirname(target), { recursive: true, mode: DIR_MODE });
           await fs.rename(file, target);
         },
         discard: () => fs.rm(file, { force: true }),
