@@ -68,7 +68,7 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
     },
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
   });
-  if (fresh) await cluster.initialise();
+  if (fresh) await initialiseInPrivate(cluster, dir);
 
   /** The package's start, which rejects with nothing at all when PostgreSQL exits first: the reason is in its last lines. */
   async function startPostmaster(): Promise<void> {
@@ -96,6 +96,24 @@ export async function startEmbeddedPostgres(dir: string, log: (line: string) => 
       forget();
     },
   };
+}
+
+/**
+ * The package hands initdb the password in a file it writes into `os.tmpdir()` with the default
+ * mode, readable by every local user while initdb runs. `os.tmpdir()` follows TMPDIR, so for that
+ * moment it is the data directory, which others cannot list (as root it must stay traversable for
+ * the `postgres` user, who reads the file; its random name is not guessable). Nothing else runs in
+ * this process while a cluster is created (at start, before the server listens).
+ */
+async function initialiseInPrivate(cluster: Cluster, dir: string): Promise<void> {
+  const tmpdir = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  try {
+    await cluster.initialise();
+  } finally {
+    if (tmpdir === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = tmpdir;
+  }
 }
 
 /** Back-off between restarts: 1 s, 2 s, 4 s ... at most 30 s; back to 1 s once PostgreSQL has run for a minute. */

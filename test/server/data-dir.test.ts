@@ -17,6 +17,10 @@ import type { TestServer } from '../support/server.js';
 let dataDir: string;
 let url: string;
 let server: ServerProcess;
+/** The server's system temporary directory (TMPDIR), watched while it starts. */
+let serverTemp: string;
+let tempWatcher: fs.FSWatcher;
+const createdInTemp: string[] = [];
 /** Scratch space a crashed job left (inside the data directory) and one an earlier version left in the system's. */
 let crashedWork: string;
 let legacyWork: string;
@@ -31,20 +35,24 @@ beforeAll(async () => {
   crashedWork = path.join(dataDir, 'scratch', 'bld_crashed-a1b2c3');
   fs.mkdirSync(crashedWork, { recursive: true });
   fs.writeFileSync(path.join(crashedWork, 'artifact'), 'half an unpacked upload');
-  legacyWork = fs.mkdtempSync(path.join(os.tmpdir(), `latchkey-bld_${randomBytes(6).toString('hex')}-`));
+  serverTemp = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-data-dir-tmp-'));
+  fs.chmodSync(serverTemp, 0o1777); // as /tmp is: every user may create files in it
+  tempWatcher = fs.watch(serverTemp, (_event, name) => void (name && createdInTemp.push(name)));
+  legacyWork = fs.mkdtempSync(path.join(serverTemp, `latchkey-bld_${randomBytes(6).toString('hex')}-`));
   fs.writeFileSync(path.join(legacyWork, 'artifact'), 'left by an older version');
   const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
   fs.utimesSync(legacyWork, twoDaysAgo, twoDaysAgo);
 
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
-  server = spawnServer({ PORT: String(port), LATCHKEY_DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+  server = spawnServer({ PORT: String(port), LATCHKEY_DATA_DIR: dataDir, LOG_LEVEL: 'info', TMPDIR: serverTemp });
   await waitForReady(server, url);
 }, READY_TIMEOUT_MS + 10_000);
 
 afterAll(async () => {
+  tempWatcher?.close();
   await cleanUpServer(server, dataDir);
-  fs.rmSync(legacyWork, { recursive: true, force: true });
+  fs.rmSync(serverTemp, { recursive: true, force: true });
   killSpawnedServers();
 }, 30_000);
 
@@ -66,6 +74,13 @@ describe('scratch space at start', () => {
     expect(fs.existsSync(crashedWork)).toBe(false);
     expect(fs.existsSync(legacyWork)).toBe(false);
     expect(server.output()).toContain('removed scratch directories that interrupted work left behind');
+  });
+});
+
+describe('the embedded cluster’s password', () => {
+  it('is never written to the system temporary directory, not even for the moment initdb reads it', () => {
+    expect(createdInTemp.filter((name) => name.startsWith('pg-password'))).toEqual([]);
+    expect(fs.statSync(path.join(dataDir, 'pg-password')).mode & 0o777).toBe(0o600);
   });
 });
 
