@@ -26,6 +26,7 @@ import { sendEmailJob } from './email/send-job.js';
 import { createEmailTransport } from './email/transport.js';
 import { createEntitlementWebhook } from './entitlements/index.js';
 import { createAuthenticator } from './http/auth.js';
+import { resolveClientAddress } from './http/client-address.js';
 import { errorHandler } from './http/error-handler.js';
 import { createLicenseLimits } from './http/license-limits.js';
 import { requestLogging } from './http/logging.js';
@@ -143,10 +144,12 @@ export function createApp(deps: AppDeps) {
   const metrics = createMetrics();
   const ops = opsRouter(db, metrics, getOpenApi, authenticator);
 
-  // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For.
-  const app = new Koa({ proxy: config.trustProxy });
+  // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For, believed
+  // only from the proxies LATCHKEY_TRUST_PROXY lists (resolveClientAddress, the first middleware).
+  const app = new Koa({ proxy: config.trustProxy.any });
   // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
   const portal = createPortal({ config, db, clock, masterKey, api: { router: api, routes } });
+  app.use(resolveClientAddress(config.trustProxy));
   app.use(portal.acceptForwarded);
   app.use(metrics.middleware);
   app.use(requestLogging(log));

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import { PLATFORMS } from './apps/schemas.js';
+import { parseTrustedProxies, type TrustedProxies } from './http/client-address.js';
 import { parseSigningKeys } from './signing/keyring.js';
 
 export type ClamdAddress = { host: string; port: number } | { socketPath: string };
@@ -94,8 +95,21 @@ const ConfigSchema = z.object({
   LATCHKEY_RUN_JOBS: z.stringbool().default(true),
   /** Jobs one process runs at a time. */
   LATCHKEY_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
-  /** Trust X-Forwarded-For for client addresses (set only behind a proxy that overwrites it). */
-  LATCHKEY_TRUST_PROXY: z.stringbool().default(false),
+  /**
+   * The proxies whose X-Forwarded-For (client address), X-Forwarded-Proto and X-Forwarded-Host are
+   * believed: addresses and CIDR ranges, `10.0.0.0/8,192.168.1.5`. Default none; `true` trusts every peer.
+   */
+  LATCHKEY_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((value, ctx) => {
+      try {
+        return parseTrustedProxies(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   /** The mail server for outgoing email (smtp:// or smtps://, credentials in the URL). Unset: `.eml` files in the data directory. */
   SMTP_URL: z
     .string()
@@ -137,7 +151,7 @@ export interface Config {
   nodeBinaries: NodeBinaries;
   runJobs: boolean;
   jobConcurrency: number;
-  trustProxy: boolean;
+  trustProxy: TrustedProxies;
   smtpUrl: string | undefined;
   emailFrom: string;
   stripe: { secretKey: string; webhookSecret: string | undefined; apiBase: URL | undefined } | undefined;

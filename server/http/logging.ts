@@ -78,7 +78,8 @@ export function requestLogging(log: Logger): Koa.Middleware {
       // Only built when it will be written: below `info` (load tests, quiet deployments) it costs nothing.
       if (log.isLevelEnabled('info')) {
         const ms = Number(process.hrtime.bigint() - started) / 1e6;
-        ctx.state.log.info({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+        // `ctx.ip`: the client as resolveClientAddress found it (X-Forwarded-For only from trusted proxies).
+        ctx.state.log.info({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, client: ctx.ip, ms: Math.round(ms * 10) / 10 }, 'request');
       }
     }
   };
