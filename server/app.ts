@@ -79,7 +79,6 @@ export function createApp(deps: AppDeps) {
   const { config, db, clock, log, masterKey, keyring } = deps;
   // Started and stopped by whoever runs the process, like `jobs`; until it runs, API keys are looked up every time.
   const listener = createNotificationListener(db, log);
-  const accounts = createAccountsService({ store: createAccountsStore(db), clock, masterKey, apiKeys: createApiKeyCache(listener) });
   const rateLimiter = createRateLimiter(db, clock, config.rateLimitMultiplier);
   // Limits per license, counted by the runtime statements themselves (the routes' class is `runtime`).
   const licenseLimits = createLicenseLimits(clock, config.rateLimitMultiplier);
@@ -93,6 +92,15 @@ export function createApp(deps: AppDeps) {
   const fees = createFeeLedger({ queue, clock });
   const outbox = createEmailOutbox();
   const wakeJobs = () => queue.wake();
+  const accounts = createAccountsService({
+    store: createAccountsStore(db),
+    clock,
+    masterKey,
+    apiKeys: createApiKeyCache(listener),
+    outbox,
+    wakeJobs,
+    publicBaseUrl: config.publicBaseUrl,
+  });
   const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs });
   // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.
   const entitlementWebhook = createEntitlementWebhook({ config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs });

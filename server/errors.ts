@@ -84,6 +84,8 @@ export const ERROR_CODES = {
   RATE_LIMITED: 429,
   /** More than 5 redemption attempts in a minute from one address. */
   REDEMPTION_RATE_LIMITED: 429,
+  /** Too many wrong two-factor codes for the account: its second-factor checks are locked for a while (`Retry-After`). */
+  TWO_FACTOR_LOCKED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   /** No Stripe key configured on this server (LATCHKEY_STRIPE_SECRET_KEY). */

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
-import { CHALLENGE_TTL_SECONDS, type AccountsService } from './service.js';
+import { TWO_FACTOR_ATTEMPTS, TWO_FACTOR_LOCK_MS } from './second-factor.js';
+import { CHALLENGE_MAX_ATTEMPTS, CHALLENGE_TTL_SECONDS, type AccountsService } from './service.js';
 import { PLANS } from './plan.js';
 import type { DeveloperRow } from './store.js';
 
@@ -34,7 +35,11 @@ export function accountRoutes(accounts: AccountsService) {
       summary: 'Complete a 2FA login with a TOTP code or a backup code', body: s.VerifyTwoFactorBody, response: s.TokenPair,
       description:
         'A challenge completes one login: an invalid, expired or already used one is 401 INVALID_CREDENTIALS. A wrong code is ' +
-        `401 INVALID_TWO_FACTOR_CODE and leaves the challenge usable until it expires (${CHALLENGE_TTL_SECONDS / 60} minutes after login).`,
+        `401 INVALID_TWO_FACTOR_CODE and leaves the challenge usable until it expires (${CHALLENGE_TTL_SECONDS / 60} minutes after login), ` +
+        `for ${CHALLENGE_MAX_ATTEMPTS} codes in all: the next attempt is 401 INVALID_CREDENTIALS whatever its code, and the login starts again. ` +
+        `An account takes ${TWO_FACTOR_ATTEMPTS.limit} codes an hour by any route; a wrong one past that locks its second-factor checks for ` +
+        `${TWO_FACTOR_LOCK_MS / 3_600_000} hour (429 TWO_FACTOR_LOCKED with Retry-After) and emails the owner. A TOTP code is accepted once: ` +
+        'a code whose time step was already used, by any check of the account, is refused.',
       errors: [401],
       handler: ({ body }) => accounts.verifyTwoFactorLogin(body.challenge_token, body.code),
     }),

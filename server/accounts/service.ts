@@ -1,9 +1,11 @@
 import type { Clock } from '../clock.js';
 import type { MasterKey } from '../crypto/master-key.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, newId, randomHex, randomHumanCode, randomSecret, safeEqual, sha256Hex, verifyPassword } from '../crypto/secrets.js';
-import { isUniqueViolation, type Db } from '../db/knex.js';
+import { isUniqueViolation } from '../db/knex.js';
+import type { EmailOutbox } from '../email/outbox.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { ApiKeyCache } from './api-key-cache.js';
+import { createSecondFactor, normaliseBackupCode, totpAad, WRONG_CODE_DETAIL } from './second-factor.js';
 import type { AccountsStore, DeveloperRow } from './store.js';
 import { SessionTokens } from './tokens.js';
 import { totp } from './totp.js';
@@ -11,6 +13,8 @@ import { totp } from './totp.js';
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
 export const CHALLENGE_TTL_SECONDS = 300;
+/** Codes one login challenge may be tried with; the next attempt is refused whatever its code, and the login starts again. */
+export const CHALLENGE_MAX_ATTEMPTS = 5;
 const CHALLENGE_REFUSED_DETAIL = 'The login challenge is invalid, expired or already used; log in again';
 const BACKUP_CODE_COUNT = 10;
 
@@ -26,14 +30,21 @@ export interface TokenPair {
   expires_in: number;
 }
 
-function normaliseBackupCode(code: string): string {
-  return code.toUpperCase().replace(/[^0-9A-Z]/g, '');
+export interface AccountsDeps {
+  store: AccountsStore;
+  clock: Clock;
+  masterKey: MasterKey;
+  apiKeys: ApiKeyCache;
+  /** Notices about the account's security (a 2FA lockout) go through the outbox. */
+  outbox: Pick<EmailOutbox, 'queueAccountEmail'>;
+  wakeJobs: () => void;
+  publicBaseUrl: string;
 }
 
-export function createAccountsService(deps: { store: AccountsStore; clock: Clock; masterKey: MasterKey; apiKeys: ApiKeyCache }) {
+export function createAccountsService(deps: AccountsDeps) {
   const { store, clock, masterKey, apiKeys } = deps;
   const tokens = new SessionTokens(masterKey.derive('session-tokens'));
-  const totpAad = (developerId: string) => `totp:${developerId}`;
+  const secondFactor = createSecondFactor(deps);
 
   async function issueTokenPair(developerId: string, familyId = newId('fam')): Promise<TokenPair> {
     const refreshId = randomHex(12);
@@ -51,17 +62,6 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
       token_type: 'bearer',
       expires_in: ACCESS_TOKEN_TTL_SECONDS,
     };
-  }
-
-  /** A TOTP code (never the same step twice) or an unused backup code; spent in `q` when given (a transaction). */
-  async function checkSecondFactor(dev: DeveloperRow, code: string, q?: Db): Promise<boolean> {
-    if (/^\d{6}$/.test(code)) {
-      if (!dev.totp_secret_sealed) return false;
-      const secret = masterKey.open(dev.totp_secret_sealed, totpAad(dev.id));
-      const step = await totp.matchStep(secret, code, clock.now().getTime());
-      return step !== null && (await store.advanceTotpStep(dev.id, step, q));
-    }
-    return store.useBackupCode(dev.id, sha256Hex(normaliseBackupCode(code)), q);
   }
 
   async function requireDeveloper(id: string): Promise<DeveloperRow> {
@@ -99,21 +99,33 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
     },
 
     /**
-     * A challenge completes one login. It is marked used and the code spent in one transaction: a
-     * wrong code undoes both (the challenge may be tried again), and a concurrent verify of the same
-     * challenge waits for this one, then finds it used.
+     * A challenge completes one login, after at most CHALLENGE_MAX_ATTEMPTS codes: each attempt is
+     * counted first, in its own statement, whatever comes of it. The challenge is marked used and
+     * the code spent in one transaction: a wrong code undoes both (the challenge may be tried
+     * again), and a concurrent verify of the same challenge waits for this one, then finds it used.
+     * Every code also counts against the account's limit (second-factor.ts).
      */
     async verifyTwoFactorLogin(challengeToken: string, code: string): Promise<TokenPair> {
       const now = clock.now();
       const developerId = tokens.verify(challengeToken, '2fa_challenge', now.getTime());
       assertThat(developerId, 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
       const dev = await requireDeveloper(developerId);
+      const tokenHash = sha256Hex(challengeToken);
       // Issued before now, the token has expired by then: its record may go.
       const recordExpiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
-      await store.transaction(async (trx) => {
-        assertThat(await store.useLoginChallenge(trx, sha256Hex(challengeToken), dev.id, recordExpiresAt, now), 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
-        assertThat(await checkSecondFactor(dev, code, trx), 'INVALID_TWO_FACTOR_CODE', 'The two-factor code is incorrect or was already used');
-      });
+      const challenge = await store.countChallengeAttempt(tokenHash, dev.id, recordExpiresAt, now);
+      assertThat(!challenge.used, 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
+      assertThat(
+        challenge.attempts <= CHALLENGE_MAX_ATTEMPTS,
+        'INVALID_CREDENTIALS',
+        `${CHALLENGE_MAX_ATTEMPTS} codes were tried with this login challenge, the most one may take; log in again`,
+      );
+      await secondFactor.counted(dev, () =>
+        store.transaction(async (trx) => {
+          assertThat(await store.completeLoginChallenge(trx, tokenHash, now), 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
+          assertThat(await secondFactor.matches(dev, code, trx), 'INVALID_TWO_FACTOR_CODE', WRONG_CODE_DETAIL);
+        }),
+      );
       return issueTokenPair(dev.id);
     },
 
@@ -196,7 +208,7 @@ export function createAccountsService(deps: { store: AccountsStore; clock: Clock
       const dev = await requireDeveloper(developerId);
       if (!dev.two_factor_enabled) throw new RequestError('TWO_FACTOR_NOT_ENABLED', 'Two-factor authentication is off');
       assertThat(await verifyPassword(password, dev.password_hash), 'INVALID_CREDENTIALS', 'The password is incorrect');
-      assertThat(await checkSecondFactor(dev, code), 'INVALID_TWO_FACTOR_CODE', 'The two-factor code is incorrect or was already used');
+      await secondFactor.counted(dev, async () => assertThat(await secondFactor.matches(dev, code), 'INVALID_TWO_FACTOR_CODE', WRONG_CODE_DETAIL));
       await store.disableTwoFactor(dev.id);
       return { two_factor_enabled: false, backup_codes_remaining: 0 };
     },

@@ -26,6 +26,12 @@ export interface RefreshTokenRow {
   revoked_at: Date | null;
 }
 
+/** How many second-factor codes an account may try in a window before they are locked. */
+export interface TwoFactorAttemptRule {
+  limit: number;
+  windowMs: number;
+}
+
 export function createAccountsStore(db: Db) {
   return {
     insertDeveloper: (row: Pick<DeveloperRow, 'id' | 'email' | 'password_hash' | 'company_name'>) =>
@@ -84,20 +90,72 @@ export function createAccountsStore(db: Db) {
         .update({ used_at: q.fn.now() })) === 1,
 
     /**
-     * Records a 2FA login challenge (by its token's hash) as used until `expiresAt`; false when it
-     * already is. A concurrent verify of the same challenge waits on the new row until `trx` ends,
-     * then finds it used (commit) or free (rollback). The developer's expired records go with it.
+     * Counts one code sent with a 2FA login challenge (by its token's hash), in one statement, so
+     * concurrent attempts each count; the record lasts until `expiresAt`, after the token has
+     * expired anyway. The developer's expired records go with it.
      */
-    useLoginChallenge: async (trx: Db, tokenHash: string, developerId: string, expiresAt: Date, now: Date) =>
+    countChallengeAttempt: async (tokenHash: string, developerId: string, expiresAt: Date, now: Date) =>
       (
-        await hotQuery(
-          trx,
-          `WITH expired AS (DELETE FROM used_login_challenges WHERE developer_id = $2 AND expires_at <= $4)
-           INSERT INTO used_login_challenges (token_hash, developer_id, expires_at) VALUES ($1, $2, $3)
-           ON CONFLICT (token_hash) DO NOTHING RETURNING 1`,
+        await hotQuery<{ attempts: number; used: boolean }>(
+          db,
+          `WITH expired AS (DELETE FROM login_challenges WHERE developer_id = $2 AND expires_at <= $4)
+           INSERT INTO login_challenges (token_hash, developer_id, expires_at, attempts) VALUES ($1, $2, $3, 1)
+           ON CONFLICT (token_hash) DO UPDATE SET attempts = login_challenges.attempts + 1
+           RETURNING attempts, used_at IS NOT NULL AS used`,
           [tokenHash, developerId, expiresAt, now],
         )
-      ).length === 1,
+      )[0]!,
+
+    /**
+     * Marks a challenge as having completed its login; false when it already had. A concurrent
+     * verify of the same challenge waits on the row until `trx` ends, then finds it used (commit)
+     * or free (rollback).
+     */
+    completeLoginChallenge: async (trx: Db, tokenHash: string, now: Date) =>
+      (await trx('login_challenges').where({ token_hash: tokenHash }).whereNull('used_at').update({ used_at: now })) === 1,
+
+    /**
+     * Counts a second-factor check about to run against the account's window (a new window when
+     * the last began `rule.windowMs` ago), unless second-factor checks are locked or the window
+     * already holds `rule.limit`. Answers the window's start, which settles the attempt; undefined
+     * when refused.
+     */
+    reserveTwoFactorAttempt: async (id: string, now: Date, rule: TwoFactorAttemptRule) => {
+      const windowFloor = new Date(now.getTime() - rule.windowMs);
+      const { rows } = await db.raw<{ rows: { since: Date }[] }>(
+        `UPDATE developers SET
+           two_factor_failures = CASE WHEN two_factor_failures_since > :floor THEN two_factor_failures + 1 ELSE 1 END,
+           two_factor_failures_since = CASE WHEN two_factor_failures_since > :floor THEN two_factor_failures_since ELSE :now END
+         WHERE id = :id
+           AND (two_factor_locked_until IS NULL OR two_factor_locked_until <= :now)
+           AND NOT (two_factor_failures_since > :floor AND two_factor_failures >= :limit)
+         RETURNING two_factor_failures_since AS since`,
+        { id, now, floor: windowFloor, limit: rule.limit },
+      );
+      return rows[0]?.since;
+    },
+
+    /** Takes back a reserved attempt that was no wrong code (it succeeded, or never checked one). */
+    refundTwoFactorAttempt: (id: string, since: Date) =>
+      db('developers').where({ id, two_factor_failures_since: since }).where('two_factor_failures', '>', 0).decrement('two_factor_failures', 1),
+
+    /**
+     * After a wrong code: when the window holds `rule.limit` attempts, locks second-factor checks
+     * until `lockedUntil` and starts the count over, in one statement, so exactly one wrong code
+     * locks. Answers whom to tell when this call locked.
+     */
+    lockTwoFactorWhenExhausted: async (trx: Db, id: string, since: Date, lockedUntil: Date, rule: TwoFactorAttemptRule) =>
+      (
+        await trx('developers')
+          .where({ id, two_factor_failures_since: since })
+          .where('two_factor_failures', '>=', rule.limit)
+          .update({ two_factor_locked_until: lockedUntil, two_factor_failures: 0, two_factor_failures_since: null })
+          .returning(['email', 'company_name'])
+      )[0] as Pick<DeveloperRow, 'email' | 'company_name'> | undefined,
+
+    /** When the account's lock of second-factor checks ends (null or past: not locked). */
+    twoFactorLockedUntil: (id: string) =>
+      db('developers').where({ id }).first<{ two_factor_locked_until: Date | null } | undefined>('two_factor_locked_until').then((r) => r?.two_factor_locked_until ?? null),
 
     countUnusedBackupCodes: (developerId: string) =>
       db('backup_codes')

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { newId } from '../crypto/secrets.js';
 import type { JobKind, JobPayloads } from '../jobs/queue.js';
-import { renderDeliveryEmail, type DeliveryDetails } from './delivery-message.js';
+import { renderDeliveryEmail, type DeliveryDetails, type RenderedEmail } from './delivery-message.js';
 import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
-import { insertEmailOnce, type NewOutboxEmail } from './store.js';
+import { insertEmailOnce, type EmailKind, type NewOutboxEmail } from './store.js';
 
 export interface DeliveryEmailRequest extends DeliveryDetails {
   developerId: string;
@@ -70,6 +70,22 @@ export function createEmailOutbox() {
         text_body: message.text,
         html_body: message.html,
         dedupe_key: `plan_payment_failed:${request.eventId}`,
+      });
+    },
+
+    /** An email to the developer about their own account's security; once per `dedupeKey`, whatever the retries. */
+    queueAccountEmail(trx: Knex.Transaction, request: { developerId: string; recipient: string; kind: EmailKind; message: RenderedEmail; dedupeKey: string }): Promise<boolean> {
+      return queueOnce(trx, {
+        id: newId('eml'),
+        developer_id: request.developerId,
+        app_id: null,
+        license_id: null,
+        kind: request.kind,
+        recipient: request.recipient.trim(),
+        subject: request.message.subject,
+        text_body: request.message.text,
+        html_body: request.message.html,
+        dedupe_key: `${request.kind}:${request.dedupeKey}`,
       });
     },
   };

@@ -1,5 +1,5 @@
 import type { RenderedEmail } from './delivery-message.js';
-import { escapeHtml } from './html.js';
+import { paragraphsEmail } from './html.js';
 
 export interface PaymentFailedDetails {
   companyName: string;
@@ -15,10 +15,5 @@ export function renderPaymentFailedEmail(d: PaymentFailedDetails): RenderedEmail
     `Pro stays on until ${until} while the charge is retried. Update your payment method before then:`,
     'without Pro, paid sales, the entitlement webhook and update pushes stop. Licenses already issued keep working.',
   ];
-  const e = escapeHtml;
-  return {
-    subject: 'Latchkey Pro: your payment failed',
-    text: `${lines.join('\n\n')}\n`,
-    html: `<!doctype html>\n<html><body style="font-family: sans-serif; line-height: 1.5">\n${lines.map((line) => `<p>${e(line)}</p>`).join('\n')}\n</body></html>\n`,
-  };
+  return paragraphsEmail('Latchkey Pro: your payment failed', lines);
 }

@@ -3,7 +3,7 @@ import { hotQuery, type Db } from '../db/knex.js';
 import type { JobKind, JobPayloads } from '../jobs/queue.js';
 
 /** Every kind of email the service sends: one closed list (the table's CHECK matches). */
-export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed'] as const;
+export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed', 'two_factor_locked'] as const;
 export type EmailKind = (typeof EMAIL_KINDS)[number];
 
 export interface NewOutboxEmail {

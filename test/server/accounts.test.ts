@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { generate } from 'otplib';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY_REVOKED_CHANNEL } from '../../server/accounts/api-key-cache.js';
@@ -8,6 +7,8 @@ import { expectError } from '../support/assertions.js';
 import { registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client, type Call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import * as twoFactor from '../support/two-factor.js';
+import { otherCode, secretOf } from '../support/two-factor.js';
 
 let server: TestServer;
 let call: Call;
@@ -18,7 +19,6 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 const ACCESS_TOKEN_TTL_MS = 3600 * 1000;
-const TOTP_STEP_MS = 30_000;
 
 function newCredentials() {
   return { email: `dev-${randomBytes(5).toString('hex')}@example.com`, password: 'correct horse battery', company_name: 'Acme Software' };
@@ -206,39 +206,10 @@ describe('API keys on several server processes', () => {
 });
 
 describe('two-factor authentication', () => {
-  /** What an authenticator app shows one step after the last code used, so no code is ever a replay. */
-  async function nextTotpCode(secret: string): Promise<string> {
-    server.clock.advance(TOTP_STEP_MS);
-    return generate({ secret, epoch: Math.floor(server.clock.now().getTime() / 1000) });
-  }
-
-  /** A well-formed code that is not the given one. */
-  const otherCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-
-  function secretOf(provisioningUri: string): string {
-    const secret = new URL(provisioningUri).searchParams.get('secret');
-    expect(secret).toBeTruthy();
-    return secret!;
-  }
-
-  async function enableTwoFactor(dev: TestDeveloper): Promise<{ secret: string; backupCodes: string[] }> {
-    const setup = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken });
-    expect(setup.status).toBe(200);
-    const secret = secretOf(setup.body.provisioning_uri);
-    const confirm = await call('POST', '/v1/auth/2fa/confirm', { token: dev.accessToken, body: { code: await nextTotpCode(secret) } });
-    expect(confirm.status).toBe(200);
-    return { secret, backupCodes: setup.body.backup_codes };
-  }
-
-  async function challenge(dev: TestDeveloper): Promise<string> {
-    const res = await login(dev.email, dev.password);
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ two_factor_required: true, challenge_token: expect.any(String) });
-    return res.body.challenge_token;
-  }
-
-  const verify = (challengeToken: string, code: string) =>
-    call('POST', '/v1/auth/login/verify-2fa', { body: { challenge_token: challengeToken, code } });
+  const nextTotpCode = (secret: string) => twoFactor.nextTotpCode(server, secret);
+  const enableTwoFactor = (dev: TestDeveloper) => twoFactor.enableTwoFactor(call, server, dev);
+  const challenge = (dev: TestDeveloper) => twoFactor.loginChallenge(call, dev);
+  const verify = (challengeToken: string, code: string) => twoFactor.verifyTwoFactor(call, challengeToken, code);
   const status = (dev: TestDeveloper) => call('GET', '/v1/auth/2fa/status', { token: dev.accessToken });
 
   it('setup returns an authenticator URI and 10 backup codes; 2FA stays off until confirmed', async () => {
