@@ -1,10 +1,8 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { createApiKeyCache } from './accounts/api-key-cache.js';
 import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
-import { createAccountsStore } from './accounts/store.js';
 import { activationRoutes } from './activations/routes.js';
 import { createActivationsService } from './activations/service.js';
 import { createActivationsStore } from './activations/store.js';
@@ -43,6 +41,7 @@ import { marketplaceRoutes } from './marketplace/routes.js';
 import { createMarketplace } from './marketplace/service.js';
 import { createMarketplaceStore } from './marketplace/store.js';
 import { opsRouter } from './ops/routes.js';
+import { passwordResetPageRoutes } from './pages/password-reset-routes.js';
 import { redeemPageRoutes } from './pages/redeem-routes.js';
 import { deliveryPageRoutes } from './pages/routes.js';
 import { createPayments } from './payments/index.js';
@@ -93,10 +92,10 @@ export function createApp(deps: AppDeps) {
   const outbox = createEmailOutbox();
   const wakeJobs = () => queue.wake();
   const accounts = createAccountsService({
-    store: createAccountsStore(db),
+    db,
     clock,
     masterKey,
-    apiKeys: createApiKeyCache(listener),
+    listener,
     outbox,
     wakeJobs,
     publicBaseUrl: config.publicBaseUrl,
@@ -128,7 +127,7 @@ export function createApp(deps: AppDeps) {
   );
 
   const routes: RouteDef[] = [
-    ...accountRoutes(accounts),
+    ...accountRoutes(accounts, rateLimiter),
     ...adminRoutes(accounts),
     ...appRoutes(apps),
     ...builds.routes,
@@ -142,6 +141,7 @@ export function createApp(deps: AppDeps) {
     ...marketplaceRoutes(marketplace),
     ...redemptionRoutes(redemption),
     ...redeemPageRoutes(redemption, rateLimiter),
+    ...passwordResetPageRoutes(accounts, rateLimiter),
     ...entitlementWebhook.routes,
   ];
   let openApi: unknown;
@@ -169,7 +169,7 @@ export function createApp(deps: AppDeps) {
   app.use(api.routes());
   app.use(api.allowedMethods());
   // Started by whoever runs the process (main.ts, the test server), when configured to run jobs.
-  const emailJob = sendEmailJob({ db, transport: createEmailTransport(config), clock, log });
+  const emailJob = sendEmailJob({ db, transport: createEmailTransport(config), clock, log, masterKey });
   // Stripe's meter events when payments are configured; otherwise fees stay in the ledger, marked not_reported.
   const feeJob = reportLicenseFeeJob({ db, reporter: payments.feeReporter, clock, log });
   const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency });

@@ -16,9 +16,17 @@ export const ERROR_CODES = {
   INVALID_CREDENTIALS: 401,
   INVALID_TWO_FACTOR_CODE: 401,
   INVALID_REFRESH_TOKEN: 401,
+  /** A password reset token that is unknown, expired (15 minutes) or already used. */
+  INVALID_RESET_TOKEN: 401,
   INVALID_LICENSE_KEY: 401,
   INVALID_RUNTIME_TOKEN: 401,
   FORBIDDEN: 403,
+  /** An API key without the scope the operation needs (`read`, `licenses`, `builds`, `admin`). */
+  INSUFFICIENT_SCOPE: 403,
+  /** An API key on an operation that changes 2FA, the password or API keys: those take a signed-in session. */
+  SESSION_REQUIRED: 403,
+  /** A change to 2FA, the password or API keys without the password or a current two-factor code in the request. */
+  REAUTHENTICATION_REQUIRED: 403,
   DOWNLOAD_LINK_INVALID: 403,
   DOWNLOAD_LINK_EXPIRED: 403,
   PLAN_REQUIRED: 403,
@@ -31,6 +39,7 @@ export const ERROR_CODES = {
   NOT_FOUND: 404,
   APP_NOT_FOUND: 404,
   DEVELOPER_NOT_FOUND: 404,
+  API_KEY_NOT_FOUND: 404,
   LICENSE_NOT_FOUND: 404,
   BUILD_NOT_FOUND: 404,
   /** The public entitlement of a checkout session whose payment notification is not processed yet. */
@@ -48,6 +57,8 @@ export const ERROR_CODES = {
   TWO_FACTOR_ALREADY_ENABLED: 409,
   TWO_FACTOR_NOT_ENABLED: 409,
   TWO_FACTOR_SETUP_REQUIRED: 409,
+  /** An account has at most 20 active API keys. */
+  API_KEY_LIMIT_REACHED: 409,
   BUILD_NOT_READY: 409,
   /** An update push, release or delivery-mode change that the push rules refuse; the body carries `reason`. */
   PUSH_CONFLICT: 409,

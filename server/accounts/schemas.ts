@@ -1,25 +1,61 @@
 import { z } from 'zod';
+import { API_KEY_SCOPES } from '../http/auth.js';
 import { PLANS } from './plan.js';
 
 const Email = z.string().trim().toLowerCase().pipe(z.email().max(254));
-const Password = z.string().min(10, 'must be at least 10 characters').max(200);
+export const NewPassword = z.string().min(10, 'must be at least 10 characters').max(200);
 /** A 6-digit TOTP code or a backup code (`xxxxx-xxxxx`). */
 const TwoFactorCode = z.string().trim().min(6).max(32);
 
 export const RegisterBody = z.strictObject({
   email: Email,
-  password: Password,
+  password: NewPassword,
   company_name: z.string().trim().min(1).max(200),
 });
 
 export const LoginBody = z.strictObject({ email: Email, password: z.string().min(1).max(200) });
 export const VerifyTwoFactorBody = z.strictObject({ challenge_token: z.string().min(1).max(2000), code: TwoFactorCode });
 export const RefreshBody = z.strictObject({ refresh_token: z.string().min(1).max(500) });
-export const ConfirmTwoFactorBody = z.strictObject({ code: TwoFactorCode });
+export const ConfirmTwoFactorBody = z.strictObject({ code: TwoFactorCode.describe('The code the new authenticator shows') });
 export const DisableTwoFactorBody = z.strictObject({
   password: z.string().min(1).max(200),
   code: TwoFactorCode.describe('A current TOTP code or an unused backup code'),
 });
+
+/** Re-authentication: a change to the account's security proves the person is there, with either. */
+const Reauthentication = {
+  password: z.string().min(1).max(200).optional().describe('Your current password; this or `code` is required'),
+  code: TwoFactorCode.optional().describe('A current TOTP code or an unused backup code; this or `password` is required'),
+};
+export const ReauthenticationBody = z.strictObject(Reauthentication).default({});
+
+const ApiKeyScopes = z
+  .array(z.enum(API_KEY_SCOPES))
+  .min(1)
+  .max(API_KEY_SCOPES.length)
+  .describe('What the key may do (default `["admin"]`): `read` every GET; `licenses` license, activation, redemption-code and marketplace writes; `builds` builds, releases and update pushes; `admin` everything an API key may do');
+export const ApiKeyBody = z
+  .strictObject({
+    ...Reauthentication,
+    name: z.string().trim().min(1).max(100).optional().describe('What the key is for, shown in the listing (default "API key")'),
+    scopes: ApiKeyScopes.optional(),
+  })
+  .default({});
+export const ApiKeyParams = z.object({ key_id: z.string().max(64).describe('The key id: its prefix without `lk_`') });
+export const ApiKey = z.object({
+  id: z.string(),
+  prefix: z.string().describe('`lk_<id>`: how the key begins, to recognise it'),
+  name: z.string(),
+  scopes: z.array(z.enum(API_KEY_SCOPES)),
+  created_at: z.iso.datetime(),
+  last_used_at: z.iso.datetime().nullable().describe('The latest use, recorded at most once a minute; null: never used'),
+});
+export const CreatedApiKey = ApiKey.extend({ api_key: z.string().describe('Shown once; store it now') });
+
+export const ChangePasswordBody = z.strictObject({ ...Reauthentication, new_password: NewPassword });
+export const PasswordResetRequestBody = z.strictObject({ email: Email });
+export const PasswordResetBody = z.strictObject({ token: z.string().min(1).max(200).describe('The `token` of the emailed link'), new_password: NewPassword });
+export const Accepted = z.object({ detail: z.string() });
 
 export const Developer = z.object({
   id: z.string(),
@@ -48,6 +84,5 @@ export const LoginResult = z.union([
   }),
 ]);
 
-export const ApiKeyResult = z.object({ api_key: z.string().describe('Shown once; store it now') });
 export const TwoFactorSetup = z.object({ provisioning_uri: z.string(), backup_codes: z.array(z.string()) });
 export const TwoFactorStatus = z.object({ two_factor_enabled: z.boolean(), backup_codes_remaining: z.number().int() });

@@ -1,72 +1,79 @@
 import type { Clock } from '../clock.js';
 import type { MasterKey } from '../crypto/master-key.js';
-import { DUMMY_PASSWORD_HASH, hashPassword, newId, randomHex, randomHumanCode, randomSecret, safeEqual, sha256Hex, verifyPassword } from '../crypto/secrets.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { DUMMY_PASSWORD_HASH, hashPassword, newId, randomHumanCode, sha256Hex, verifyPassword } from '../crypto/secrets.js';
+import { isUniqueViolation, type Db } from '../db/knex.js';
+import type { NotificationListener } from '../db/notification-listener.js';
 import type { EmailOutbox } from '../email/outbox.js';
 import { RequestError, assertThat } from '../errors.js';
-import type { ApiKeyCache } from './api-key-cache.js';
+import { createApiKeyStore } from './api-key-store.js';
+import { apiKeyView, createApiKeys, type ApiKeySpec } from './api-keys.js';
+import { API_KEY_CHANNELS, createCredentialCache, SESSION_CHANNELS } from './credential-cache.js';
+import { createPasswordResetStore } from './password-reset-store.js';
+import { createPasswords } from './passwords.js';
 import { createSecondFactor, normaliseBackupCode, totpAad, WRONG_CODE_DETAIL } from './second-factor.js';
-import type { AccountsStore, DeveloperRow } from './store.js';
+import { createSessions, type TokenPair } from './sessions.js';
+import { createAccountsStore, type DeveloperRow } from './store.js';
 import { SessionTokens } from './tokens.js';
 import { totp } from './totp.js';
 
-export const ACCESS_TOKEN_TTL_SECONDS = 3600;
-export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
 export const CHALLENGE_TTL_SECONDS = 300;
 /** Codes one login challenge may be tried with; the next attempt is refused whatever its code, and the login starts again. */
 export const CHALLENGE_MAX_ATTEMPTS = 5;
 const CHALLENGE_REFUSED_DETAIL = 'The login challenge is invalid, expired or already used; log in again';
 const BACKUP_CODE_COUNT = 10;
 
-// Credentials carry their lookup id beside the secret, so verification is one indexed read plus a
-// constant-time comparison of hashes: `lk_<id>_<secret>`, `rt_<id>_<secret>`.
-const API_KEY = /^lk_([0-9a-f]{24})_([A-Za-z0-9_-]{43})$/;
-const REFRESH_TOKEN = /^rt_([0-9a-f]{24})_([A-Za-z0-9_-]{43})$/;
-
-export interface TokenPair {
-  access_token: string;
-  refresh_token: string;
-  token_type: 'bearer';
-  expires_in: number;
+/** What a request that changes the account's security proves afresh: the password, or a current TOTP or backup code. */
+export interface Reauthentication {
+  password?: string | undefined;
+  code?: string | undefined;
 }
 
 export interface AccountsDeps {
-  store: AccountsStore;
+  db: Db;
   clock: Clock;
   masterKey: MasterKey;
-  apiKeys: ApiKeyCache;
-  /** Notices about the account's security (a 2FA lockout) go through the outbox. */
+  /** Revoked API keys and ended sessions reach every server process through it. */
+  listener: NotificationListener;
+  /** Notices about the account's security (a 2FA lockout, a reset link, a password change) go through the outbox. */
   outbox: Pick<EmailOutbox, 'queueAccountEmail'>;
   wakeJobs: () => void;
   publicBaseUrl: string;
 }
 
 export function createAccountsService(deps: AccountsDeps) {
-  const { store, clock, masterKey, apiKeys } = deps;
+  const { db, clock, masterKey, listener } = deps;
+  const store = createAccountsStore(db);
+  const apiKeyStore = createApiKeyStore(db);
   const tokens = new SessionTokens(masterKey.derive('session-tokens'));
-  const secondFactor = createSecondFactor(deps);
-
-  async function issueTokenPair(developerId: string, familyId = newId('fam')): Promise<TokenPair> {
-    const refreshId = randomHex(12);
-    const secret = randomSecret(32);
-    await store.insertRefreshToken({
-      id: refreshId,
-      family_id: familyId,
-      developer_id: developerId,
-      secret_hash: sha256Hex(secret),
-      expires_at: new Date(clock.now().getTime() + REFRESH_TOKEN_TTL_SECONDS * 1000),
-    });
-    return {
-      access_token: tokens.issue(developerId, 'access', clock.now().getTime(), ACCESS_TOKEN_TTL_SECONDS),
-      refresh_token: `rt_${refreshId}_${secret}`,
-      token_type: 'bearer',
-      expires_in: ACCESS_TOKEN_TTL_SECONDS,
-    };
-  }
+  const secondFactor = createSecondFactor({ ...deps, store });
+  const sessions = createSessions({ store, clock, tokens, cache: createCredentialCache<string>(listener, SESSION_CHANNELS) });
+  const apiKeys = createApiKeys({ store: apiKeyStore, clock, cache: createCredentialCache(listener, API_KEY_CHANNELS) });
+  const passwords = createPasswords({ ...deps, store, resets: createPasswordResetStore(db), apiKeyStore, sessions });
 
   async function requireDeveloper(id: string): Promise<DeveloperRow> {
     const dev = await store.findDeveloper(id);
     assertThat(dev, 'UNAUTHORIZED', 'The account no longer exists');
+    return dev;
+  }
+
+  /**
+   * The proof a security change needs besides the session: the password, or a current TOTP or
+   * backup code (counted like any second-factor check; a TOTP code is spent). 403 without either.
+   */
+  async function reauthenticate(developerId: string, proof: Reauthentication): Promise<DeveloperRow> {
+    const dev = await requireDeveloper(developerId);
+    const { password, code } = proof;
+    assertThat(
+      password !== undefined || code !== undefined,
+      'REAUTHENTICATION_REQUIRED',
+      'Confirm it is you: send your password (`password`) or a current two-factor code (`code`) with this request',
+    );
+    if (password !== undefined) assertThat(await verifyPassword(password, dev.password_hash), 'INVALID_CREDENTIALS', 'The password is incorrect');
+    if (code !== undefined) {
+      await secondFactor.counted(dev, async () =>
+        assertThat(dev.two_factor_enabled && (await secondFactor.matches(dev, code)), 'INVALID_TWO_FACTOR_CODE', WRONG_CODE_DETAIL),
+      );
+    }
     return dev;
   }
 
@@ -95,7 +102,7 @@ export function createAccountsService(deps: AccountsDeps) {
         const challenge = tokens.issue(dev.id, '2fa_challenge', clock.now().getTime(), CHALLENGE_TTL_SECONDS);
         return { two_factor_required: true, challenge_token: challenge };
       }
-      return issueTokenPair(dev.id);
+      return sessions.start(dev.id);
     },
 
     /**
@@ -107,9 +114,9 @@ export function createAccountsService(deps: AccountsDeps) {
      */
     async verifyTwoFactorLogin(challengeToken: string, code: string): Promise<TokenPair> {
       const now = clock.now();
-      const developerId = tokens.verify(challengeToken, '2fa_challenge', now.getTime());
-      assertThat(developerId, 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
-      const dev = await requireDeveloper(developerId);
+      const verified = tokens.verify(challengeToken, '2fa_challenge', now.getTime());
+      assertThat(verified, 'INVALID_CREDENTIALS', CHALLENGE_REFUSED_DETAIL);
+      const dev = await requireDeveloper(verified.sub);
       const tokenHash = sha256Hex(challengeToken);
       // Issued before now, the token has expired by then: its record may go.
       const recordExpiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
@@ -126,26 +133,11 @@ export function createAccountsService(deps: AccountsDeps) {
           assertThat(await secondFactor.matches(dev, code, trx), 'INVALID_TWO_FACTOR_CODE', WRONG_CODE_DETAIL);
         }),
       );
-      return issueTokenPair(dev.id);
+      return sessions.start(dev.id);
     },
 
-    /** Rotates the refresh token; presenting an already-rotated one revokes its whole family (theft signal). */
-    async refresh(refreshToken: string): Promise<TokenPair> {
-      const m = REFRESH_TOKEN.exec(refreshToken);
-      assertThat(m, 'INVALID_REFRESH_TOKEN', 'The refresh token is invalid');
-      const [, id, secret] = m;
-      const outcome = await store.transaction(async (trx) => {
-        const row = await store.lockRefreshToken(trx, id!);
-        if (!row || !safeEqual(row.secret_hash, sha256Hex(secret!))) return { kind: 'invalid' as const };
-        if (row.revoked_at || row.expires_at.getTime() <= clock.now().getTime()) return { kind: 'invalid' as const };
-        if (row.rotated_at) return { kind: 'reused' as const, family: row.family_id };
-        await store.markRotated(trx, row.id);
-        return { kind: 'ok' as const, row };
-      });
-      if (outcome.kind === 'reused') await store.revokeFamily(outcome.family);
-      assertThat(outcome.kind === 'ok', 'INVALID_REFRESH_TOKEN', 'The refresh token is invalid, expired or already used');
-      return issueTokenPair(outcome.row.developer_id, outcome.row.family_id);
-    },
+    refresh: sessions.refresh,
+    verifyAccessToken: sessions.verifyAccessToken,
 
     async me(id: string) {
       const dev = await requireDeveloper(id);
@@ -153,36 +145,40 @@ export function createAccountsService(deps: AccountsDeps) {
       return { ...dev, plan: plan?.plan ?? dev.plan, plan_grace_until: plan?.plan_grace_until ?? null };
     },
 
-    /** Answers once the old key works on no server process any more. */
-    async rotateApiKey(developerId: string): Promise<string> {
-      const keyId = randomHex(12);
-      const secret = randomSecret(32);
-      const revoked = await store.rotateApiKey(developerId, keyId, sha256Hex(secret));
-      await apiKeys.awaitDropped(revoked);
-      return `lk_${keyId}_${secret}`;
+    verifyApiKey: apiKeys.verify,
+    isApiKey: apiKeys.isApiKey,
+
+    listApiKeys: async (developerId: string) => (await apiKeys.list(developerId)).map(apiKeyView),
+
+    async createApiKey(developerId: string, request: ApiKeySpec & Reauthentication) {
+      await reauthenticate(developerId, request);
+      return apiKeys.create(developerId, request);
     },
 
-    isApiKey: (credential: string) => credential.startsWith('lk_'),
-
-    /** The developer of the active API key, else null; from this process's cache when it may trust it. */
-    async verifyApiKey(key: string): Promise<string | null> {
-      const m = API_KEY.exec(key);
-      if (!m) return null;
-      const keyId = m[1]!;
-      const secretHash = sha256Hex(m[2]!);
-      const cached = apiKeys.developerOf(keyId, secretHash);
-      if (cached) return cached;
-      const lookupGeneration = apiKeys.generation();
-      const row = await store.findActiveApiKey(keyId);
-      if (!row || !safeEqual(row.secret_hash, secretHash)) return null;
-      apiKeys.remember(keyId, row.developer_id, secretHash, lookupGeneration);
-      return row.developer_id;
+    /** A new key replaces every active one; answers once no server process accepts those any more. */
+    async rotateApiKey(developerId: string, request: ApiKeySpec & Reauthentication) {
+      await reauthenticate(developerId, request);
+      return apiKeys.rotate(developerId, request);
     },
 
-    verifyAccessToken: (token: string) => tokens.verify(token, 'access', clock.now().getTime()),
+    async revokeApiKey(developerId: string, keyId: string, proof: Reauthentication) {
+      await apiKeys.assertActive(developerId, keyId);
+      await reauthenticate(developerId, proof);
+      await apiKeys.revoke(developerId, keyId);
+    },
 
-    async setupTwoFactor(developerId: string) {
-      const dev = await requireDeveloper(developerId);
+    /** Every other session ends; the owner is emailed the API keys to review. */
+    async changePassword(developerId: string, sessionId: string, request: Reauthentication & { new_password: string }) {
+      await reauthenticate(developerId, request);
+      await passwords.change(developerId, sessionId, request.new_password);
+    },
+
+    requestPasswordReset: passwords.requestReset,
+    resetPassword: passwords.resetWithToken,
+    passwordResetUsable: passwords.resetTokenUsable,
+
+    async setupTwoFactor(developerId: string, proof: Reauthentication) {
+      const dev = await reauthenticate(developerId, proof);
       if (dev.two_factor_enabled) throw new RequestError('TWO_FACTOR_ALREADY_ENABLED', 'Two-factor authentication is already on');
       const secret = totp.newSecret();
       const codes = Array.from({ length: BACKUP_CODE_COUNT }, () => {
@@ -193,14 +189,20 @@ export function createAccountsService(deps: AccountsDeps) {
       return { provisioning_uri: totp.provisioningUri(secret, dev.email), backup_codes: codes };
     },
 
-    async confirmTwoFactor(developerId: string, code: string) {
+    /** Turning 2FA on ends every other session: one that someone else held needs the second factor now. */
+    async confirmTwoFactor(developerId: string, sessionId: string, code: string) {
       const dev = await requireDeveloper(developerId);
       if (dev.two_factor_enabled) throw new RequestError('TWO_FACTOR_ALREADY_ENABLED', 'Two-factor authentication is already on');
       assertThat(dev.totp_pending_sealed, 'TWO_FACTOR_SETUP_REQUIRED', 'Start with POST /v1/auth/2fa/setup');
       const secret = masterKey.open(dev.totp_pending_sealed, totpAad(dev.id));
       const step = await totp.matchStep(secret, code, clock.now().getTime());
       assertThat(step !== null, 'INVALID_TWO_FACTOR_CODE', 'The code does not match the authenticator');
-      await store.enableTwoFactor(dev.id, dev.totp_pending_sealed, step);
+      const pendingSealed = dev.totp_pending_sealed;
+      const sessionsDropped = await store.transaction(async (trx) => {
+        await store.enableTwoFactor(trx, dev.id, pendingSealed, step);
+        return sessions.end(trx, dev.id, sessionId);
+      });
+      await sessionsDropped();
       return { two_factor_enabled: true, backup_codes_remaining: BACKUP_CODE_COUNT };
     },
 

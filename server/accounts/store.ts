@@ -1,5 +1,5 @@
 import { hotQuery, type Db } from '../db/knex.js';
-import { API_KEY_REVOKED_CHANNEL } from './api-key-cache.js';
+import { SESSION_CHANNELS } from './credential-cache.js';
 import { effectivePlan, type Plan } from './plan.js';
 
 export interface DeveloperRow {
@@ -58,14 +58,13 @@ export function createAccountsStore(db: Db) {
         await trx('backup_codes').insert(codeHashes.map((code_hash) => ({ developer_id: id, code_hash, pending: true })));
       }),
 
-    enableTwoFactor: (id: string, secretSealed: string, step: number) =>
-      db.transaction(async (trx) => {
-        await trx('developers')
-          .where({ id })
-          .update({ two_factor_enabled: true, totp_secret_sealed: secretSealed, totp_pending_sealed: null, totp_last_step: step });
-        await trx('backup_codes').where({ developer_id: id, pending: false }).delete();
-        await trx('backup_codes').where({ developer_id: id, pending: true }).update({ pending: false });
-      }),
+    enableTwoFactor: async (trx: Db, id: string, secretSealed: string, step: number) => {
+      await trx('developers')
+        .where({ id })
+        .update({ two_factor_enabled: true, totp_secret_sealed: secretSealed, totp_pending_sealed: null, totp_last_step: step });
+      await trx('backup_codes').where({ developer_id: id, pending: false }).delete();
+      await trx('backup_codes').where({ developer_id: id, pending: true }).update({ pending: false });
+    },
 
     disableTwoFactor: (id: string) =>
       db.transaction(async (trx) => {
@@ -164,37 +163,6 @@ export function createAccountsStore(db: Db) {
         .count<{ count: string }[]>('* as count')
         .then((r) => Number(r[0]!.count)),
 
-    /**
-     * Revokes the active key and stores the new one, atomically: exactly one key works afterwards.
-     * Every server process is told of the revoked keys when the transaction commits (their caches
-     * drop them); answers the revoked key ids.
-     */
-    rotateApiKey: (developerId: string, keyId: string, secretHash: string) =>
-      db.transaction(async (trx) => {
-        // Concurrent rotations queue on the developer row; otherwise each would revoke only the key
-        // it saw and both inserts would collide on the one-active-key index.
-        await trx('developers').where({ id: developerId }).forUpdate().first('id');
-        const revoked: { id: string }[] = await trx('api_keys')
-          .where({ developer_id: developerId })
-          .whereNull('revoked_at')
-          .update({ revoked_at: trx.fn.now() })
-          .returning('id');
-        for (const { id } of revoked) await trx.raw('SELECT pg_notify(?, ?)', [API_KEY_REVOKED_CHANNEL, id]);
-        await trx('api_keys').insert({ id: keyId, developer_id: developerId, secret_hash: secretHash });
-        return revoked.map((r) => r.id);
-      }),
-
-    /** The active key's owner and secret hash; the service compares the hash in constant time. */
-    findActiveApiKey: async (keyId: string) =>
-      (
-        await hotQuery<{ developer_id: string; secret_hash: string }>(
-          db,
-          'SELECT developer_id, secret_hash FROM api_keys WHERE id = $1 AND revoked_at IS NULL',
-          [keyId],
-          'accounts.active_api_key',
-        )
-      )[0],
-
     insertRefreshToken: (row: Omit<RefreshTokenRow, 'rotated_at' | 'revoked_at'>, db_: Db = db) => db_('refresh_tokens').insert(row),
 
     transaction: db.transaction.bind(db),
@@ -203,8 +171,47 @@ export function createAccountsStore(db: Db) {
 
     markRotated: (trx: Db, id: string) => trx('refresh_tokens').where({ id }).update({ rotated_at: trx.fn.now() }),
 
-    revokeFamily: (familyId: string) =>
-      db('refresh_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: db.fn.now() }),
+    /** The developer of a sign-in session (a refresh-token family) nothing revoked yet, else undefined. */
+    liveSessionOwner: async (sessionId: string) =>
+      (
+        await hotQuery<{ developer_id: string }>(
+          db,
+          'SELECT developer_id FROM refresh_tokens WHERE family_id = $1 AND revoked_at IS NULL LIMIT 1',
+          [sessionId],
+          'accounts.live_session',
+        )
+      )[0]?.developer_id,
+
+    /**
+     * Ends sign-in sessions in `q`: the one named by `where.session`, or every session of
+     * `where.developer` except `where.except` (refresh tokens revoked, portal sessions deleted).
+     * Every server process is told of the ended sessions when `q` commits (their caches drop them);
+     * answers their ids.
+     */
+    endSessions: async (q: Db, where: { session: string } | { developer: string; except?: string }): Promise<string[]> => {
+      const matching = (table: 'refresh_tokens' | 'portal_sessions', column: 'family_id' | 'session_id') => {
+        const query = q(table);
+        if ('session' in where) return query.where(column, where.session);
+        const { except } = where;
+        query.where('developer_id', where.developer);
+        if (except) query.where((other) => other.whereNull(column).orWhereNot(column, except));
+        return query;
+      };
+      await matching('portal_sessions', 'session_id').delete();
+      const revoked: { family_id: string }[] = await matching('refresh_tokens', 'family_id')
+        .whereNull('revoked_at')
+        .update({ revoked_at: q.fn.now() })
+        .returning('family_id');
+      const sessions = [...new Set(revoked.map((r) => r.family_id))];
+      for (const id of sessions) await q.raw('SELECT pg_notify(?, ?)', [SESSION_CHANNELS.revoked, id]);
+      return sessions;
+    },
+
+    /** A new password; a lock of second-factor checks ends with it (whoever caused it knew the old one). */
+    setPassword: (q: Db, id: string, passwordHash: string) =>
+      q('developers')
+        .where({ id })
+        .update({ password_hash: passwordHash, two_factor_locked_until: null, two_factor_failures: 0, two_factor_failures_since: null }),
   };
 }
 

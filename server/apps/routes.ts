@@ -19,7 +19,7 @@ export function appRoutes(apps: AppsService) {
   const tag = 'Apps';
   return [
     defineRoute({
-      method: 'get', path: '/v1/apps', operationId: 'listApps', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'get', path: '/v1/apps', operationId: 'listApps', scope: 'read', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'List your apps, oldest first', query: PageQuery, response: z.array(s.App), paginated: true,
       handler: async ({ actor, query, ctx }) => {
         const { rows, total } = await apps.list(actor.developerId, query);
@@ -28,17 +28,17 @@ export function appRoutes(apps: AppsService) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/apps', operationId: 'createApp', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'post', path: '/v1/apps', operationId: 'createApp', scope: 'admin', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Register an app', body: s.CreateAppBody, response: s.App, status: 201, errors: [409],
       handler: async ({ actor, body }) => appView(await apps.create(actor.developerId, body)),
     }),
     defineRoute({
-      method: 'get', path: '/v1/apps/{app_id}', operationId: 'getApp', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'get', path: '/v1/apps/{app_id}', operationId: 'getApp', scope: 'read', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'App details and settings', params: s.AppIdParams, response: s.App, errors: [404],
       handler: async ({ actor, params }) => appView(await apps.get(actor.developerId, params.app_id)),
     }),
     defineRoute({
-      method: 'put', path: '/v1/apps/{app_id}', operationId: 'updateApp', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'put', path: '/v1/apps/{app_id}', operationId: 'updateApp', scope: 'admin', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Change an app; only the fields sent change',
       description:
         'A Price ID used by another app 409 PRICE_ID_IN_USE. Switching `delivery_mode` to released_only while the active push targets ' +
@@ -48,7 +48,7 @@ export function appRoutes(apps: AppsService) {
       handler: async ({ actor, params, body }) => appView(await apps.update(actor.developerId, params.app_id, body)),
     }),
     defineRoute({
-      method: 'delete', path: '/v1/apps/{app_id}', operationId: 'deleteApp', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'delete', path: '/v1/apps/{app_id}', operationId: 'deleteApp', scope: 'admin', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Delete an app with all its builds and licenses (irreversible)', params: s.AppIdParams, errors: [404],
       handler: ({ actor, params }) => apps.remove(actor.developerId, params.app_id),
     }),

@@ -41,7 +41,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
   const common = { tag, auth: 'developer', rateLimit: 'builds' } as const;
   return [
     defineRoute({
-      ...common, method: 'post', path: '/v1/apps/{app_id}/builds', operationId: 'uploadBuild',
+      ...common, method: 'post', path: '/v1/apps/{app_id}/builds', operationId: 'uploadBuild', scope: 'builds',
       summary: 'Upload an artifact; it is scanned and protected in the background (QUEUED, then PROCESSING, then READY or FAILED)',
       description:
         'multipart/form-data, streamed to storage. A JavaScript or TypeScript app (an entry file, or a zip or tar.gz with package.json ' +
@@ -54,7 +54,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       handler: async ({ actor, params, body }) => buildView(await builds.upload(actor.developerId, params.app_id, body)),
     }),
     defineRoute({
-      ...common, method: 'get', path: '/v1/apps/{app_id}/builds', operationId: 'listBuilds',
+      ...common, method: 'get', path: '/v1/apps/{app_id}/builds', operationId: 'listBuilds', scope: 'read',
       summary: "List an app's builds, oldest first", params: AppIdParams, query: s.ListBuildsQuery, response: z.array(s.Build), paginated: true, errors: [404],
       handler: async ({ actor, params, query, ctx }) => {
         const { rows, total } = await builds.list(actor.developerId, params.app_id, query);
@@ -63,12 +63,12 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       },
     }),
     defineRoute({
-      ...common, method: 'get', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'getBuild',
+      ...common, method: 'get', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'getBuild', scope: 'read',
       summary: 'A build: status, scan, sizes and SHA-256', params: s.BuildParams, response: s.Build, errors: [404],
       handler: async ({ actor, params }) => buildView(await builds.get(actor.developerId, params.app_id, params.build_id)),
     }),
     defineRoute({
-      ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'deleteBuild',
+      ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}', operationId: 'deleteBuild', scope: 'builds',
       summary: 'Delete a build and its files',
       description:
         'A job still protecting the build keeps nothing. Deleting a build also clears the active app push naming it and the ' +
@@ -77,24 +77,24 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       handler: ({ actor, params }) => builds.remove(actor.developerId, params.app_id, params.build_id),
     }),
     defineRoute({
-      ...common, method: 'get', path: '/v1/apps/{app_id}/builds/{build_id}/download', operationId: 'getBuildDownloadLink',
+      ...common, method: 'get', path: '/v1/apps/{app_id}/builds/{build_id}/download', operationId: 'getBuildDownloadLink', scope: 'read',
       summary: 'A signed download URL for a READY build, valid 7 days', params: s.BuildParams, response: s.DownloadLink, errors: [404, 409],
       handler: ({ actor, params }) => builds.downloadLink(actor.developerId, params.app_id, params.build_id),
     }),
     defineRoute({
-      ...common, method: 'post', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'releaseBuild',
+      ...common, method: 'post', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'releaseBuild', scope: 'builds',
       summary: 'Release a READY build (customers get only released builds under delivery mode released_only)', params: s.BuildParams, response: s.Build, errors: [404, 409],
       handler: async ({ actor, params }) => buildView(await builds.release(actor.developerId, params.app_id, params.build_id)),
     }),
     defineRoute({
-      ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'unreleaseBuild',
+      ...common, method: 'delete', path: '/v1/apps/{app_id}/builds/{build_id}/release', operationId: 'unreleaseBuild', scope: 'builds',
       summary: 'Withdraw the release of a build',
       description: 'The target of the active app push stays released: 409 PUSH_CONFLICT with reason active_push_target until the push is cleared or replaced.',
       params: s.BuildParams, response: s.Build, errors: [404, 409],
       handler: async ({ actor, params }) => buildView(await builds.unrelease(actor.developerId, params.app_id, params.build_id)),
     }),
     defineRoute({
-      ...common, method: 'put', path: '/v1/apps/{app_id}/builds/{build_id}/signed-package', operationId: 'replaceBuildPackage',
+      ...common, method: 'put', path: '/v1/apps/{app_id}/builds/{build_id}/signed-package', operationId: 'replaceBuildPackage', scope: 'builds',
       summary: "Replace a READY build's package with the developer's signed one (Windows and macOS builds, before a push)",
       description: 'multipart/form-data with `package`. It is scanned like an upload, then becomes what customers download; `sha256` and `protected_size_bytes` are its own.',
       params: s.BuildParams, body: s.SignedPackageBody, response: s.Build, errors: [404, 409, 413, 415, 422],

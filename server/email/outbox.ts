@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
+import type { MasterKey } from '../crypto/master-key.js';
 import { newId } from '../crypto/secrets.js';
 import type { JobKind, JobPayloads } from '../jobs/queue.js';
 import { renderDeliveryEmail, type DeliveryDetails, type RenderedEmail } from './delivery-message.js';
 import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
-import { insertEmailOnce, type EmailKind, type NewOutboxEmail } from './store.js';
+import { emailBodyAad, insertEmailOnce, type EmailKind, type NewOutboxEmail } from './store.js';
 
 export interface DeliveryEmailRequest extends DeliveryDetails {
   developerId: string;
@@ -73,19 +74,29 @@ export function createEmailOutbox() {
       });
     },
 
-    /** An email to the developer about their own account's security; once per `dedupeKey`, whatever the retries. */
-    queueAccountEmail(trx: Knex.Transaction, request: { developerId: string; recipient: string; kind: EmailKind; message: RenderedEmail; dedupeKey: string }): Promise<boolean> {
+    /**
+     * An email to the developer about their own account's security; once per `dedupeKey`, whatever
+     * the retries. `sealWith`: the bodies carry a credential, so they are stored sealed under the
+     * master key and opened only to send.
+     */
+    queueAccountEmail(
+      trx: Knex.Transaction,
+      request: { developerId: string; recipient: string; kind: EmailKind; message: RenderedEmail; dedupeKey: string; sealWith?: MasterKey },
+    ): Promise<boolean> {
+      const id = newId('eml');
+      const stored = (body: string, part: 'text' | 'html') => (request.sealWith ? request.sealWith.seal(body, emailBodyAad(id, part)) : body);
       return queueOnce(trx, {
-        id: newId('eml'),
+        id,
         developer_id: request.developerId,
         app_id: null,
         license_id: null,
         kind: request.kind,
         recipient: request.recipient.trim(),
         subject: request.message.subject,
-        text_body: request.message.text,
-        html_body: request.message.html,
+        text_body: stored(request.message.text, 'text'),
+        html_body: stored(request.message.html, 'html'),
         dedupe_key: `${request.kind}:${request.dedupeKey}`,
+        sealed: Boolean(request.sealWith),
       });
     },
   };

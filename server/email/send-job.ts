@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import type { MasterKey } from '../crypto/master-key.js';
 import type { Db } from '../db/knex.js';
 import type { JobHandler } from '../jobs/runner.js';
-import { claimQueuedEmail, markEmailFailed, markEmailSent, recordEmailError } from './store.js';
+import { claimQueuedEmail, emailBodyAad, markEmailFailed, markEmailSent, recordEmailError } from './store.js';
 import { EmailSendError, type EmailTransport } from './transport.js';
 
 /**
@@ -17,8 +18,8 @@ import { EmailSendError, type EmailTransport } from './transport.js';
  *
  * Logs name the email by its id only: never the recipient, the license key or the body.
  */
-export function sendEmailJob(deps: { db: Db; transport: EmailTransport; clock: Clock; log: Logger }): JobHandler<'send_email'> {
-  const { db, transport, clock, log } = deps;
+export function sendEmailJob(deps: { db: Db; transport: EmailTransport; clock: Clock; log: Logger; masterKey: MasterKey }): JobHandler<'send_email'> {
+  const { db, transport, clock, log, masterKey } = deps;
 
   return {
     kind: 'send_email',
@@ -27,8 +28,9 @@ export function sendEmailJob(deps: { db: Db; transport: EmailTransport; clock: C
       const transientError = await db.transaction(async (trx) => {
         const email = await claimQueuedEmail(trx, email_id);
         if (!email) return undefined; // sent, failed for good, or deleted with its license
+        const body = (stored: string, part: 'text' | 'html') => (email.sealed ? masterKey.open(stored, emailBodyAad(email.id, part)) : stored);
         try {
-          await transport.send({ id: email.id, to: email.recipient, subject: email.subject, text: email.text_body, html: email.html_body });
+          await transport.send({ id: email.id, to: email.recipient, subject: email.subject, text: body(email.text_body, 'text'), html: body(email.html_body, 'html') });
         } catch (err) {
           if (!(err instanceof EmailSendError)) throw err;
           if (!err.permanent) {

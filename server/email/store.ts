@@ -3,7 +3,7 @@ import { hotQuery, type Db } from '../db/knex.js';
 import type { JobKind, JobPayloads } from '../jobs/queue.js';
 
 /** Every kind of email the service sends: one closed list (the table's CHECK matches). */
-export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed', 'two_factor_locked'] as const;
+export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed', 'two_factor_locked', 'password_reset', 'password_changed'] as const;
 export type EmailKind = (typeof EMAIL_KINDS)[number];
 
 export interface NewOutboxEmail {
@@ -18,7 +18,12 @@ export interface NewOutboxEmail {
   text_body: string;
   html_body: string;
   dedupe_key: string;
+  /** The bodies are sealed under the master key (`emailBodyAad`): they carry a credential (a password reset link). */
+  sealed?: boolean;
 }
+
+/** Binds a sealed body to its outbox row and part. */
+export const emailBodyAad = (emailId: string, part: 'text' | 'html') => `email_outbox:${emailId}:${part}`;
 
 export interface QueuedEmail {
   id: string;
@@ -27,6 +32,7 @@ export interface QueuedEmail {
   subject: string;
   text_body: string;
   html_body: string;
+  sealed: boolean;
   attempts: number;
 }
 
@@ -35,8 +41,8 @@ export interface QueuedEmail {
 /** The outbox row and the job that sends it, in one statement (once per dedupe key, job included). */
 const INSERT_EMAIL_ONCE_SQL = `
   WITH email AS (
-    INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key, sealed)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $14)
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING id
   ), job AS (
@@ -55,7 +61,7 @@ export async function insertEmailOnce(
     INSERT_EMAIL_ONCE_SQL,
     [
       email.id, email.developer_id, email.app_id, email.license_id, email.kind, email.recipient, email.subject, email.text_body, email.html_body,
-      email.dedupe_key, send.kind, JSON.stringify(send.payload), send.maxAttempts,
+      email.dedupe_key, send.kind, JSON.stringify(send.payload), send.maxAttempts, email.sealed ?? false,
     ],
     'email.insert_once',
   );
@@ -71,7 +77,7 @@ export async function claimQueuedEmail(trx: Knex.Transaction, id: string): Promi
   const [row] = await trx('email_outbox')
     .where({ id, status: 'queued' })
     .increment('attempts', 1)
-    .returning(['id', 'kind', 'recipient', 'subject', 'text_body', 'html_body', 'attempts']);
+    .returning(['id', 'kind', 'recipient', 'subject', 'text_body', 'html_body', 'sealed', 'attempts']);
   return row as QueuedEmail | undefined;
 }
 

@@ -18,7 +18,7 @@ const WEBHOOK_AUTH =
 function settingsRoutes(settings: WebhookSettings): RouteDef[] {
   return [
     defineRoute({
-      ...settingsRoute, method: 'post', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'enableEntitlementWebhook', status: 201,
+      ...settingsRoute, method: 'post', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'enableEntitlementWebhook', scope: 'admin', status: 201,
       summary: 'Enable the entitlement webhook of an app (Pro): its URL and secret, shown once',
       description:
         'Answers `webhook_url` (unique per app, carrying an unguessable token) and `secret` (send it as `X-MerchantOps-Secret`) this once: only their SHA-256 is stored. ' +
@@ -29,13 +29,13 @@ function settingsRoutes(settings: WebhookSettings): RouteDef[] {
       handler: ({ actor, params }) => settings.enable(actor.developerId, params.app_id),
     }),
     defineRoute({
-      ...settingsRoute, method: 'get', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'getEntitlementWebhook',
+      ...settingsRoute, method: 'get', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'getEntitlementWebhook', scope: 'read',
       summary: 'Whether the entitlement webhook of an app is enabled (never its URL or secret)',
       response: s.WebhookStatus, errors: [404],
       handler: ({ actor, params }) => settings.status(actor.developerId, params.app_id),
     }),
     defineRoute({
-      ...settingsRoute, method: 'post', path: '/v1/apps/{app_id}/entitlement-webhook/rotate-secret', operationId: 'rotateEntitlementWebhookSecret',
+      ...settingsRoute, method: 'post', path: '/v1/apps/{app_id}/entitlement-webhook/rotate-secret', operationId: 'rotateEntitlementWebhookSecret', scope: 'admin',
       summary: 'A new webhook secret, shown once; the previous one keeps working for 24 hours',
       description:
         'The URL stays the same. Only the secret just replaced overlaps: rotating twice within 24 hours ends the oldest at once. 404 ENTITLEMENT_WEBHOOK_NOT_FOUND when not enabled.',
@@ -43,7 +43,7 @@ function settingsRoutes(settings: WebhookSettings): RouteDef[] {
       handler: ({ actor, params }) => settings.rotateSecret(actor.developerId, params.app_id),
     }),
     defineRoute({
-      ...settingsRoute, method: 'delete', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'disableEntitlementWebhook',
+      ...settingsRoute, method: 'delete', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'disableEntitlementWebhook', scope: 'admin',
       summary: 'Disable the entitlement webhook: its URL answers 404 from now on',
       description: 'Store licenses and their delivery pages stay as they are. Enabling again gives a new URL and secret.',
       errors: [404],

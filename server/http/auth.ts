@@ -8,10 +8,23 @@ import { safeEqual } from '../crypto/secrets.js';
  */
 export type AuthMode = 'none' | 'developer' | 'admin' | 'entitlement_webhook';
 
-export interface Actor {
-  developerId: string;
-  via: 'access_token' | 'api_key';
-}
+/**
+ * What an API key may do (the README's API keys section): `read` every GET; `licenses` license,
+ * activation, redemption-code and marketplace writes; `builds` build uploads, releases and update
+ * pushes; `admin` everything an API key may do (those and app, payment and webhook settings).
+ */
+export const API_KEY_SCOPES = ['read', 'licenses', 'builds', 'admin'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
+/**
+ * What a developer operation needs: an API key scope (an access token has them all), or `session`:
+ * a signed-in person's access token only, never an API key (changing 2FA, the password, API keys).
+ */
+export type RouteScope = ApiKeyScope | 'session';
+
+export type Actor =
+  | { developerId: string; via: 'access_token'; sessionId: string }
+  | { developerId: string; via: 'api_key'; keyId: string; scopes: readonly ApiKeyScope[] };
 
 /** The app whose entitlement webhook URL token and secret a request presented. */
 export interface WebhookActor {
@@ -24,10 +37,10 @@ export interface WebhookActor {
 export type WebhookRefusal = 'unknown_url' | 'bad_secret';
 
 export interface CredentialVerifiers {
-  /** Developer id of a valid, unexpired access token, else null. */
-  accessToken(token: string): string | null;
-  /** Developer id of the active API key, else null. */
-  apiKey(key: string): Promise<string | null>;
+  /** The developer and sign-in session of a valid, unexpired access token of a live session, else null. */
+  accessToken(token: string): Promise<{ developerId: string; sessionId: string } | null>;
+  /** The developer, id and scopes of the active API key, else null. */
+  apiKey(key: string): Promise<{ developerId: string; keyId: string; scopes: readonly ApiKeyScope[] } | null>;
   isApiKey(credential: string): boolean;
   /** The app of an entitlement webhook URL token and secret (absent: no webhook is known). */
   entitlementWebhook?(token: string, secret: string | undefined): Promise<WebhookActor | WebhookRefusal>;
@@ -60,13 +73,13 @@ export function createAuthenticator(verify: CredentialVerifiers, adminToken: str
       }
       const headerKey = ctx.get('x-api-key');
       if (bearer && !verify.isApiKey(bearer)) {
-        const developerId = verify.accessToken(bearer);
-        return developerId ? { developerId, via: 'access_token' } : null;
+        const session = await verify.accessToken(bearer);
+        return session ? { ...session, via: 'access_token' } : null;
       }
       const key = bearer ?? headerKey;
       if (!key) return null;
-      const developerId = await verify.apiKey(key);
-      return developerId ? { developerId, via: 'api_key' } : null;
+      const apiKey = await verify.apiKey(key);
+      return apiKey ? { ...apiKey, via: 'api_key' } : null;
     },
 
     async reject(ctx, mode) {
@@ -89,4 +102,28 @@ export function createAuthenticator(verify: CredentialVerifiers, adminToken: str
       );
     },
   };
+}
+
+const sessionRequired = () =>
+  new RequestError(
+    'SESSION_REQUIRED',
+    'API keys cannot change two-factor authentication, the password or API keys: sign in and send the access token (Authorization: Bearer), with your password or a two-factor code',
+  );
+
+/**
+ * Refuses an API key that lacks what the operation needs (403): a `session` operation takes no API
+ * key at all, any other one a key with its scope or `admin`. Access tokens may do everything.
+ */
+export function assertScope(actor: Actor, scope: RouteScope): void {
+  if (actor.via !== 'api_key') return;
+  if (scope === 'session') throw sessionRequired();
+  if (!actor.scopes.includes(scope) && !actor.scopes.includes('admin')) {
+    throw new RequestError('INSUFFICIENT_SCOPE', `This API key lacks the \`${scope}\` scope this operation needs (it has: ${actor.scopes.join(', ')})`);
+  }
+}
+
+/** The sign-in session of a `session` operation's caller (`assertScope` lets no API key reach one). */
+export function sessionOf(actor: Actor): string {
+  if (actor.via !== 'access_token') throw sessionRequired();
+  return actor.sessionId;
 }

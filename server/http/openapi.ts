@@ -106,12 +106,25 @@ function errorResponse(status: number): JsonSchema {
   };
 }
 
-const SECURITY: Record<RouteDef['auth'], unknown[]> = {
+const SECURITY: Record<Exclude<RouteDef['auth'], 'developer'>, unknown[]> = {
   none: [],
-  developer: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
   admin: [{ adminToken: [] }],
   entitlement_webhook: [{ merchantOpsSecret: [] }],
 };
+
+/** A developer operation lists the API key scope it needs as the role of both schemes; a `session` one takes no API key. */
+function security(r: RouteDef): unknown[] {
+  if (r.auth !== 'developer') return SECURITY[r.auth];
+  const scope = r.scope ?? 'session';
+  return scope === 'session' ? [{ bearerAuth: ['session'] }] : [{ bearerAuth: [scope] }, { apiKeyHeader: [scope] }];
+}
+
+const SCOPES =
+  'The role an operation lists is what an API key needs for it: the scope (`admin` includes every other) or `session`. ' +
+  '`read`: every GET. `licenses`: license, activation, redemption-code and marketplace writes. `builds`: build uploads, releases, ' +
+  'signed packages and update pushes. `admin`: everything an API key may do (those, and app, payment and webhook settings). ' +
+  '`session`: an access token only; API keys, whatever their scopes, are refused (403 SESSION_REQUIRED): changing 2FA, the password or API keys. ' +
+  'A key without the scope is refused with 403 INSUFFICIENT_SCOPE.';
 
 function requestBody(r: RouteDef, toSchema: ToSchema): Record<string, unknown> {
   if (r.rawBody) return { requestBody: { required: true, description: r.rawBody.description, content: { 'application/json': { schema: { type: 'object' } } } } };
@@ -179,7 +192,7 @@ function successResponses(r: RouteDef, toSchema: ToSchema): Record<string, JsonS
  * lint (redocly.yaml: operation-tag-defined).
  */
 const TAGS: Record<string, string> = {
-  'Developer account': 'Registration, login with optional two-factor authentication, session tokens and the API key',
+  'Developer account': 'Registration, login with optional two-factor authentication, sessions, password change and reset, and scoped API keys',
   Apps: 'The apps a developer protects and sells, and their settings',
   Builds: 'Uploaded artifacts, scanned and protected in the background; releases and signed downloads',
   Licenses: 'License keys: create, list, revoke, reset their devices',
@@ -219,7 +232,7 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),
       tags: [r.tag],
-      security: SECURITY[r.auth],
+      security: security(r),
       'x-rate-limit-class': r.rateLimit,
       parameters: [...parameters(toSchema, r.params, 'path'), ...parameters(toSchema, r.query, 'query')],
       ...requestBody(r, toSchema),
@@ -234,8 +247,8 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
     paths,
     components: {
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An access token from login, or an API key' },
-        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        bearerAuth: { type: 'http', scheme: 'bearer', description: `An access token from login (it may do everything), or an API key. ${SCOPES}` },
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: `An API key. ${SCOPES}` },
         adminToken: { type: 'http', scheme: 'bearer', description: 'LATCHKEY_ADMIN_TOKEN' },
         merchantOpsSecret: {
           type: 'apiKey', in: 'header', name: 'X-MerchantOps-Secret',

@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { Clock } from '../clock.js';
+import { sha256Hex } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
 import { createProcessCounters } from './process-counters.js';
 import { createLeasedCounters } from './rate-lease.js';
@@ -33,14 +34,17 @@ export const RATE_LIMITS = {
     counted: 'database',
     refusal: { code: 'REDEMPTION_RATE_LIMITED', detail: 'Rate limit exceeded: too many redemption attempts; retry after 60 seconds', retryAfterSeconds: 60 },
   },
+  /** Password reset requests per email address (besides the `auth` limit of the requester's address). */
+  password_reset: { limit: 5, windowSeconds: 3600, counted: 'database' },
 } as const satisfies Record<string, RateRule & { counted: 'database' | 'process'; refusal?: RateRefusal }>;
 
 export type RateLimitClass = keyof typeof RATE_LIMITS;
 
-/** Who a request counts against: the developer behind any of their credentials, else the address. */
+/** Who a request counts against: the developer behind any of their credentials, else the address; or an email address a request names (kept as its hash). */
 export const rateSubject = {
   developer: (developerId: string) => `dev:${developerId}`,
   address: (ip: string) => `ip:${ip}`,
+  email: (email: string) => `email:${sha256Hex(email.trim().toLowerCase())}`,
 };
 
 export interface RateLimiter {

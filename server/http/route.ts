@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
-import type { Actor, Authenticator, AuthMode, WebhookActor } from './auth.js';
+import { assertScope, type Actor, type Authenticator, type AuthMode, type RouteScope, type WebhookActor } from './auth.js';
 import { readFormBody, readJsonBody, readRawBody } from './body.js';
 import { fileOf, readMultipart, type MultipartSpec } from './multipart.js';
 import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
@@ -38,6 +38,8 @@ export interface RouteDef<
   description?: string;
   tag: string;
   auth: A;
+  /** Developer operations: the API key scope they need, or `session` (no API key); checked in `mountRoutes`. */
+  scope?: RouteScope;
   rateLimit: RateLimitClass;
   params?: P;
   query?: Q;
@@ -79,7 +81,7 @@ export function defineRoute<
   Q extends z.ZodType = z.ZodObject<Record<string, never>>,
   B extends z.ZodType = z.ZodUndefined,
   R extends z.ZodType = z.ZodVoid,
->(def: RouteDef<A, P, Q, B, R>): RouteDef {
+>(def: RouteDef<A, P, Q, B, R> & (A extends 'developer' ? { scope: RouteScope } : { scope?: never })): RouteDef {
   return def as unknown as RouteDef;
 }
 
@@ -138,6 +140,8 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       const actor = await deps.authenticator.resolve(ctx, route.auth);
       await deps.rateLimiter.admit(ctx, route.rateLimit, actor ? rateSubject.developer(actor.developerId) : rateSubject.address(ctx.ip));
       if (route.auth !== 'none' && !actor) await deps.authenticator.reject(ctx, route.auth);
+      // The one place API key scopes are enforced; a developer route without one (the type requires it) takes no API key.
+      if (actor?.via === 'api_key') assertScope(actor, route.scope ?? 'session');
 
       const params = parseOrThrow(route.params, ctx.params, 'path');
       const query = parseOrThrow(route.query, ctx.query, 'query');

@@ -33,12 +33,12 @@ export function licenseRoutes(licenses: LicensesService) {
   const tag = 'Licenses';
   return [
     defineRoute({
-      method: 'post', path: '/v1/licenses', operationId: 'createLicense', tag, auth: 'developer', rateLimit: 'general',
+      method: 'post', path: '/v1/licenses', operationId: 'createLicense', scope: 'licenses', tag, auth: 'developer', rateLimit: 'general',
       summary: 'Create a license key for one of your apps', body: s.CreateLicenseBody, response: s.License, status: 201, errors: [403, 404],
       handler: async ({ actor, body }) => licenseView(await licenses.create(actor.developerId, body, 'api')),
     }),
     defineRoute({
-      method: 'get', path: '/v1/licenses', operationId: 'listLicenses', tag, auth: 'developer', rateLimit: 'general',
+      method: 'get', path: '/v1/licenses', operationId: 'listLicenses', scope: 'read', tag, auth: 'developer', rateLimit: 'general',
       summary: 'List your licenses, oldest first', query: s.ListLicensesQuery, response: s.License.array(), paginated: true,
       handler: async ({ actor, query, ctx }) => {
         const { rows, total } = await licenses.list(actor.developerId, query);
@@ -47,7 +47,7 @@ export function licenseRoutes(licenses: LicensesService) {
       },
     }),
     defineRoute({
-      method: 'get', path: '/v1/licenses/{license_id}', operationId: 'getLicense', tag, auth: 'developer', rateLimit: 'general',
+      method: 'get', path: '/v1/licenses/{license_id}', operationId: 'getLicense', scope: 'read', tag, auth: 'developer', rateLimit: 'general',
       summary: 'A license with its activated devices', params: s.LicenseIdParams, response: s.LicenseWithDevices, errors: [404],
       handler: async ({ actor, params }) => {
         const { license, devices } = await licenses.getWithDevices(actor.developerId, params.license_id);
@@ -55,12 +55,12 @@ export function licenseRoutes(licenses: LicensesService) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/licenses/{license_id}/revoke', operationId: 'revokeLicense', tag, auth: 'developer', rateLimit: 'general',
+      method: 'post', path: '/v1/licenses/{license_id}/revoke', operationId: 'revokeLicense', scope: 'licenses', tag, auth: 'developer', rateLimit: 'general',
       summary: 'Revoke a license at once: its next activation or token refresh fails', params: s.LicenseIdParams, response: s.License, errors: [404],
       handler: async ({ actor, params }) => licenseView(await licenses.revoke(actor.developerId, params.license_id)),
     }),
     defineRoute({
-      method: 'post', path: '/v1/licenses/{license_id}/reset-devices', operationId: 'resetLicenseDevices', tag, auth: 'developer', rateLimit: 'general',
+      method: 'post', path: '/v1/licenses/{license_id}/reset-devices', operationId: 'resetLicenseDevices', scope: 'licenses', tag, auth: 'developer', rateLimit: 'general',
       summary: 'Deactivate every device of a license; a computer that used a free trial still cannot start another',
       params: s.LicenseIdParams, response: s.ResetDevicesResult, errors: [404],
       handler: async ({ actor, params }) => ({

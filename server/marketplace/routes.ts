@@ -5,7 +5,7 @@ import type { Marketplace } from './service.js';
 export function marketplaceRoutes(marketplace: Marketplace) {
   return [
     defineRoute({
-      method: 'post', path: '/v1/marketplace/licenses', operationId: 'provisionMarketplaceLicense', tag: 'Marketplace', auth: 'developer', rateLimit: 'marketplace',
+      method: 'post', path: '/v1/marketplace/licenses', operationId: 'provisionMarketplaceLicense', scope: 'licenses', tag: 'Marketplace', auth: 'developer', rateLimit: 'marketplace',
       summary: 'Provision a license for a marketplace or own-storefront order',
       description:
         'Authenticate with `X-API-Key: <API_KEY>` (an `Authorization: Bearer` credential works too). Mints a license of `app_id` whose `source` is `channel`, ' +

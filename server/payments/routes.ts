@@ -8,12 +8,12 @@ export function paymentRoutes(payments: PaymentsService, receiveWebhook: ReturnT
   const tag = 'Payments';
   return [
     defineRoute({
-      method: 'get', path: '/v1/payments/account', operationId: 'getPaymentAccount', tag, auth: 'developer', rateLimit: 'general',
+      method: 'get', path: '/v1/payments/account', operationId: 'getPaymentAccount', scope: 'read', tag, auth: 'developer', rateLimit: 'general',
       summary: 'The connected payment processor account, if any', response: s.PaymentAccount,
       handler: async ({ actor }) => connectionView(await payments.connection(actor.developerId)),
     }),
     defineRoute({
-      method: 'put', path: '/v1/payments/account', operationId: 'connectPaymentAccount', tag, auth: 'developer', rateLimit: 'general',
+      method: 'put', path: '/v1/payments/account', operationId: 'connectPaymentAccount', scope: 'admin', tag, auth: 'developer', rateLimit: 'general',
       summary: 'Connect your Stripe account (acct_...); verified with the processor',
       description:
         'Connecting again (the same or another account) starts a new connection: payment links generated before stop delivering licenses until regenerated.',
@@ -21,7 +21,7 @@ export function paymentRoutes(payments: PaymentsService, receiveWebhook: ReturnT
       handler: async ({ actor, body }) => connectionView(await payments.connect(actor.developerId, body.account_id)),
     }),
     defineRoute({
-      method: 'delete', path: '/v1/payments/account', operationId: 'disconnectPaymentAccount', tag, auth: 'developer', rateLimit: 'general',
+      method: 'delete', path: '/v1/payments/account', operationId: 'disconnectPaymentAccount', scope: 'admin', tag, auth: 'developer', rateLimit: 'general',
       summary: 'Disconnect the processor account; licenses already sold keep working',
       response: s.PaymentAccount,
       handler: async ({ actor }) => connectionView(await payments.disconnect(actor.developerId)),

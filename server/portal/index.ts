@@ -256,6 +256,9 @@ export function createPortal(deps: PortalDeps) {
       // Reads need the token too: a cross-site navigation (which carries SameSite=Lax cookies) must
       // not reach a GET that does something once, such as a one-time CSV download.
       if (!reading && !sameOrigin(ctx)) throw new RequestError('FORBIDDEN', 'Cross-origin request refused: use the portal page itself');
+      // A session that ended (signed out, or its API session ended by a password change elsewhere)
+      // has nothing left to protect: the page is told it is signed out rather than that its token is wrong.
+      if (!session) throw signedOut();
       if (!sessions.csrfValid(ctx, session)) throw new RequestError('FORBIDDEN', 'Missing or wrong CSRF token: reload the page and try again');
       return proxy(ctx, session);
     }

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type Koa from 'koa';
+import { sessionIdOfAccessToken } from '../accounts/tokens.js';
 import type { Clock } from '../clock.js';
 import type { MasterKey } from '../crypto/master-key.js';
 import { randomSecret, safeEqual, sha256Hex } from '../crypto/secrets.js';
@@ -113,6 +114,8 @@ export function createPortalSessions(deps: { db: Db; clock: Clock; masterKey: Ma
       await db('portal_sessions').insert({
         id_hash: idHash,
         developer_id: developerId,
+        // Ending that API session (a password change elsewhere, 2FA turned on) deletes this row too.
+        session_id: sessionIdOfAccessToken(tokens.access_token),
         access_token_sealed: masterKey.seal(tokens.access_token, aad(idHash, 'access')),
         refresh_token_sealed: masterKey.seal(tokens.refresh_token, aad(idHash, 'refresh')),
         access_expires_at: new Date(now + tokens.expires_in * 1000),

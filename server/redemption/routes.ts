@@ -30,7 +30,7 @@ export function redemptionRoutes(redemption: Redemption) {
   const tag = 'Redemption codes';
   return [
     defineRoute({
-      method: 'post', path: '/v1/apps/{app_id}/redemption-batches', operationId: 'createRedemptionBatch', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'post', path: '/v1/apps/{app_id}/redemption-batches', operationId: 'createRedemptionBatch', scope: 'licenses', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Generate a batch of redemption codes for a marketplace',
       description:
         `${RULES} The plain codes are in this response only (JSON \`codes\`, or a CSV file \`code,batch_id,channel,label\` with \`Accept: text/csv\`) ` +
@@ -44,7 +44,7 @@ export function redemptionRoutes(redemption: Redemption) {
       },
     }),
     defineRoute({
-      method: 'get', path: '/v1/apps/{app_id}/redemption-batches', operationId: 'listRedemptionBatches', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'get', path: '/v1/apps/{app_id}/redemption-batches', operationId: 'listRedemptionBatches', scope: 'read', tag, auth: 'developer', rateLimit: 'apps',
       summary: "List an app's redemption batches with their codes counted by status",
       description: 'Oldest first. The codes themselves are never listed (only their hashes are stored). `expired` counts available codes past the batch\'s `codes_expire_at`.',
       params: s.AppIdParams, query: s.ListBatchesQuery, response: s.BatchWithCounts.array(), paginated: true, errors: [404],
@@ -55,7 +55,7 @@ export function redemptionRoutes(redemption: Redemption) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/redemption-codes/{code}/revoke', operationId: 'revokeRedemptionCode', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'post', path: '/v1/redemption-codes/{code}/revoke', operationId: 'revokeRedemptionCode', scope: 'licenses', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Revoke one available redemption code',
       description:
         'Only your own codes (another developer\'s code is 404 REDEMPTION_CODE_NOT_FOUND). Revoking a revoked code answers it again; a redeemed or expired code is ' +
@@ -67,7 +67,7 @@ export function redemptionRoutes(redemption: Redemption) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/redemption-batches/{batch_id}/revoke-all', operationId: 'revokeRedemptionBatch', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'post', path: '/v1/redemption-batches/{batch_id}/revoke-all', operationId: 'revokeRedemptionBatch', scope: 'licenses', tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Revoke every available code of a batch (Revoke All)',
       description: 'Redeemed, already revoked and expired codes are left as they are; `revoked` says how many codes this call revoked.',
       params: s.BatchIdParams, response: s.RevokedBatch, errors: [404],

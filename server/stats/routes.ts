@@ -6,7 +6,7 @@ import type { StatsService } from './service.js';
 export function statsRoutes(stats: StatsService) {
   return [
     defineRoute({
-      method: 'get', path: '/v1/stats', operationId: 'getStats', tag: 'Stats', auth: 'developer', rateLimit: 'general',
+      method: 'get', path: '/v1/stats', operationId: 'getStats', scope: 'read', tag: 'Stats', auth: 'developer', rateLimit: 'general',
       summary: 'Your activations, licenses created and sold per day (UTC), and platform fees owed',
       description:
         'Counts of the last `days` days, today included, one entry per day. Activations count devices activated now by the day they were first seen ' +

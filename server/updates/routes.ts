@@ -32,7 +32,7 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
   const runtime = { tag: 'Runtime', auth: 'none', rateLimit: 'runtime' } as const;
   return [
     defineRoute({
-      ...app, method: 'post', path: '/v1/apps/{app_id}/push-update', operationId: 'pushAppUpdate',
+      ...app, method: 'post', path: '/v1/apps/{app_id}/push-update', operationId: 'pushAppUpdate', scope: 'builds',
       summary: "Push a build to the app's customers; replaces the active push with a new, higher serial",
       description:
         'Checks, first failure wins: app 404; Pro plan 403 PLAN_REQUIRED; `target_build_id` of another app or missing 404 ' +
@@ -47,7 +47,7 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       handler: async ({ actor, params, body }) => ({ app_id: params.app_id, push: pushView(await pushes.pushApp(actor.developerId, params.app_id, body)) }),
     }),
     defineRoute({
-      ...app, method: 'get', path: '/v1/apps/{app_id}/push-update', operationId: 'getAppPush',
+      ...app, method: 'get', path: '/v1/apps/{app_id}/push-update', operationId: 'getAppPush', scope: 'read',
       summary: "The app's active push (null when none) and its devices by adoption state",
       description:
         "Devices counted: those of the app's ACTIVE licenses that have no per-license push of their own. `complete` stays false " +
@@ -56,14 +56,14 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       handler: async ({ actor, params }) => ({ app_id: params.app_id, push: pushView(await pushes.getAppPush(actor.developerId, params.app_id)) }),
     }),
     defineRoute({
-      ...app, method: 'delete', path: '/v1/apps/{app_id}/push-update', operationId: 'clearAppPush',
+      ...app, method: 'delete', path: '/v1/apps/{app_id}/push-update', operationId: 'clearAppPush', scope: 'builds',
       summary: 'Clear the active push; 204 also when there is none',
       description: 'Devices that installed the pushed build keep it; devices that skipped it stay on theirs. Per-license pushes stay.',
       params: AppIdParams, errors: [404],
       handler: ({ actor, params }) => pushes.clearAppPush(actor.developerId, params.app_id),
     }),
     defineRoute({
-      ...license, method: 'post', path: '/v1/licenses/{license_id}/push-update', operationId: 'pushLicenseUpdate',
+      ...license, method: 'post', path: '/v1/licenses/{license_id}/push-update', operationId: 'pushLicenseUpdate', scope: 'builds',
       summary: 'Push a build to one license (portal operation); it may be unreleased',
       description:
         'Checks, first failure wins: license 404; Pro plan 403 PLAN_REQUIRED; a license that is not ACTIVE 409 NO_ACTIVE_LICENSE; ' +
@@ -74,13 +74,13 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       handler: async ({ actor, params, body }) => licensePushView(params.license_id, await pushes.pushLicense(actor.developerId, params.license_id, body)),
     }),
     defineRoute({
-      ...license, method: 'get', path: '/v1/licenses/{license_id}/push-update', operationId: 'getLicensePush',
+      ...license, method: 'get', path: '/v1/licenses/{license_id}/push-update', operationId: 'getLicensePush', scope: 'read',
       summary: "The license's own push (null when none) and its devices by adoption state",
       params: LicenseIdParams, response: s.LicensePushStatus, errors: [404],
       handler: async ({ actor, params }) => licensePushView(params.license_id, await pushes.getLicensePush(actor.developerId, params.license_id)),
     }),
     defineRoute({
-      ...license, method: 'delete', path: '/v1/licenses/{license_id}/push-update', operationId: 'clearLicensePush',
+      ...license, method: 'delete', path: '/v1/licenses/{license_id}/push-update', operationId: 'clearLicensePush', scope: 'builds',
       summary: "Clear the license's own push (the app push applies to it again); 204 also when there is none",
       params: LicenseIdParams, errors: [404],
       handler: ({ actor, params }) => pushes.clearLicensePush(actor.developerId, params.license_id),

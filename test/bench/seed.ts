@@ -4,6 +4,7 @@ import { expectStatus } from './lib.js';
 
 export interface SeededDeveloper {
   id: string;
+  password: string;
   accessToken: string;
   apiKey: string;
 }
@@ -14,8 +15,8 @@ export async function seedDeveloper(call: Call): Promise<SeededDeveloper> {
   const password = `pw-${randomBytes(8).toString('hex')}`;
   const reg = expectStatus(await call('POST', '/v1/auth/register', { body: { email, password, company_name: 'Bench Software' } }), 201, 'register');
   const login = expectStatus(await call('POST', '/v1/auth/login', { body: { email, password } }), 200, 'login');
-  const key = expectStatus(await call('POST', '/v1/auth/api-keys/rotate', { token: login.body.access_token }), 200, 'rotate API key');
-  return { id: reg.body.id, accessToken: login.body.access_token, apiKey: key.body.api_key };
+  const key = expectStatus(await call('POST', '/v1/auth/api-keys/rotate', { token: login.body.access_token, body: { password } }), 200, 'rotate API key');
+  return { id: reg.body.id, password, accessToken: login.body.access_token, apiKey: key.body.api_key };
 }
 
 export async function seedApp(call: Call, dev: SeededDeveloper, name: string): Promise<{ id: string }> {

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../server/clock.js';
+import { MasterKey } from '../../server/crypto/master-key.js';
 import { createEmailOutbox, type DeliveryEmailRequest } from '../../server/email/outbox.js';
 import { sendEmailJob } from '../../server/email/send-job.js';
 import { createEmailTransport } from '../../server/email/transport.js';
@@ -168,7 +170,7 @@ describe('mail server refusals, as the logs see them', () => {
       }));
     const transport = createEmailTransport({ smtpUrl: smtp.url, emailFrom: 'Latchkey <no-reply@localhost>', dataDir: server.dataDir });
     const db = server.database.db;
-    runner = createJobRunner({ db, queue, log, handlers: [sendEmailJob({ db, transport, clock: systemClock, log })] }, { concurrency: 1, pollMs: 100 });
+    runner = createJobRunner({ db, queue, log, handlers: [sendEmailJob({ db, transport, clock: systemClock, log, masterKey: new MasterKey(randomBytes(32)) })] }, { concurrency: 1, pollMs: 100 });
     runner.start();
   });
   afterAll(async () => {

@@ -339,7 +339,7 @@ describe('sign-in with 2FA over HTTP', () => {
   it('holds the challenge server-side between the steps and refuses a wrong code', async () => {
     const { generate } = await import('otplib');
     const dev = await registerDeveloper(call);
-    const setup = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken });
+    const setup = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken, body: { password: dev.password } });
     const secret = new URL(setup.body.provisioning_uri).searchParams.get('secret')!;
     server.clock.advance(30_000);
     const code = () => generate({ secret, epoch: Math.floor(server.clock.now().getTime() / 1000) });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY_REVOKED_CHANNEL } from '../../server/accounts/api-key-cache.js';
+import { API_KEY_REVOKED_CHANNEL } from '../../server/accounts/credential-cache.js';
 import { LISTENER_APPLICATION_NAME } from '../../server/db/notification-listener.js';
 import { expectError } from '../support/assertions.js';
 import { registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
@@ -136,12 +136,24 @@ describe('access and refresh tokens', () => {
   });
 });
 
+/** A new API key replacing the developer's, as a signed-in session does it: with the password again. */
+const rotate = (dev: TestDeveloper) => call('POST', '/v1/auth/api-keys/rotate', { token: dev.accessToken, body: { password: dev.password } });
+
 describe('API keys', () => {
   it('rotating stops the old key at once; the new one works as Bearer and as X-API-Key', async () => {
     const dev = await registerDeveloper(call);
-    const res = await call('POST', '/v1/auth/api-keys/rotate', { apiKey: dev.apiKey });
+    const res = await rotate(dev);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ api_key: expect.stringMatching(/^lk_[0-9a-f]{24}_[\w-]{43}$/) });
+    expect(res.body).toEqual({
+      api_key: expect.stringMatching(/^lk_[0-9a-f]{24}_[\w-]{43}$/),
+      id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      prefix: `lk_${res.body.id}`,
+      name: 'API key',
+      scopes: ['admin'],
+      created_at: expect.any(String),
+      last_used_at: null,
+    });
+    expect(res.body.api_key.startsWith(`${res.body.prefix}_`)).toBe(true);
     const newKey = res.body.api_key as string;
 
     expectError(await me({ token: dev.apiKey }), 401, 'UNAUTHORIZED');
@@ -152,7 +164,7 @@ describe('API keys', () => {
 
   it('leaves exactly one working key after concurrent rotations', async () => {
     const dev = await registerDeveloper(call);
-    const results = await Promise.all(Array.from({ length: 5 }, () => call('POST', '/v1/auth/api-keys/rotate', { token: dev.accessToken })));
+    const results = await Promise.all(Array.from({ length: 5 }, () => rotate(dev)));
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const working = [];
     for (const { body } of results) if ((await me({ apiKey: body.api_key })).status === 200) working.push(body.api_key);
@@ -182,7 +194,7 @@ describe('API keys on several server processes', () => {
     await revokeQuietly(null);
 
     // A rotation on one process: by its answer, no process accepts the old key any more.
-    const rotated = await call('POST', '/v1/auth/api-keys/rotate', { apiKey: dev.apiKey });
+    const rotated = await rotate(dev);
     expect(rotated.status).toBe(200);
     expectError(await meOn(callSibling, dev.apiKey), 401, 'UNAUTHORIZED');
     expectError(await meOn(call, dev.apiKey), 401, 'UNAUTHORIZED');
@@ -196,7 +208,7 @@ describe('API keys on several server processes', () => {
     try {
       await silent.query(`LISTEN ${API_KEY_REVOKED_CHANNEL}`);
       const dev = await registerDeveloper(call);
-      const rotated = await call('POST', '/v1/auth/api-keys/rotate', { apiKey: dev.apiKey });
+      const rotated = await rotate(dev);
       expect(rotated.status).toBe(200);
       for (const send of [call, callSibling]) expectError(await meOn(send, dev.apiKey), 401, 'UNAUTHORIZED');
     } finally {
@@ -214,7 +226,7 @@ describe('two-factor authentication', () => {
 
   it('setup returns an authenticator URI and 10 backup codes; 2FA stays off until confirmed', async () => {
     const dev = await registerDeveloper(call);
-    const res = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken });
+    const res = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken, body: { password: dev.password } });
     expect(res.status).toBe(200);
     expect(res.body.provisioning_uri).toMatch(/^otpauth:\/\/totp\//);
     secretOf(res.body.provisioning_uri);
@@ -227,7 +239,7 @@ describe('two-factor authentication', () => {
   it('confirm needs a setup first and the authenticator code', async () => {
     const dev = await registerDeveloper(call);
     expectError(await call('POST', '/v1/auth/2fa/confirm', { token: dev.accessToken, body: { code: '123456' } }), 409, 'TWO_FACTOR_SETUP_REQUIRED');
-    const setup = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken });
+    const setup = await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken, body: { password: dev.password } });
     const wrong = otherCode(await nextTotpCode(secretOf(setup.body.provisioning_uri)));
     const res = await call('POST', '/v1/auth/2fa/confirm', { token: dev.accessToken, body: { code: wrong } });
     expectError(res, 401, 'INVALID_TWO_FACTOR_CODE');
@@ -299,7 +311,7 @@ describe('two-factor authentication', () => {
   it('refuses setup while 2FA is on with 409', async () => {
     const dev = await registerDeveloper(call);
     await enableTwoFactor(dev);
-    expectError(await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken }), 409, 'TWO_FACTOR_ALREADY_ENABLED');
+    expectError(await call('POST', '/v1/auth/2fa/setup', { token: dev.accessToken, body: { password: dev.password } }), 409, 'TWO_FACTOR_ALREADY_ENABLED');
   });
 
   it('disable needs the password and a code; afterwards login answers tokens again', async () => {

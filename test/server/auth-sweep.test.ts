@@ -16,7 +16,7 @@ const { stripe, server, call } = await startServerWithStripe();
 // Credentials that must never work: an access token past its hour and an API key rotated away.
 const stale = await registerDeveloper(call);
 const revokedApiKey = stale.apiKey;
-expect((await call('POST', '/v1/auth/api-keys/rotate', { token: stale.accessToken })).status).toBe(200);
+expect((await call('POST', '/v1/auth/api-keys/rotate', { token: stale.accessToken, body: { password: stale.password } })).status).toBe(200);
 server.clock.advance(3600 * 1000 + 1000);
 const expiredAccessToken = stale.accessToken;
 
@@ -49,8 +49,31 @@ async function securedOperations(): Promise<Operation[]> {
 }
 
 const operations = await securedOperations();
+
+const SCOPES = ['read', 'licenses', 'builds', 'admin'] as const;
+type Scope = (typeof SCOPES)[number];
+
+/** API keys of one developer: one with only each scope, and one with every scope but each (and not admin). */
+async function keysByScope() {
+  const dev = await registerDeveloper(call);
+  const keyWith = async (scopes: string[]) => {
+    const res = await call('POST', '/v1/auth/api-keys', { token: dev.accessToken, body: { password: dev.password, scopes } });
+    expect(res.status).toBe(201);
+    return res.body.api_key as string;
+  };
+  const only = {} as Record<Scope, string>;
+  const allBut = {} as Record<Scope, string>;
+  for (const scope of SCOPES) {
+    only[scope] = await keyWith([scope]);
+    allBut[scope] = await keyWith(SCOPES.filter((other) => other !== scope && other !== 'admin'));
+  }
+  return { only, allBut };
+}
+const scopedKeys = await keysByScope();
 const pathParams = (op: Operation) => [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 const isDeveloperOperation = (op: Operation) => op.security.some((scheme) => 'bearerAuth' in scheme);
+/** What an API key needs for a developer operation: the role both its schemes list, a scope or `session` (no API key at all). */
+const scopeOf = (op: Operation) => op.security.find((scheme) => 'bearerAuth' in scheme)!.bearerAuth![0] as Scope | 'session';
 /** The entitlement webhook and its companions: a per-app URL token plus X-MerchantOps-Secret. */
 const isWebhookOperation = (op: Operation) => op.security.some((scheme) => 'merchantOpsSecret' in scheme);
 
@@ -150,6 +173,14 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     // The batch list counts the codes by status: a revoke by someone else would show there.
     readPath: (_id, ids) => `/v1/apps/${ids.get('app_id')}/redemption-batches`,
   },
+  key_id: {
+    async create(owner) {
+      const res = await call('POST', '/v1/auth/api-keys', { token: owner.accessToken, body: { password: owner.password, name: 'sweep' } });
+      expect(res.status).toBe(201);
+      return res.body.id;
+    },
+    readPath: () => '/v1/auth/api-keys',
+  },
   code: {
     // A redemption code is shown once, at generation: a batch of one, made for it.
     async create(owner, parent) {
@@ -172,7 +203,12 @@ const withBody = (body: unknown): CallOptions => (body instanceof Form ? { raw: 
  * the operation subject to the tenant check, like an id in the path.
  */
 const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
+  setupTwoFactor: () => ({ password: devA.password }),
   confirmTwoFactor: () => ({ code: '123456' }),
+  changePassword: () => ({ password: devA.password, new_password: 'correct horse battery staple' }),
+  createApiKey: () => ({ password: devA.password, scopes: ['read'] }),
+  rotateApiKey: () => ({ password: devA.password }),
+  revokeApiKey: () => ({ password: devA.password }),
   disableTwoFactor: () => ({ password: 'correct horse battery', code: '123456' }),
   createApp: () => ({ name: 'Sweep', platforms: ['linux-x64'] }),
   updateApp: () => {
@@ -227,7 +263,10 @@ const BAD_CREDENTIALS: [string, CallOptions][] = [
 it('sweeps the secured operations of the OpenAPI document', () => {
   // Guards against a sweep that silently finds nothing to check.
   expect(operations.map((op) => op.operationId)).toEqual(
-    expect.arrayContaining(['getMe', 'listApps', 'updateApp', 'setDeveloperPlan', 'createPaymentLink', 'getPaymentLink', 'deletePaymentLink', 'createPurchaseLink', 'receiveEntitlementEvent', 'redactStore']),
+    expect.arrayContaining([
+      'getMe', 'listApps', 'updateApp', 'setDeveloperPlan', 'createPaymentLink', 'getPaymentLink', 'deletePaymentLink', 'createPurchaseLink',
+      'receiveEntitlementEvent', 'redactStore', 'listApiKeys', 'revokeApiKey', 'changePassword',
+    ]),
   );
 });
 
@@ -264,13 +303,32 @@ describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))(
   }
 
   if (!isDeveloperOperation(op)) return;
+  const scope = scopeOf(op);
+  if (scope === 'session') {
+    it('refuses every API key, whatever its scopes, with 403 SESSION_REQUIRED', async () => {
+      const path = op.path.replace(/\{\w+\}/g, 'placeholder');
+      for (const apiKey of [devB.apiKey, ...Object.values(scopedKeys.only)]) {
+        expectError(await call(op.method, path, { apiKey, body: op.hasBody ? {} : undefined }), 403, 'SESSION_REQUIRED');
+      }
+    });
+  } else {
+    it(`refuses an API key without the \`${scope}\` scope (or admin) with 403 INSUFFICIENT_SCOPE, and lets one with it through`, async () => {
+      const path = op.path.replace(/\{\w+\}/g, 'placeholder');
+      const send = (apiKey: string) => call(op.method, path, { apiKey, body: op.hasBody ? {} : undefined });
+      expectError(await send(scopedKeys.allBut[scope]), 403, 'INSUFFICIENT_SCOPE');
+      for (const apiKey of [scopedKeys.only[scope], scopedKeys.only.admin]) expect((await send(apiKey)).body.error_code).not.toBe('INSUFFICIENT_SCOPE');
+    });
+  }
+
   it("answers 404 to another developer naming A's resources, and changes nothing", async ({ skip }) => {
     const resources = new OwnedResources(devA);
     const { path, body } = await requestOf(op, resources);
     if (resources.ids.size === 0) skip('the request names no resource: it acts on the caller only');
 
     const before = await resources.snapshot();
-    for (const credentials of [{ token: devB.accessToken }, { apiKey: devB.apiKey }]) {
+    // An operation for sessions only refuses B's API key before it looks at anything (the check above).
+    const credentialsOfB = scope === 'session' ? [{ token: devB.accessToken }] : [{ token: devB.accessToken }, { apiKey: devB.apiKey }];
+    for (const credentials of credentialsOfB) {
       expectError(await call(op.method, path, { ...credentials, ...withBody(body) }), 404);
     }
     expect(await resources.snapshot()).toEqual(before);

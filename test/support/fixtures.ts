@@ -11,7 +11,7 @@ export interface TestDeveloper {
   apiKey: string;
 }
 
-/** Registers a developer, logs in and creates an API key. */
+/** Registers a developer, logs in and creates an API key (scope `admin`). */
 export async function registerDeveloper(call: Call, overrides: { email?: string } = {}): Promise<TestDeveloper> {
   const email = overrides.email ?? `dev-${randomBytes(5).toString('hex')}@example.com`;
   const password = `pw-${randomBytes(8).toString('hex')}`;
@@ -19,7 +19,8 @@ export async function registerDeveloper(call: Call, overrides: { email?: string 
   expect(reg.status).toBe(201);
   const login = await call('POST', '/v1/auth/login', { body: { email, password } });
   expect(login.status).toBe(200);
-  const key = await call('POST', '/v1/auth/api-keys/rotate', { token: login.body.access_token });
+  // Changing API keys takes a signed-in session and the password again.
+  const key = await call('POST', '/v1/auth/api-keys/rotate', { token: login.body.access_token, body: { password } });
   expect(key.status).toBe(200);
   return {
     id: reg.body.id,

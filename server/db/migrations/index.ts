@@ -14,6 +14,7 @@ import { redemptionAndMarketplace } from './013_redemption_and_marketplace.js';
 import { entitlementWebhook } from './014_entitlement_webhook.js';
 import { portalSessions } from './015_portal_sessions.js';
 import { twoFactorAttempts } from './017_two_factor_attempts.js';
+import { apiKeyScopesAndPasswordReset } from './018_api_key_scopes_and_password_reset.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, twoFactorAttempts];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, twoFactorAttempts, apiKeyScopesAndPasswordReset];

@@ -99,7 +99,7 @@ export async function databaseRestart(sheet: FigureSheet, db: ChaosDatabase, ser
   if (afterwards?.status !== 201) sheet.violated(1, `license creation after recovery answered ${afterwards?.status}`);
   // The API-key cache listens for revocations on its own connection, which the restart cut: a key
   // rotated now must stop working at once all the same.
-  const rotated = await http.send('POST /v1/auth/api-keys/rotate', 'POST', '/v1/auth/api-keys/rotate', { token: dev.accessToken });
+  const rotated = await http.send('POST /v1/auth/api-keys/rotate', 'POST', '/v1/auth/api-keys/rotate', { token: dev.accessToken, body: { password: dev.password } });
   const stale = await http.send('GET /v1/licenses', 'GET', '/v1/licenses?limit=1', { apiKey: dev.apiKey });
   if (rotated?.status !== 200 || stale?.status !== 401) sheet.violated(1, `an API key rotated after the restart still answered ${stale?.status} (rotation ${rotated?.status})`);
 
