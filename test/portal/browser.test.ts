@@ -82,6 +82,8 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await page.waitForSelector('#nav:not([hidden])');
 
     await page.click('a[href="#/settings"]');
+    // Setting up 2FA asks for the password again.
+    await page.fill('#setup-2fa-password', dev.password);
     await page.click('#setup-2fa');
     await page.waitForSelector('#qr-code path');
     const uri = await page.textContent('#provisioning-uri');
@@ -98,14 +100,27 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await page.click('#confirm-2fa');
     await expect.poll(() => page.textContent('#two-factor-status')).toMatch(/^On\. 10 backup codes left/);
 
-    // API key: shown once, copied.
+    // API keys: listed with their last use; a read-only key created with the password, shown once; then every key replaced.
+    await page.waitForSelector(`#api-keys-table tr[data-api-key-id="${dev.apiKey.split('_')[1]}"]`);
+    await page.fill('#api-key-password', dev.password);
+    await page.click('#api-key-card summary');
+    await page.fill('#new-api-key-name', 'dashboard');
+    await page.check('#new-api-key-form input[value="read"]');
+    await page.uncheck('#new-api-key-form input[value="admin"]');
+    await page.click('#create-api-key');
+    await page.waitForSelector('#api-key');
+    const readKey = (await page.textContent('#api-key'))!;
+    expect((await call('GET', '/v1/auth/me', { apiKey: readKey })).body.id).toBe(dev.id);
+    expect((await call('POST', '/v1/apps', { apiKey: readKey, body: { name: 'x', platforms: ['linux-x64'] } })).status).toBe(403);
+    expect(await page.locator('#api-keys-table tbody tr').count()).toBe(2);
+    await shot(page, '03-settings');
+    await page.fill('#api-key-password', dev.password);
     await page.click('#rotate-api-key');
     await page.click('#rotate-api-key-confirm, [data-confirm="yes"]');
-    await page.waitForSelector('#api-key');
+    await expect.poll(async () => (await page.textContent('#api-key')) !== readKey).toBe(true);
     const apiKey = (await page.textContent('#api-key'))!;
     expect((await call('GET', '/v1/auth/me', { apiKey })).body.id).toBe(dev.id);
-    expect((await call('GET', '/v1/auth/me', { apiKey: dev.apiKey })).status).toBe(401);
-    await shot(page, '03-settings');
+    for (const replaced of [dev.apiKey, readKey]) expect((await call('GET', '/v1/auth/me', { apiKey: replaced })).status).toBe(401);
 
     await page.click('#sign-out');
     await page.waitForSelector('#signin-form');

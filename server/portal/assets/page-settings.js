@@ -1,7 +1,16 @@
-// Settings: the account, two-factor authentication (setup with a QR code, backup codes shown
-// once, disable) and the API key (rotated, shown once).
+// Settings: the account and its password, two-factor authentication (setup with a QR code, backup
+// codes shown once, disable) and API keys (listed with their scopes and last use; created, revoked
+// or all replaced, a new key shown once). Every change to these asks for the password again: the
+// API refuses them without it (and refuses API keys outright).
 import { act, get, post } from './api.js';
 import { confirmButton, copyButton, facts, formatDate, h, mount, svg } from './dom.js';
+
+const SCOPES = [
+  ['read', 'read: every GET'],
+  ['licenses', 'licenses: licenses, redemption codes, marketplace'],
+  ['builds', 'builds: uploads, releases, update pushes'],
+  ['admin', 'admin: everything an API key may do'],
+];
 
 export async function settingsPage(view) {
   const [me, twoFactor] = await Promise.all([get('/v1/auth/me'), get('/v1/auth/2fa/status')]);
@@ -12,16 +21,39 @@ export async function settingsPage(view) {
     h('section', { class: 'card' }, h('h2', null, 'Account'),
       facts([['Email', me.email], ['Company', me.company_name], ['Plan', me.plan === 'pro' ? 'Pro' : 'Free'],
         me.plan_grace_until ? ['Pro ends unless paid', formatDate(me.plan_grace_until)] : null,
-        ['Member since', formatDate(me.created_at)]])),
+        ['Member since', formatDate(me.created_at)]]),
+      passwordChange()),
     twoFactorCard, apiKeyCard);
   renderTwoFactor(twoFactorCard, twoFactor);
-  renderApiKey(apiKeyCard);
+  await renderApiKeys(apiKeyCard);
+}
+
+const passwordInput = (id, autocomplete = 'current-password') => h('input', { type: 'password', id, autocomplete, required: true });
+
+function passwordChange() {
+  const current = passwordInput('current-password');
+  const next = passwordInput('new-password', 'new-password');
+  next.minLength = 10;
+  const error = h('p', { class: 'error', role: 'alert', id: 'change-password-error' });
+  const notice = h('p', { class: 'hint', role: 'status', id: 'change-password-done' });
+  const submit = h('button', { type: 'submit', id: 'change-password' }, 'Change password');
+  return h('details', null, h('summary', null, 'Change your password'),
+    h('form', { onsubmit: async (e) => {
+      e.preventDefault();
+      const res = await act(() => post('/v1/auth/password', { password: current.value, new_password: next.value }), {
+        button: submit, errorEl: error, noticeEl: notice, notice: 'Password changed. Every other session was signed out.',
+      });
+      if (res.ok) e.target.reset();
+    } },
+    h('label', { for: 'current-password' }, 'Current password'), current,
+    h('label', { for: 'new-password' }, 'New password (at least 10 characters)'), next,
+    h('div', { class: 'actions' }, submit), error, notice));
 }
 
 function renderTwoFactor(card, status) {
   const error = h('p', { class: 'error', role: 'alert' });
   if (status.two_factor_enabled) {
-    const password = h('input', { type: 'password', id: 'disable-2fa-password', autocomplete: 'current-password' });
+    const password = passwordInput('disable-2fa-password');
     const code = h('input', { type: 'text', id: 'disable-2fa-code', autocomplete: 'one-time-code' });
     const submit = h('button', { type: 'submit', class: 'danger' }, 'Turn off 2FA');
     mount(card, h('h2', null, 'Two-factor authentication'),
@@ -37,13 +69,17 @@ function renderTwoFactor(card, status) {
         h('div', { class: 'actions' }, submit), error)));
     return;
   }
-  const start = h('button', { type: 'button', id: 'setup-2fa', onclick: async () => {
-    const res = await act(() => post('/v1/auth/2fa/setup'), { button: start, errorEl: error });
-    if (res.ok) await renderSetup(card, res.value);
-  } }, 'Set up two-factor authentication');
+  const password = passwordInput('setup-2fa-password');
+  const start = h('button', { type: 'submit', id: 'setup-2fa' }, 'Set up two-factor authentication');
   mount(card, h('h2', null, 'Two-factor authentication'),
     h('p', { id: 'two-factor-status' }, 'Off. Sign-ins need only your password.'),
-    h('div', { class: 'actions' }, start), error);
+    h('form', { onsubmit: async (e) => {
+      e.preventDefault();
+      const res = await act(() => post('/v1/auth/2fa/setup', { password: password.value }), { button: start, errorEl: error });
+      if (res.ok) await renderSetup(card, res.value);
+    } },
+    h('label', { for: 'setup-2fa-password' }, 'Your password, to confirm it is you'), password,
+    h('div', { class: 'actions' }, start), error));
 }
 
 /** The QR code of the provisioning URI, drawn from the module matrix the server computes. */
@@ -76,21 +112,63 @@ async function renderSetup(card, setup) {
       if (res.ok) renderTwoFactor(card, res.value);
     } },
     h('label', { for: 'confirm-2fa-code' }, '3. Enter the 6-digit code the app shows'), code,
+    h('p', { class: 'hint' }, 'Turning 2FA on signs out every other session.'),
     h('div', { class: 'actions' }, submit), error));
 }
 
-function renderApiKey(card) {
-  const error = h('p', { class: 'error', role: 'alert' });
+async function renderApiKeys(card) {
+  const keys = await get('/v1/auth/api-keys?limit=100');
+  const error = h('p', { class: 'error', role: 'alert', id: 'api-key-error' });
   const shown = h('div', { id: 'api-key-shown' });
-  const rotate = confirmButton('Generate a new API key', 'The current key stops working at once. Continue?', async () => {
-    const res = await act(() => post('/v1/auth/api-keys/rotate'), { errorEl: error });
-    if (!res.ok) return;
-    mount(shown,
-      h('p', null, 'Your new API key. It is shown only now: copy it into your build scripts or secrets store.'),
-      h('p', null, h('span', { class: 'secret', id: 'api-key' }, res.value.api_key)),
-      copyButton(() => res.value.api_key, 'Copy key'));
+  const password = passwordInput('api-key-password');
+  const proof = () => ({ password: password.value });
+
+  /** The new key, shown once, above the refreshed list. */
+  const showKey = async (created) => {
+    await renderApiKeys(card);
+    mount(card.querySelector('#api-key-shown'),
+      h('p', null, `Your new API key "${created.name}". It is shown only now: copy it into your build scripts or secrets store.`),
+      h('p', null, h('span', { class: 'secret', id: 'api-key' }, created.api_key)),
+      copyButton(() => created.api_key, 'Copy key'));
+  };
+
+  const name = h('input', { type: 'text', id: 'new-api-key-name', placeholder: 'what it is for', maxlength: 100 });
+  const scopeBoxes = SCOPES.map(([value, label]) =>
+    h('label', { class: 'inline' }, h('input', { type: 'checkbox', name: 'scopes', value, checked: value === 'admin' }), label));
+  const create = h('button', { type: 'submit', id: 'create-api-key' }, 'Create key');
+  const createForm = h('form', { id: 'new-api-key-form', onsubmit: async (e) => {
+    e.preventDefault();
+    const scopes = [...createForm.querySelectorAll('input[name="scopes"]:checked')].map((i) => i.value);
+    const res = await act(() => post('/v1/auth/api-keys', { ...proof(), name: name.value || undefined, scopes }), { button: create, errorEl: error });
+    if (res.ok) await showKey(res.value);
+  } },
+  h('label', { for: 'new-api-key-name' }, 'Name'), name,
+  h('div', null, scopeBoxes),
+  h('div', { class: 'actions' }, create));
+
+  const rotate = confirmButton('Replace every key with a new one', 'Every current key stops working at once. Continue?', async () => {
+    const res = await act(() => post('/v1/auth/api-keys/rotate', proof()), { errorEl: error });
+    if (res.ok) await showKey(res.value);
   }, { id: 'rotate-api-key' });
-  mount(card, h('h2', null, 'API key'),
-    h('p', { class: 'hint' }, 'For the CLI, CI and marketplace provisioning (X-API-Key). Generating a key replaces the previous one.'),
-    h('div', { class: 'actions' }, rotate), error, shown);
+
+  const list = keys.length === 0 ? h('p', { class: 'muted', id: 'no-api-keys' }, 'No API keys.') :
+    h('table', { id: 'api-keys-table' },
+      h('thead', null, h('tr', null, ['Name', 'Key', 'Scopes', 'Created', 'Last used', ''].map((t) => h('th', null, t)))),
+      h('tbody', null, keys.map((k) => h('tr', { 'data-api-key-id': k.id },
+        h('td', null, k.name),
+        h('td', { class: 'mono' }, `${k.prefix}_…`),
+        h('td', null, k.scopes.join(', ')),
+        h('td', null, formatDate(k.created_at)),
+        h('td', null, k.last_used_at ? formatDate(k.last_used_at) : 'never'),
+        h('td', null, confirmButton('Revoke', `Revoke "${k.name}" now?`, async () => {
+          const res = await act(() => post(`/v1/auth/api-keys/${k.id}/revoke`, proof()), { errorEl: error });
+          if (res.ok) await renderApiKeys(card);
+        }))))));
+
+  mount(card, h('h2', null, 'API keys'),
+    h('p', { class: 'hint' }, 'For the CLI, CI and marketplace provisioning (X-API-Key). A key does what its scopes allow; no key can change your password, 2FA or keys.'),
+    shown, list,
+    h('label', { for: 'api-key-password' }, 'Your password, to create, revoke or replace keys'), password,
+    h('details', null, h('summary', null, 'Create a key'), createForm),
+    h('div', { class: 'actions' }, rotate), error);
 }

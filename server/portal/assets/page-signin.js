@@ -25,6 +25,7 @@ function passwordForm(card, onSignedIn) {
   h('label', { for: 'signin-password' }, 'Password'), password,
   h('div', { class: 'actions' }, submit), error);
   mount(card, h('h1', null, 'Sign in to Latchkey'), form,
+    h('p', { class: 'hint' }, h('a', { href: '/reset-password', id: 'forgot-password' }, 'Forgot your password?')),
     h('p', { class: 'hint' }, 'No account yet? ', h('button', { type: 'button', class: 'link', id: 'show-register', onclick: () => registerForm(card, onSignedIn) }, 'Create one')));
   email.focus();
 }
