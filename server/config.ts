@@ -42,7 +42,7 @@ const ConfigSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   LATCHKEY_DATA_DIR: z.string().min(1).default('./.data'),
   PUBLIC_BASE_URL: z.string().url().optional(),
-  /** SPEC.md's {delivery_url_base}: where permanent delivery pages (`/d/<token>`) are served; default PUBLIC_BASE_URL. */
+  /** docs/contract.md's {delivery_url_base}: where permanent delivery pages (`/d/<token>`) are served; default PUBLIC_BASE_URL. */
   LATCHKEY_DELIVERY_URL_BASE: z.string().url().optional(),
   /** 32 bytes, base64. Generated into the data directory when absent (embedded mode only). */
   LATCHKEY_MASTER_KEY: z

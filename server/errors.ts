@@ -1,6 +1,6 @@
 /**
  * The one closed list of error codes the API answers with, each bound to its HTTP status.
- * Every error body is `{ detail, error_code, status_code }` (plus `reason` where SPEC.md names one).
+ * Every error body is `{ detail, error_code, status_code }` (plus `reason` where docs/contract.md names one).
  */
 export const ERROR_CODES = {
   VALIDATION_FAILED: 400,

@@ -1,11 +1,11 @@
 /**
- * Forwards normalized entitlement decisions to a Latchkey entitlement webhook, as SPEC.md asks of a
+ * Forwards normalized entitlement decisions to a Latchkey entitlement webhook, as docs/contract.md asks of a
  * broker: a 2xx means the decision is durably saved; 400, 401 and 404 are permanent (never
  * retried); a 5xx, a network failure or a timeout is retried after about 2 seconds, a bounded
  * number of times. Dependency-free: Node's fetch only.
  */
 
-/** What the broker sends: the fields of SPEC.md's entitlement webhook table. */
+/** What the broker sends: the fields of docs/contract.md's entitlement webhook table. */
 export interface EntitlementDecision {
   app: string;
   shop: string;
@@ -30,7 +30,7 @@ export interface BrokerOptions {
   webhookUrl: string;
   /** Its secret, sent as X-MerchantOps-Secret. */
   secret: string;
-  /** Wait before a retry; SPEC.md: about 2 seconds. */
+  /** Wait before a retry; docs/contract.md: about 2 seconds. */
   retryWaitMs?: number;
   /** Attempts in all, the first included. */
   maxAttempts?: number;

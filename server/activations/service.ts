@@ -52,7 +52,7 @@ export function createActivationsService(deps: { store: ActivationsStore; clock:
 
   return {
     /**
-     * Rules in SPEC.md's order, the first failure wins: unknown or revoked key (401), expired (403),
+     * Rules in docs/contract.md's order, the first failure wins: unknown or revoked key (401), expired (403),
      * unknown build (404), velocity (429); then a known device re-activates without taking a slot,
      * and a new one needs a free trial (403) and a free slot (403). A non-trial activation is one
      * statement. `report` gets the license's velocity count, for the RateLimit headers.

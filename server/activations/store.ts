@@ -76,7 +76,7 @@ const claimSlotSql = (licenseId: string) => `
  * the license's app in any status: an installed copy stays valid); the request counted
  * in the license's velocity window; then, only for a usable non-trial license of a known build
  * within the velocity limit, the device is touched if known or takes a slot. What refused the
- * request (rules in SPEC.md's order) the service reads from the row. Trials, which also spend a
+ * request (rules in docs/contract.md's order) the service reads from the row. Trials, which also spend a
  * computer's trial allowance, claim in a transaction of their own.
  */
 const ACTIVATE_SQL = `

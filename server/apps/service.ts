@@ -18,7 +18,7 @@ export function createAppsService(deps: {
   /** Removes what an app keeps outside the database: its builds' files. */
   removeStoredFiles: (appId: string) => Promise<void>;
   pushGuards: Pick<PushGuards, 'beforeReleasedOnly'>;
-  /** SPEC.md's price rules, against the developer's connected processor account; throws the refusal. */
+  /** docs/contract.md's price rules, against the developer's connected processor account; throws the refusal. */
   checkPriceId: (developerId: string, priceId: string) => Promise<void>;
 }) {
   const { store } = deps;
@@ -53,7 +53,7 @@ export function createAppsService(deps: {
         .catch(priceIdConflict);
     },
 
-    /** Switching to released_only answers to the push rules in the same transaction (SPEC.md push rule 4). */
+    /** Switching to released_only answers to the push rules in the same transaction (docs/contract.md push rule 4). */
     async update(developerId: string, appId: string, input: UpdateAppInput): Promise<AppRow> {
       const { release_current, ...patch } = input;
       // Another developer's app answers 404 before their price is judged.

@@ -4,12 +4,12 @@ import type { JobKind, JobPayloads, JobQueue } from '../jobs/queue.js';
 import type { LicenseType } from '../licenses/rules.js';
 import { insertFeeOnce, reopenUnbilledFees } from './store.js';
 
-/** SPEC.md: "Platform fee: 4 USD per license". */
+/** docs/contract.md: "Platform fee: 4 USD per license". */
 export const LICENSE_FEE_USD = 4;
 export const LICENSE_FEE_CENTS = LICENSE_FEE_USD * 100;
 export const FEE_CURRENCY = 'usd';
 
-/** SPEC.md: "Trial and test licenses are never billed" (a test license is flagged apart, whatever its type). */
+/** docs/contract.md: "Trial and test licenses are never billed" (a test license is flagged apart, whatever its type). */
 export const FEE_EXEMPT_LICENSE_TYPES: readonly LicenseType[] = ['trial'];
 
 /** How a fee reaches the platform: one closed list (the table's CHECK matches). */

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { MasterKey } from '../crypto/master-key.js';
 import { safeEqual } from '../crypto/secrets.js';
 
-/** SPEC.md: a build's download URL is valid for 7 days. */
+/** docs/contract.md: a build's download URL is valid for 7 days. */
 export const DOWNLOAD_LINK_DAYS = 7;
 const DAY_MS = 86_400_000;
 

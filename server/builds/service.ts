@@ -128,7 +128,7 @@ export function createBuildsService(deps: BuildsServiceDeps) {
       return (await store.setReleased(db, developerId, appId, buildId, true)) ?? get(developerId, appId, buildId);
     },
 
-    /** Refused for the target of the app's active push (SPEC.md push rule 3). A build that is not READY was never released. */
+    /** Refused for the target of the app's active push (docs/contract.md push rule 3). A build that is not READY was never released. */
     async unrelease(developerId: string, appId: string, buildId: string): Promise<BuildRow> {
       const build = await get(developerId, appId, buildId);
       return db.transaction(async (trx) => {

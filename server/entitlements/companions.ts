@@ -10,7 +10,7 @@ import type { StoreOffer } from './offer.js';
 import { COMMERCE_PLATFORM_SOURCE } from './rules.js';
 import type { EntitlementsStore, EventApp, StoreLicense, StoreLicenseRow } from './store.js';
 
-/** SPEC.md: 3 device resets in any 30 days per store license, apart from portal resets. */
+/** docs/contract.md: 3 device resets in any 30 days per store license, apart from portal resets. */
 export const RESETS_PER_WINDOW = 3;
 export const RESET_WINDOW_MS = 30 * 86_400_000;
 

@@ -20,7 +20,7 @@ interface PageScope {
 }
 
 /**
- * SPEC.md's permanent delivery URL, `{delivery_url_base}/d/<token>`: the current build of each
+ * docs/contract.md's permanent delivery URL, `{delivery_url_base}/d/<token>`: the current build of each
  * platform, downloaded through the same token and counted against the store's allowance (10 per
  * build offered, pooled; a developer-set download limit replaces it). Answers HTML: 404 for an
  * unknown token, 403 for an inactive license or an allowance used up (`#limit-reached`).

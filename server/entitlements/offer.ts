@@ -4,7 +4,7 @@ import { deliveryDedupeKey, type EmailOutbox } from '../email/outbox.js';
 import type { DeliveryTokens } from './tokens.js';
 import type { EntitlementsStore, EventApp, OfferedBuild, StoreLicense, StoreLicenseRow } from './store.js';
 
-/** SPEC.md: 10 downloads per build offered to a merchant, pooled across builds. */
+/** docs/contract.md: 10 downloads per build offered to a merchant, pooled across builds. */
 export const DOWNLOADS_PER_BUILD = 10;
 
 const SINGLE_OS = new Set<string>(PLATFORMS);

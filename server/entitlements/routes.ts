@@ -123,7 +123,7 @@ function webhookRoutes(events: EntitlementEvents, companions: Companions): Route
 
 const DeliveryToken = z.string().min(20).max(128);
 
-/** SPEC.md's permanent delivery URL of a store license. */
+/** docs/contract.md's permanent delivery URL of a store license. */
 function deliveryRoutes(pages: StoreDeliveryPages): RouteDef[] {
   return [
     defineRoute({

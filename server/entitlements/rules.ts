@@ -1,7 +1,7 @@
 import type { LicenseStatus, LicenseType } from '../licenses/rules.js';
 import type { EventAction, EventNote } from './schemas.js';
 
-/** `source` of every license this channel mints (SPEC.md: a label per channel). */
+/** `source` of every license this channel mints (docs/contract.md: a label per channel). */
 export const COMMERCE_PLATFORM_SOURCE = 'commerce_platform';
 
 export type TrialKind = 'subscription' | 'no_commitment';
@@ -13,7 +13,7 @@ export interface ShopOrder {
 }
 
 /**
- * SPEC.md: an event older than one already applied for the shop is skipped; on an exact tie the
+ * docs/contract.md: an event older than one already applied for the shop is skipped; on an exact tie the
  * revoke wins (a grant tied with an applied revoke is skipped; a revoke tied with a grant applies).
  */
 export function isStale(event: { occurred_at: Date; entitled: boolean }, shop: ShopOrder): boolean {
@@ -48,7 +48,7 @@ export interface Decision {
 const TRIAL_RANK = { no_commitment: 2, subscription: 1, paid: 0 } as const;
 
 /**
- * SPEC.md's outcome table for an event that is neither a duplicate, stale nor for another app.
+ * docs/contract.md's outcome table for an event that is neither a duplicate, stale nor for another app.
  * `trial: true` with `test: true` keeps no trial state (a test subscription is not billed anyway).
  */
 export function decide(event: { entitled: boolean; trial: boolean; test: boolean }, license: LicenseState | null): Decision {
@@ -74,5 +74,5 @@ export function decide(event: { entitled: boolean; trial: boolean; test: boolean
   return { action: 'noop', note: null, change: { kind: 'none', charge: !storeTrial } };
 }
 
-/** Grant-type results answer the key and the delivery URL (SPEC.md). */
+/** Grant-type results answer the key and the delivery URL (docs/contract.md). */
 export const isGrantType = (action: EventAction) => action === 'granted' || action === 'reactivated' || action === 'noop';

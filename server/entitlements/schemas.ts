@@ -1,11 +1,11 @@
 import { z } from 'zod';
 
-/** The actions of SPEC.md's outcome table: one closed list. */
+/** The actions of docs/contract.md's outcome table: one closed list. */
 export const EVENT_ACTIONS = ['granted', 'noop', 'reactivated', 'revoked', 'duplicate', 'stale_skipped', 'unactionable'] as const;
 export type EventAction = (typeof EVENT_ACTIONS)[number];
 
 /**
- * `note` values. SPEC.md names the first two; the others say what a `noop` changed (a trial turned
+ * `note` values. docs/contract.md names the first two; the others say what a `noop` changed (a trial turned
  * into a paid license or a subscription trial) and why an event was `unactionable`.
  */
 export const EVENT_NOTES = ['trial_ended', 'trial_unaffected_by_store', 'trial_converted', 'subscription_trial_started', 'app_mismatch'] as const;

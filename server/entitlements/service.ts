@@ -36,7 +36,7 @@ interface EventScope {
   writes: EventWrites;
 }
 
-/** Attribution fields the event carried (SPEC.md: never part of the decision), over those stored. */
+/** Attribution fields the event carried (docs/contract.md: never part of the decision), over those stored. */
 function mergedAttribution(stored: Record<string, string>, event: EntitlementEventInput): Record<string, string> {
   const merged = { ...stored };
   for (const field of ATTRIBUTION_FIELDS) {
@@ -46,7 +46,7 @@ function mergedAttribution(stored: Record<string, string>, event: EntitlementEve
   return merged;
 }
 
-/** SPEC.md's entitlement webhook: one event, applied once, in the shop's order, committed before the answer. */
+/** docs/contract.md's entitlement webhook: one event, applied once, in the shop's order, committed before the answer. */
 export function createEntitlementEvents(deps: {
   store: EntitlementsStore;
   offer: StoreOffer;
@@ -185,7 +185,7 @@ export function createEntitlementEvents(deps: {
       return { outcome: answer(event.event_id, 'stale_skipped', null), queued: false };
     }
 
-    // SPEC.md: the entitlement webhook needs an active Pro subscription. A lapsed plan still lets a
+    // docs/contract.md: the entitlement webhook needs an active Pro subscription. A lapsed plan still lets a
     // store's entitlement end (a revoke protects the developer), but grants nothing: the broker gets a
     // permanent 403 and nothing is recorded, so the decision can be sent again once the plan is renewed.
     assertThat(!event.entitled || opened.plan === 'pro', 'PLAN_REQUIRED', "The entitlement webhook grants licenses only while the developer's Pro subscription is active");

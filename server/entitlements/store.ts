@@ -288,7 +288,7 @@ export function createEntitlementsStore(db: Db) {
       const locked = shop && (({ inserted, ...rest }) => ({ row: shopFromJson(rest), inserted }))(shop);
       return {
         app: app as WebhookApp,
-        /** The developer's plan now: grants need Pro (SPEC.md's plan rules). */
+        /** The developer's plan now: grants need Pro (docs/contract.md's plan rules). */
         plan,
         shop: locked || undefined,
         prior: eventFromJson(prior),
@@ -379,7 +379,7 @@ export function createEntitlementsStore(db: Db) {
       return trx('devices').where({ license_id: licenseId }).delete();
     },
 
-    /** SPEC.md: a converted paying trial frees the machine for another trial of the app. */
+    /** docs/contract.md: a converted paying trial frees the machine for another trial of the app. */
     freeTrialMachines: (trx: Knex.Transaction, licenseId: string) => trx('trial_starts').where({ license_id: licenseId }).delete(),
 
     /** The newest deliverable READY build of each platform the app's builds have (released ones under released_only). */

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { MasterKey } from '../crypto/master-key.js';
 import { randomSecret, safeEqual, sha256Hex } from '../crypto/secrets.js';
 
-/** SPEC.md: a rotated webhook secret keeps working for 24 hours. */
+/** docs/contract.md: a rotated webhook secret keeps working for 24 hours. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 /** Where a webhook URL token or secret is stored: its SHA-256, under a prefix per kind. */

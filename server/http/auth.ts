@@ -84,7 +84,7 @@ export function createAuthenticator(verify: CredentialVerifiers, adminToken: str
 
     async reject(ctx, mode) {
       if (mode === 'entitlement_webhook') {
-        // SPEC.md: a wrong URL is a permanent 404, a wrong secret a permanent 401.
+        // docs/contract.md: a wrong URL is a permanent 404, a wrong secret a permanent 401.
         if (ctx.state.webhookRefusal === 'unknown_url') throw new RequestError('NOT_FOUND', 'No entitlement webhook has this URL');
         throw new RequestError('UNAUTHORIZED', 'Send the webhook secret in the X-MerchantOps-Secret header; this one is missing, wrong or expired');
       }

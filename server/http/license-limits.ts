@@ -9,7 +9,7 @@ import { fixedWindow, rateLimited, type FixedWindow, type RateDecision, type Rat
  * name, a colon and the license id. `per: 'seat'` multiplies the limit by the license's device limit.
  */
 export const LICENSE_LIMITS = {
-  /** SPEC.md: 5 activation requests per 10 minutes per license, re-activations included. */
+  /** docs/contract.md: 5 activation requests per 10 minutes per license, re-activations included. */
   activation: { limit: 5, windowSeconds: 600, per: 'license' },
   /**
    * Ours: 60 token refreshes per 10 minutes per seat. The SDK refreshes hourly (and at start), so

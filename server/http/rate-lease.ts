@@ -3,7 +3,7 @@ import type { FixedWindow } from './rate-window.js';
 
 /**
  * A process reserves at most 1/128 of what is left of a window beyond the requests it has waiting.
- * Below 128 hits left (every SPEC.md limit at multiplier 1) it reserves exactly the hits of its
+ * Below 128 hits left (every docs/contract.md limit at multiplier 1) it reserves exactly the hits of its
  * waiting requests, and the count is exact across processes. Above, hits one process reserved and
  * has not spent when the window ends are lost to the others: the limit can be met early by that
  * share, never exceeded.

@@ -7,7 +7,7 @@ import { createLeasedCounters } from './rate-lease.js';
 import { enforce, fixedWindow, type RateRefusal, type RateRule } from './rate-window.js';
 
 /**
- * The class of each operation (SPEC.md's Limits table), counted per developer behind any of their
+ * The class of each operation (docs/contract.md's Limits table), counted per developer behind any of their
  * credentials, else per address, in PostgreSQL so the limits hold across processes.
  * `runtime`: activation, refresh and the other calls of installed apps are limited per license
  * (LICENSE_LIMITS, counted by the statement that finds the license); in front of them only this
@@ -21,7 +21,7 @@ export const RATE_LIMITS = {
   general: { limit: 100, windowSeconds: 60, counted: 'database' },
   runtime: { limit: 600, windowSeconds: 60, counted: 'process' },
   /**
-   * The entitlement webhook and its companion endpoints, per developer (SPEC.md names no number). Generous, and
+   * The entitlement webhook and its companion endpoints, per developer (docs/contract.md names no number). Generous, and
    * counted in each process's memory: a broker does not retry a 4xx, so a 429 would drop a store's decision.
    */
   entitlements: { limit: 1200, windowSeconds: 60, counted: 'process' },

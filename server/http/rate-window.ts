@@ -55,7 +55,7 @@ export function setRateLimitHeaders(ctx: Koa.Context, decision: RateDecision): v
 export interface RateRefusal {
   code: ErrorCode;
   detail: string;
-  /** A fixed `Retry-After` (SPEC.md's "retry after 60 seconds") instead of the seconds left in the window. */
+  /** A fixed `Retry-After` (docs/contract.md's "retry after 60 seconds") instead of the seconds left in the window. */
   retryAfterSeconds: number;
 }
 

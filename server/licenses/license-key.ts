@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { randomHumanCode } from '../crypto/secrets.js';
 
-/** `XXXX-XXXX-XXXX-XXXX`: what SPEC.md fixes for every license key, whichever channel minted it. */
+/** `XXXX-XXXX-XXXX-XXXX`: what docs/contract.md fixes for every license key, whichever channel minted it. */
 export const LICENSE_KEY_PATTERN = /^[A-Z0-9]{4}(?:-[A-Z0-9]{4}){3}$/;
 
 /** 16 CSPRNG characters from an alphabet without look-alikes (about 79 bits), in 4 groups of 4. */

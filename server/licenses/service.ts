@@ -10,7 +10,7 @@ const DAY_MS = 86_400_000;
 // Two keys colliding is about one in 10^23; retrying covers it without a read before every insert.
 const KEY_ATTEMPTS = 3;
 
-/** Where a license came from; SPEC.md shows it in the portal. */
+/** Where a license came from; docs/contract.md shows it in the portal. */
 export type LicenseSource = 'api';
 
 function expiryOf(input: CreateLicenseInput, now: Date): Date | null {

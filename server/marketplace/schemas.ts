@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LICENSE_TYPES } from '../licenses/rules.js';
 
-/** SPEC.md: "string naming the marketplace (lowercase label)"; it becomes the license's `source`. */
+/** docs/contract.md: "string naming the marketplace (lowercase label)"; it becomes the license's `source`. */
 export const Channel = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_.-]{0,39}$/, 'must be a lowercase label (a-z, 0-9, _ . -; at most 40 characters)')

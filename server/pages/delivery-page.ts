@@ -2,7 +2,7 @@ import { gettingStartedSteps } from '../email/delivery-message.js';
 import type { Entitlement } from '../payments/entitlement.js';
 import { escapeHtml as e, type PageOptions } from './html-page.js';
 
-/** SPEC.md: before fulfilment the buyer is asked to retry after about 2 seconds. */
+/** docs/contract.md: before fulfilment the buyer is asked to retry after about 2 seconds. */
 export const PENDING_REFRESH_SECONDS = 2;
 
 /** The bought license: key with a copy button, download button, getting started. `heading` is plain text. */

@@ -6,7 +6,7 @@ import { sessionHash } from './fulfilment.js';
 import type { EntitledLicense, EntitlementStore } from './entitlement-store.js';
 import type { PaymentsStore } from './store.js';
 
-/** What a buyer gets: SPEC.md's six fields, plus `note` saying why the download fields are null. */
+/** What a buyer gets: docs/contract.md's six fields, plus `note` saying why the download fields are null. */
 export interface Entitlement {
   license_key: string;
   download_url: string | null;

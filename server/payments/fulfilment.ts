@@ -12,7 +12,7 @@ import type { ProcessorCheckoutSession } from './processor.js';
 import type { PaymentsStore } from './store.js';
 import { subscriptionLicenseExpiry } from './subscription-licenses.js';
 
-/** SPEC.md's source label for licenses sold through the developer's connected processor account. */
+/** docs/contract.md's source label for licenses sold through the developer's connected processor account. */
 export const DIRECT_PAYMENT_SOURCE = 'direct_payment';
 
 /** What fulfilment did with a paid session; recorded on the event and answered to the processor. */
@@ -21,7 +21,7 @@ export type FulfilmentOutcome =
   | 'already_fulfilled'
   | 'not_paid'
   | 'account_not_connected'
-  /** SPEC.md's plan rules: paid sales need an active Pro subscription (see accounts/plan.ts). */
+  /** docs/contract.md's plan rules: paid sales need an active Pro subscription (see accounts/plan.ts). */
   | 'plan_required'
   | 'no_matching_app'
   /** A Route A link that was replaced, paused, or made before the account was reconnected. */
@@ -50,7 +50,7 @@ export function createFulfilment(deps: {
 
   /**
    * How the session's fee reaches the platform, or null when its Route A link may no longer sell
-   * (SPEC.md: links stop delivering until regenerated). A link this service did not create is the
+   * (docs/contract.md: links stop delivering until regenerated). A link this service did not create is the
    * developer's own (Route C): its fee is an application fee when it set a percentage.
    */
   async function feeCollection(trx: Knex.Transaction, developer: { id: string; payment_connection_generation: number }, session: ProcessorCheckoutSession): Promise<FeeCollection | null> {

@@ -1,11 +1,11 @@
 import type { ProcessorPrice } from './processor.js';
 
-/** SPEC.md Limits: a subscription price is a flat amount of at least 4 USD per period. */
+/** docs/contract.md Limits: a subscription price is a flat amount of at least 4 USD per period. */
 export const MIN_SUBSCRIPTION_CENTS = 400;
 export const PRICE_CURRENCY = 'usd';
 
 /**
- * Why SPEC.md's price rules refuse a Price, or null when it may back an app. One-time prices need
+ * Why docs/contract.md's price rules refuse a Price, or null when it may back an app. One-time prices need
  * only be active and flat; subscriptions must also be licensed (not metered), in USD, and at least
  * MIN_SUBSCRIPTION_CENTS per period.
  */

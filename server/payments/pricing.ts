@@ -1,8 +1,8 @@
 import { LICENSE_FEE_USD } from '../billing/fees.js';
 
-/** The Pro subscription, per year. SPEC.md names the field, not the amount: our price list. */
+/** The Pro subscription, per year. docs/contract.md names the field, not the amount: our price list. */
 export const PRO_BASE_FEE_ANNUAL_USD = 99;
-/** SPEC.md Limits: downloads a license gets by default ("10 in the example"). */
+/** docs/contract.md Limits: downloads a license gets by default ("10 in the example"). */
 export const FREE_DOWNLOAD_LIMIT = 10;
 /** Artifact storage beyond the included allowance, per GB-month: our price list. */
 export const STORAGE_FEE_PER_GB_MONTH_USD = 0.1;

@@ -6,7 +6,7 @@ import * as s from './schemas.js';
 
 const PRECONDITIONS = 'Needs a Pro subscription (403 PLAN_REQUIRED), a connected account (409 PAYMENT_ACCOUNT_NOT_CONNECTED) and a saved, active Price ID (409 PRICE_ID_NOT_SET).';
 
-/** Routes A and B of SPEC.md's sales routes (Route C needs no endpoint: see the README). */
+/** Routes A and B of docs/contract.md's sales routes (Route C needs no endpoint: see the README). */
 export function salesLinkRoutes(links: SalesLinks) {
   const tag = 'Payments';
   return [

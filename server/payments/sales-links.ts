@@ -10,7 +10,7 @@ import type { PaymentProcessor, ProcessorPrice } from './processor.js';
 export const PURCHASE_SESSION_MINUTES = 30;
 
 /**
- * SPEC.md's redirect form C.1, where Routes A and B send the buyer after paying. The braces are
+ * docs/contract.md's redirect form C.1, where Routes A and B send the buyer after paying. The braces are
  * literal: the processor puts the session id there itself.
  */
 export const downloadRedirectUrl = (publicBaseUrl: string, appId: string) =>

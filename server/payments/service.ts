@@ -62,7 +62,7 @@ export function createPaymentsService(deps: { store: PaymentsStore; processor: P
     /** Licenses already sold keep working; sales stop delivering until an account is connected again. */
     disconnect: (developerId: string) => store.disconnect(developerId),
 
-    /** SPEC.md's price rules, checked against the developer's connected account when a Price ID is saved. */
+    /** docs/contract.md's price rules, checked against the developer's connected account when a Price ID is saved. */
     async checkPriceId(developerId: string, priceId: string): Promise<void> {
       const processor = requireProcessor(deps.processor);
       const { payment_account_id: accountId } = await connection(developerId);

@@ -113,7 +113,7 @@ export function createPaymentsStore(db: Db) {
           q.whereIn('price_id', by.priceIds);
           if (by.appId) q.orWhere({ id: by.appId });
         })
-        // The Price match is what SPEC.md names as how the app is picked; metadata only when no Price matches.
+        // The Price match is what docs/contract.md names as how the app is picked; metadata only when no Price matches.
         .orderByRaw('(price_id = ANY(?)) DESC', [by.priceIds])
         .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'default_device_limit'),
 

@@ -1,7 +1,7 @@
 import { HUMAN_ALPHABET, randomHumanCode, sha256Hex } from '../crypto/secrets.js';
 
 /**
- * SPEC.md's `<CODE_PREFIX>`: one prefix for the whole service, `LK`, so a code's shape never
+ * docs/contract.md's `<CODE_PREFIX>`: one prefix for the whole service, `LK`, so a code's shape never
  * depends on its seller and a customer who drops or mistypes the prefix is still understood.
  */
 export const REDEMPTION_CODE_PREFIX = 'LK';

@@ -10,13 +10,13 @@ import { newRedemptionCode, normaliseRedemptionCode, redemptionCodeHash, REDEMPT
 import type { CreateBatchInput } from './schemas.js';
 import type { BatchRow, RedemptionStore } from './store.js';
 
-/** SPEC.md's redemption failure messages, one per outcome. */
+/** docs/contract.md's redemption failure messages, one per outcome. */
 export const REDEMPTION_FAILURES = {
   not_found: { code: 'REDEMPTION_CODE_NOT_FOUND', detail: `Code not found: check it for typos; codes look like ${REDEMPTION_CODE_SHAPE}` },
   redeemed: { code: 'REDEMPTION_CODE_ALREADY_REDEEMED', detail: 'This code has already been redeemed' },
   expired: { code: 'REDEMPTION_CODE_EXPIRED', detail: 'This code has expired' },
   revoked: { code: 'REDEMPTION_CODE_REVOKED', detail: 'This code has been revoked' },
-  // Ours, beyond SPEC.md's list: paid sales need the seller's active Pro subscription. The code stays Available.
+  // Ours, beyond docs/contract.md's list: paid sales need the seller's active Pro subscription. The code stays Available.
   seller_inactive: {
     code: 'REDEMPTION_UNAVAILABLE',
     detail: "This code cannot be redeemed right now: the seller's account is not active. It stays valid; try again later or contact the seller",
@@ -43,7 +43,7 @@ export function createRedemption(deps: { store: RedemptionStore; sold: SoldLicen
       const now = clock.now();
       const app = await store.app(developerId, appId, now);
       assertThat(app, 'APP_NOT_FOUND', 'No such app');
-      // SPEC.md: the free tier issues trial licenses only; creating codes is free, so only the type is checked.
+      // docs/contract.md: the free tier issues trial licenses only; creating codes is free, so only the type is checked.
       assertThat(
         app.plan === 'pro' || input.license_type === 'trial',
         'PLAN_REQUIRED',
@@ -114,7 +114,7 @@ export function createRedemption(deps: { store: RedemptionStore; sold: SoldLicen
      * redeemer's address and the time on the code, and with an address and a READY build queues the
      * delivery email, all in one statement (RedemptionStore.redeem). With an address the email,
      * which carries the build's signed link, is rendered first from the code's app and build, one
-     * read before. A failure says why with SPEC.md's messages.
+     * read before. A failure says why with docs/contract.md's messages.
      */
     async redeem(input: string, email: string | null): Promise<Entitlement> {
       const now = clock.now();

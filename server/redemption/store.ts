@@ -82,7 +82,7 @@ const COLLECTED_BY: FeeCollection = 'usage_report';
 const STATUS_AT_$2 = CODE_STATUS_SQL.replace('?', '$2::timestamptz');
 
 /**
- * Whether the code's seller may sell it now (batch `b`, its developer joined as `developers`): SPEC.md's
+ * Whether the code's seller may sell it now (batch `b`, its developer joined as `developers`): docs/contract.md's
  * plan rules make paid sales need an active Pro subscription; a code of a fee-exempt (trial) type is
  * no sale. `exemptTypes` is the parameter holding those types; `$2` is the current time.
  */

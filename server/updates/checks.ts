@@ -29,7 +29,7 @@ const assertActivatedDevice = (row: { device_known: boolean }) =>
 
 const buildNotFound = () => new RequestError('BUILD_NOT_FOUND', 'No such build of this app');
 
-/** The update check and the adoption report of protected apps: SPEC.md push rules 5 and 9. */
+/** The update check and the adoption report of protected apps: docs/contract.md push rules 5 and 9. */
 export function createUpdateChecks(deps: {
   store: UpdatesStore;
   clock: Clock;
@@ -54,7 +54,7 @@ export function createUpdateChecks(deps: {
       // Before the device: a check past the limit recorded no launch, so the device reads as unknown.
       enforceLicenseLimit(checks.decideFor(row.hits, row.device_limit), reportLimit, 'update checks');
       assertActivatedDevice(row);
-      // Inactive licenses receive no pushes (SPEC.md); a lapsed one is not an error for the app.
+      // Inactive licenses receive no pushes (docs/contract.md); a lapsed one is not an error for the app.
       if (row.status !== 'ACTIVE' || row.build_id === null) return undefined;
       if (!engineSupportsUpdates(input.engine_version)) return undefined;
       // A build for no single operating system goes to every device; others to their own OS only.

@@ -1,5 +1,5 @@
 /**
- * SPEC.md, Versioning: update push needs runtime engine `1.0.0.0.0.178` or newer. Engines 76 to 177
+ * docs/contract.md, Versioning: update push needs runtime engine `1.0.0.0.0.178` or newer. Engines 76 to 177
  * carry the check but fail to verify updates silently, engines before 76 lack it; a device on one
  * is offered nothing and counted as unable until its customer installs a fresh build.
  */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { RequestError, assertThat } from '../errors.js';
 import type { UpdatesStore } from './store.js';
 
-/** The `reason` of a 409 PUSH_CONFLICT: SPEC.md's three, and ours for a target older than the active one. */
+/** The `reason` of a 409 PUSH_CONFLICT: docs/contract.md's three, and ours for a target older than the active one. */
 export const PUSH_CONFLICT_REASONS = ['build_not_released', 'active_push_target', 'push_target_not_released', 'older_than_active_target'] as const;
 export type PushConflictReason = (typeof PUSH_CONFLICT_REASONS)[number];
 
@@ -27,7 +27,7 @@ export function createPushGuards(store: UpdatesStore) {
   }
 
   return {
-    /** SPEC.md push rule 3: the build of the active push stays released until the push is cleared or replaced. */
+    /** docs/contract.md push rule 3: the build of the active push stays released until the push is cleared or replaced. */
     async beforeUnrelease(trx: Knex.Transaction, developerId: string, appId: string, buildId: string): Promise<void> {
       await lockedApp(trx, developerId, appId);
       const active = await store.findAppPush(appId, trx);
@@ -37,7 +37,7 @@ export function createPushGuards(store: UpdatesStore) {
     },
 
     /**
-     * SPEC.md push rule 4: an app switching to released_only must not keep pushing an unreleased
+     * docs/contract.md push rule 4: an app switching to released_only must not keep pushing an unreleased
      * build; with `releaseCurrent` that build is released in the same transaction.
      */
     async beforeReleasedOnly(trx: Knex.Transaction, developerId: string, appId: string, releaseCurrent: boolean): Promise<void> {

@@ -39,7 +39,7 @@ function assertPro(plan: Plan): void {
 }
 
 /**
- * SPEC.md's push rules for developers: one active push per app, per-license pushes beside it, and
+ * docs/contract.md's push rules for developers: one active push per app, per-license pushes beside it, and
  * the adoption of each. Rules are checked in a fixed order and the first failure wins.
  */
 export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
@@ -123,7 +123,7 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
     /**
      * Rules in order: the license (404), Pro (403), ACTIVE (409 NO_ACTIVE_LICENSE), the target (404,
      * 409 BUILD_NOT_READY, 409 NO_READY_BUILD). Any READY build of the app may be pushed, released
-     * or not, older or newer (SPEC.md push rule 7: a portal operation for one customer).
+     * or not, older or newer (docs/contract.md push rule 7: a portal operation for one customer).
      */
     async pushLicense(developerId: string, licenseId: string, input: PushLicenseUpdateInput): Promise<LicensePushState> {
       const now = clock.now();

@@ -10,7 +10,7 @@ export interface RetryPolicy {
   retryStatus(status: number): boolean;
 }
 
-/** SPEC.md's senders: 5xx and timeouts are retried after a wait, 4xx never. */
+/** docs/contract.md's senders: 5xx and timeouts are retried after a wait, 4xx never. */
 export const retryServerErrors = (attempts: number, waitMs: number): RetryPolicy => ({ attempts, waitMs, retryStatus: (s) => s >= 500 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

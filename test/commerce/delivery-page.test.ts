@@ -9,7 +9,7 @@ import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 import { checkoutHelpers } from './checkout.js';
 
-// DESIGN.md: hosted pages are tested in headless Chromium (Debian package `chromium`; .ci/run installs it).
+// docs/design.md: hosted pages are tested in headless Chromium (Debian package `chromium`; .ci/run installs it).
 const chromiumMissing = chromiumMissingFor('delivery page tests');
 
 const stripe = await startFakeStripe();

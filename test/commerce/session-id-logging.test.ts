@@ -7,7 +7,7 @@ import { requestLogging } from '../../server/http/logging.js';
 import { newSessionId } from '../support/fake-stripe.js';
 import { closeNow, listenOnLoopback } from '../support/local-http.js';
 
-// The checkout session id unlocks a license (SPEC.md: never logged): the access log line of every
+// The checkout session id unlocks a license (docs/contract.md: never logged): the access log line of every
 // request that carries one, in the path or the query, shows it redacted.
 const lines: string[] = [];
 const capture = new Writable({

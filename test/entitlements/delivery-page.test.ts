@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer } from '../support/server.js';
 import { brokerOf, merchant, readyBuild, type Merchant } from './support.js';
 
-// DESIGN.md: hosted pages are tested in headless Chromium (Debian package `chromium`).
+// docs/design.md: hosted pages are tested in headless Chromium (Debian package `chromium`).
 const chromiumMissing = chromiumMissingFor('store delivery page tests');
 
 const server = await startTestServer();

@@ -62,7 +62,7 @@ describe('any shuffle of a shop\'s events, with duplicates, ends where the order
       expect(ordered).toEqual({ entitled: true, trial: false, licenses: 1, fees: 1, status: 'ACTIVE' });
     } else {
       // Ending in a revoke: earlier events may have been skipped as stale, so a license and its fee may
-      // exist or not (SPEC.md's exception); never a second one, never active.
+      // exist or not (docs/contract.md's exception); never a second one, never active.
       expect(shuffled.fees).toBeLessThanOrEqual(1);
       expect(shuffled.status).not.toBe('ACTIVE');
     }

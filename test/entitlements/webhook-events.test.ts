@@ -76,7 +76,7 @@ async function runSteps(b: Broker, steps: Step[]) {
   }
 }
 
-describe('POST {webhook_url}: every outcome of SPEC.md\'s table', () => {
+describe('POST {webhook_url}: every outcome of docs/contract.md\'s table', () => {
   it.each(ROWS.map((r) => [r.situation, r] as const))('%s', async (_name, row) => {
     const b = brokerOf(m);
     await runSteps(b, row.before);

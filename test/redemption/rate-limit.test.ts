@@ -4,7 +4,7 @@ import { expectError } from '../support/assertions.js';
 import { startTestServer } from '../support/server.js';
 import { createBatch } from './support.js';
 
-// SPEC.md's limits, and client addresses from X-Forwarded-For so two addresses can be told apart.
+// docs/contract.md's limits, and client addresses from X-Forwarded-For so two addresses can be told apart.
 const server = await startTestServer({ realRateLimits: true, env: { LATCHKEY_TRUST_PROXY: 'true' } });
 afterAll(() => server.close());
 

@@ -5,11 +5,11 @@ import { tenant } from '../licensing/world.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { batchesOf, createBatch, readyBuild } from './support.js';
 
-// DESIGN.md: hosted pages are tested in headless Chromium (Debian package `chromium`).
+// docs/design.md: hosted pages are tested in headless Chromium (Debian package `chromium`).
 const chromiumMissing = chromiumMissingFor('redemption page tests');
 
 const server = await startTestServer();
-// SPEC.md's limits, for the rate-limit message.
+// docs/contract.md's limits, for the rate-limit message.
 const limitedServer = await startTestServer({ realRateLimits: true });
 
 let browser: Browser;

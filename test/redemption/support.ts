@@ -3,7 +3,7 @@ import { settled, uploadBuild } from '../builds/support.js';
 import type { Tenant } from '../licensing/world.js';
 import type { TestServer } from '../support/server.js';
 
-/** SPEC.md's `<CODE_PREFIX>-<8>-<4>`, with the service's prefix and its alphabet without look-alikes. */
+/** docs/contract.md's `<CODE_PREFIX>-<8>-<4>`, with the service's prefix and its alphabet without look-alikes. */
 export const CODE_FORMAT = /^LK-[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{8}-[23456789ABCDEFGHJKMNPQRSTUVWXYZ]{4}$/;
 
 export interface CreatedBatch {

@@ -63,7 +63,7 @@ describe('rate-limit leases across processes', () => {
     expect((await admit(processes[1], subject)).allowed).toBe(false);
   });
 
-  it('count exactly, request by request, when fewer than 128 hits are left (every SPEC.md limit)', async () => {
+  it('count exactly, request by request, when fewer than 128 hits are left (every docs/contract.md limit)', async () => {
     const processes = twoProcesses(1);
     const subject = `ip:lease-${Math.random()}`;
     const outcomes = [];

@@ -3,8 +3,8 @@ import type { ErrorCode } from '../../server/errors.js';
 import type { ApiResponse } from './http.js';
 
 /**
- * SPEC.md's standard error body, exactly: `{ detail, error_code, status_code }` with the status
- * code repeated from the response line. Routes that add SPEC.md's `reason` check it themselves.
+ * docs/contract.md's standard error body, exactly: `{ detail, error_code, status_code }` with the status
+ * code repeated from the response line. Routes that add docs/contract.md's `reason` check it themselves.
  */
 export function expectError(res: ApiResponse, status: number, errorCode?: ErrorCode): void {
   expect(res.status, `expected ${status}, got ${res.status}: ${JSON.stringify(res.body)}`).toBe(status);

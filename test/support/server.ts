@@ -39,7 +39,7 @@ export interface TestServerOptions {
   database?: TestDatabase;
   /** Share another server's data directory (its stored artifacts) too. */
   dataDir?: string;
-  /** Real SPEC.md rate limits instead of the relaxed default that lets a test file run freely. */
+  /** Real docs/contract.md rate limits instead of the relaxed default that lets a test file run freely. */
   realRateLimits?: boolean;
 }
 

@@ -9,7 +9,7 @@ export const updates: Migration = {
       -- manifest whose serial is below one it has seen (replay, rollback).
       CREATE SEQUENCE push_serials;
 
-      -- The active push of an app (at most one). Deleting the target build clears it (SPEC.md).
+      -- The active push of an app (at most one). Deleting the target build clears it (docs/contract.md).
       CREATE TABLE app_pushes (
         app_id text PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
         -- Denormalised from apps (an app never changes owner), like builds and licenses.

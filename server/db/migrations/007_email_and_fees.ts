@@ -28,7 +28,7 @@ export const emailAndFees: Migration = {
       -- For the cascade when a license is deleted.
       CREATE INDEX email_outbox_by_license ON email_outbox (license_id);
 
-      -- The platform fee ledger: the primary key is SPEC.md's "charged once per license, whatever the
+      -- The platform fee ledger: the primary key is docs/contract.md's "charged once per license, whatever the
       -- route or the retries". No foreign keys: a fee is money, and its record outlives the license,
       -- the app and the developer account.
       CREATE TABLE license_fees (

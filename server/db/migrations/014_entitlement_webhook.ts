@@ -5,7 +5,7 @@ export const entitlementWebhook: Migration = {
   name: '014_entitlement_webhook',
   async up(db) {
     await db.raw(`
-      -- One webhook per app. The URL token and the secrets are stored as SHA-256 only (DESIGN.md):
+      -- One webhook per app. The URL token and the secrets are stored as SHA-256 only (docs/design.md):
       -- they are shown once, when enabled or rotated. A rotated secret keeps working until
       -- previous_secret_expires_at (24 hours). Disabling deletes the row: the URL stops answering.
       CREATE TABLE entitlement_webhooks (

@@ -10,7 +10,7 @@ import { shuffle } from '../../support/random.js';
 const SHOPS = 60;
 const CONCURRENCY = 16;
 const PRODUCT_KEY = 'chaos-product';
-/** SPEC.md: a broker retries 5xx and timeouts after about 2 seconds, 4xx never. */
+/** docs/contract.md: a broker retries 5xx and timeouts after about 2 seconds, 4xx never. */
 const BROKER_RETRY_WAIT_MS = 2_000;
 
 interface StoreEvent {
@@ -23,7 +23,7 @@ interface StoreEvent {
 
 /**
  * Entitlement events of many shops, each shop's sequence (grants, trials, conversions, revokes)
- * shuffled with duplicates, delivered concurrently by brokers that retry as SPEC.md says, the
+ * shuffled with duplicates, delivered concurrently by brokers that retry as docs/contract.md says, the
  * server killed (SIGKILL) and restarted mid-run. Afterwards each shop is where its newest event
  * puts it (stale events are skipped, so an older grant never resurrects a revoked shop), no shop
  * is charged more than one fee, a shop whose newest event is a paid grant is charged exactly one,
