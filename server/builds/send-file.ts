@@ -30,16 +30,19 @@ export interface StoredFile {
   name: string;
 }
 
-/** Sends a stored file with its length, its SHA-256 as a strong ETag, and Range and conditional request support. */
-export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile): Promise<void> {
+/** What a file request is answered with: nothing (the client's copy is current), or these bytes. */
+export type FileAnswer = { status: 304 } | { status: 200 | 206; range: ByteRange | null; length: number };
+
+/**
+ * Decides, from the request's headers, what `sendStoredFile` answers: 304 for `If-None-Match`
+ * naming the file's ETag; 206 with the range of a single `Range` (which `If-Range` lets apply
+ * only when it names the ETag); otherwise the whole file. 416 for a range outside the file.
+ */
+export function planFileAnswer(ctx: Koa.Context, file: Pick<StoredFile, 'size' | 'sha256'>): FileAnswer {
   const etag = `"${file.sha256}"`;
-  ctx.set('ETag', etag);
-  ctx.set('Accept-Ranges', 'bytes');
-  ctx.set('Cache-Control', 'private, no-cache');
   const ifNoneMatch = ctx.get('if-none-match');
   if (ifNoneMatch && (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))) {
-    ctx.status = 304;
-    return;
+    return { status: 304 };
   }
   // If-Range: the range applies only to the copy the client already has part of.
   const ifRange = ctx.get('if-range');
@@ -49,11 +52,29 @@ export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, fil
       headers: { 'Content-Range': `bytes */${file.size}` },
     });
   }
-  ctx.status = range ? 206 : 200;
+  return { status: range ? 206 : 200, range, length: range ? range.end - range.start + 1 : file.size };
+}
+
+/** The file's bytes an answer carries: none for HEAD and 304. What a download allowance counts. */
+export const bytesOf = (ctx: Koa.Context, answer: FileAnswer): number => (answer.status === 304 || ctx.method === 'HEAD' ? 0 : answer.length);
+
+/**
+ * Sends a stored file with its length, its SHA-256 as a strong ETag, and Range and conditional
+ * request support: `answer` as `planFileAnswer` decided it (planned here when not given).
+ */
+export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile, answer = planFileAnswer(ctx, file)): Promise<void> {
+  ctx.set('ETag', `"${file.sha256}"`);
+  ctx.set('Accept-Ranges', 'bytes');
+  ctx.set('Cache-Control', 'private, no-cache');
+  if (answer.status === 304) {
+    ctx.status = 304;
+    return;
+  }
+  const { range, length } = answer;
+  ctx.status = answer.status;
   ctx.type = 'application/octet-stream';
   ctx.set('Content-Disposition', `attachment; filename="${file.name}"`);
   if (range) ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${file.size}`);
-  const length = range ? range.end - range.start + 1 : file.size;
   // HEAD answers the headers only; no file is opened.
   if (ctx.method === 'HEAD') {
     ctx.length = length;

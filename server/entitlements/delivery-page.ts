@@ -1,11 +1,12 @@
 import type Koa from 'koa';
 import type { Knex } from 'knex';
-import { parseRange, sendStoredFile } from '../builds/send-file.js';
+import { bytesOf, planFileAnswer, sendStoredFile, type FileAnswer } from '../builds/send-file.js';
 import type { Clock } from '../clock.js';
 import { errorPage } from '../pages/delivery-page.js';
 import { sendPage } from '../pages/html-page.js';
 import { storeDeliveryPage, storeDeliveryRefusal } from '../pages/store-delivery-page.js';
 import type { BlobStorage } from '../storage/blob-storage.js';
+import { downloadMeter } from './download-meter.js';
 import { downloadLimit, unionIds, type StoreOffer } from './offer.js';
 import type { EntitlementsStore, EventApp, StoreLicense, StoreLicenseRow } from './store.js';
 import type { DeliveryTokens } from './tokens.js';
@@ -54,17 +55,19 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
       sendPage(ctx, 200, storeDeliveryPage({
         appName: scope.app.name,
         offers: offers.map((o) => ({ platform: o.platform, version: o.build.version, href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}` })),
-        downloadsLeft: Math.max(0, limit - scope.row.downloads_used),
+        // A part of a download used (a range) leaves the whole ones that still fit.
+        downloadsLeft: Math.max(0, Math.floor(limit - (await downloadMeter.used(store.db, scope.row.id)))),
         downloadLimit: limit,
       }));
     },
 
     /**
-     * One download of a build the page offers (current now, or offered earlier). A GET counts one
-     * download, HEAD and the resumption of a partial download (a Range not starting at 0) none.
+     * One download of a build the page offers (current now, or offered earlier), counted in the
+     * bytes the answer carries: the whole file is one download, a range its share of one, HEAD and
+     * 304 nothing. Refused (`#limit-reached`) when the answer would go past the allowance.
      */
     async download(ctx: Koa.Context, token: string, buildId: string): Promise<void> {
-      const build = await store.db.transaction(async (trx) => {
+      const planned = await store.db.transaction(async (trx) => {
         const scope = await scopeOf(ctx, trx, token, true);
         if (!scope) return null;
         const current = await offer.current(trx, scope.app);
@@ -74,19 +77,26 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
           sendPage(ctx, 404, storeDeliveryRefusal('not-offered', 'This build is not offered on this page any more; open the page again for the current one.'));
           return null;
         }
-        const range = parseRange(ctx.get('range'), file.protected_size_bytes);
-        const counted = ctx.method === 'GET' && !(range && range !== 'unsatisfiable' && range.start > 0);
-        if (!counted) return file;
+        const answer: FileAnswer = planFileAnswer(ctx, { size: file.protected_size_bytes, sha256: file.sha256 });
         const limit = downloadLimit(scope.license, scope.app, offered);
-        if (scope.row.downloads_used >= limit) {
+        const counted = await downloadMeter.charge(trx, {
+          storeLicenseId: scope.row.id,
+          buildId: file.id,
+          sizeBytes: Number(file.protected_size_bytes),
+          bytes: bytesOf(ctx, answer),
+          limit,
+          now: clock.now(),
+        });
+        if (!counted) {
           sendPage(ctx, 403, storeDeliveryRefusal('limit-reached', `All ${limit} downloads of this license are used. Contact the seller for more.`));
           return null;
         }
-        await store.updateShop(trx, scope.row.id, { downloads_used: scope.row.downloads_used + 1, offered_build_ids: [...offered], updated_at: clock.now() });
-        return file;
+        await store.updateShop(trx, scope.row.id, { offered_build_ids: [...offered], updated_at: clock.now() });
+        return { file, answer };
       });
-      if (!build) return;
-      await sendStoredFile(ctx, deps.storage, { key: build.package_key, size: build.protected_size_bytes, sha256: build.sha256, name: build.package_name });
+      if (!planned) return;
+      const { file, answer } = planned;
+      await sendStoredFile(ctx, deps.storage, { key: file.package_key, size: file.protected_size_bytes, sha256: file.sha256, name: file.package_name }, answer);
     },
   };
 }

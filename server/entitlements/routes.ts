@@ -142,7 +142,8 @@ function deliveryRoutes(pages: StoreDeliveryPages): RouteDef[] {
       summary: 'Download a build offered by a permanent delivery page; counted against the store\'s allowance',
       description:
         'The allowance is 10 downloads per build offered (current at a notification, at a download, or now), pooled across builds; a download limit set on the ' +
-        'license or the app replaces it. Each GET counts one download; HEAD and the resumption of a partial download (a Range not starting at byte 0) count none. ' +
+        'license or the app replaces it. Counted in bytes served: the whole file is one download, a range (any Range, If-Range or several ranges) its share of one, ' +
+        'HEAD and 304 nothing; an answer that would go past the allowance is refused whole. ' +
         'Used up: 403 HTML page (`#limit-reached`). A build the page does not offer: 404 page.',
       params: z.object({ token: DeliveryToken, build_id: z.string().max(64) }), errors: [403, 404, 416],
       fileResponse: { description: 'The package customers run' },

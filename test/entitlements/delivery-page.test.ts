@@ -76,18 +76,22 @@ describe('GET /d/<token> over HTTP', () => {
     const s = await storeWithBuilds();
     const base = new URL(s.url);
     const link = (buildId: string) => `${base.origin}${base.pathname}/builds/${buildId}`;
-    // HEAD and the resumption of a partial download count nothing.
+    // HEAD counts nothing; a range counts its share of a download (here the last 1024 of 2048 bytes: half of one).
     expect((await get(link(s.linux.id), {}, 'HEAD')).status).toBe(200);
-    expect((await get(link(s.linux.id), { range: 'bytes=100-' })).status).toBe(206);
-    for (let i = 0; i < 20; i++) {
+    expect((await get(link(s.linux.id), { range: 'bytes=1024-' })).status).toBe(206);
+    expect(await (await get(s.url)).text()).toContain('19 of 20 downloads left.');
+    for (let i = 0; i < 19; i++) {
       const res = await get(link(i % 2 ? s.linux.id : s.everyOs.id));
       expect(res.status).toBe(200);
       expect(sha256(await res.arrayBuffer())).toBe(i % 2 ? s.linux.sha256 : s.everyOs.sha256);
     }
+    // Half a download left: the whole file does not fit, its second half does.
     const refused = await get(link(s.linux.id));
     expect(refused.status).toBe(403);
+    expect((await get(link(s.linux.id), { range: 'bytes=1024-' })).status).toBe(206);
     expect(refused.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await refused.text()).toContain('All 20 downloads of this license are used');
+    expect((await get(link(s.linux.id), { range: 'bytes=0-0' })).status).toBe(403);
     const page = await (await get(s.url)).text();
     expect(page).toContain('id="limit-reached"');
     expect(page).not.toContain('href="/d/');

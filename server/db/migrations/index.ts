@@ -15,6 +15,7 @@ import { entitlementWebhook } from './014_entitlement_webhook.js';
 import { portalSessions } from './015_portal_sessions.js';
 import { twoFactorAttempts } from './017_two_factor_attempts.js';
 import { apiKeyScopesAndPasswordReset } from './018_api_key_scopes_and_password_reset.js';
+import { downloadBytes } from './019_download_bytes.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, twoFactorAttempts, apiKeyScopesAndPasswordReset];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes];
