@@ -34,6 +34,7 @@ import { createRateLimiter, limitUnhandledRequests } from './http/rate-limit.js'
 import { mountRoutes, type RouteDef } from './http/route.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createJobRunner } from './jobs/runner.js';
+import { createTenantQuotas } from './quotas/index.js';
 import { licenseRoutes } from './licenses/routes.js';
 import { createLicensesService } from './licenses/service.js';
 import { createLicensesStore } from './licenses/store.js';
@@ -83,10 +84,12 @@ export function createApp(deps: AppDeps) {
   const licenseLimits = createLicenseLimits(clock, config.rateLimitMultiplier);
   const licenses = createLicensesService({ store: createLicensesStore(db), clock });
   const queue = createJobQueue();
+  // Per-tenant quotas; the database enforces the ones counted where rows are written (applyLimits at start).
+  const quotas = createTenantQuotas({ db, limits: config.quotas });
   const updatesStore = createUpdatesStore(db);
   // Unreleasing a build and switching an app to released_only answer to the push rules.
   const pushGuards = createPushGuards(updatesStore);
-  const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue, pushGuards });
+  const builds = createBuilds({ config, db, clock, log, masterKey, keyring, queue, pushGuards, quotas });
   // Side effects of a sale (the platform fee's report, emails) are jobs queued in the sale's transaction.
   const fees = createFeeLedger({ queue, clock });
   const outbox = createEmailOutbox();
@@ -106,7 +109,7 @@ export function createApp(deps: AppDeps) {
   // Marketplace provisioning and code redemption sell licenses like checkout fulfilment: fee, link and delivery email in one transaction.
   const sold = createSoldLicenses({ fees, outbox, links: builds.links, builds: createPaymentsStore(db) });
   const marketplace = createMarketplace({ store: createMarketplaceStore(db), sold, clock, wakeJobs });
-  const redemption = createRedemption({ store: createRedemptionStore(db), sold, clock, wakeJobs });
+  const redemption = createRedemption({ store: createRedemptionStore(db), sold, clock, wakeJobs, quotas });
   const apps = createAppsService({
     store: createAppsStore(db),
     removeStoredFiles: builds.service.removeAppFiles,
@@ -172,6 +175,6 @@ export function createApp(deps: AppDeps) {
   const emailJob = sendEmailJob({ db, transport: createEmailTransport(config), clock, log, masterKey });
   // Stripe's meter events when payments are configured; otherwise fees stay in the ledger, marked not_reported.
   const feeJob = reportLicenseFeeJob({ db, reporter: payments.feeReporter, clock, log });
-  const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency });
-  return { app, routes, rateLimiter, getOpenApi, jobs, listener, storage: builds.storage };
+  const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency, perTenant: config.jobTenantConcurrency });
+  return { app, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage };
 }

@@ -3,7 +3,17 @@ import path from 'node:path';
 import { z } from 'zod';
 import { PLATFORMS } from './apps/schemas.js';
 import { parseTrustedProxies, type TrustedProxies } from './http/client-address.js';
+import type { RequestLimits } from './http/http-server.js';
 import { parseSigningKeys } from './signing/keyring.js';
+
+/** Per-tenant quotas (server/quotas). */
+export interface TenantQuotas {
+  licensesPerHour: number;
+  codesPerBatch: number;
+  codesPerDay: number;
+  emailsPerHour: number;
+  storageBytes: { free: number; pro: number };
+}
 
 export type ClamdAddress = { host: string; port: number } | { socketPath: string };
 type Platform = (typeof PLATFORMS)[number];
@@ -71,6 +81,14 @@ const ConfigSchema = z.object({
   LATCHKEY_RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   /** Largest JSON request body accepted, in bytes. */
   LATCHKEY_MAX_JSON_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  /** Largest request line and headers, in bytes; larger ones answer 431 (before any authentication). */
+  LATCHKEY_MAX_HEADER_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  /** Time a client has to send a request's headers, in ms; 408 past it. */
+  LATCHKEY_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+  /** Time a client has to send a whole request body (every route but uploads), in ms; 408 past it. */
+  LATCHKEY_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** Longest pause between two body bytes, uploads included (the floor of an upload's speed), in ms; 408 past it. */
+  LATCHKEY_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** Largest artifact an upload may carry, in bytes; larger uploads answer 413. */
   LATCHKEY_MAX_ARTIFACT_BYTES: z.coerce.number().int().positive().default(2 * 1024 ** 3),
   /** ClamAV's clamd, which then scans every artifact too: `host:port` or a Unix socket path. */
@@ -95,6 +113,20 @@ const ConfigSchema = z.object({
   LATCHKEY_RUN_JOBS: z.stringbool().default(true),
   /** Jobs one process runs at a time. */
   LATCHKEY_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Jobs one tenant (developer) may have running at once across every process; a single-tenant server may raise it to its slots. */
+  LATCHKEY_JOB_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /** Per-tenant quotas (docs/contract.md, Limits; server/quotas): licenses minted in a clock hour, by any route. */
+  LATCHKEY_QUOTA_LICENSES_PER_HOUR: z.coerce.number().int().min(0).default(10_000),
+  /** Redemption codes in one batch (at most the API's 10,000). */
+  LATCHKEY_QUOTA_CODES_PER_BATCH: z.coerce.number().int().min(1).max(10_000).default(10_000),
+  /** Redemption codes created in a UTC day. */
+  LATCHKEY_QUOTA_CODES_PER_DAY: z.coerce.number().int().min(0).default(50_000),
+  /** License delivery emails queued in a clock hour. */
+  LATCHKEY_QUOTA_EMAILS_PER_HOUR: z.coerce.number().int().min(0).default(2_000),
+  /** Bytes of stored builds (artifacts and protected packages) on the free plan. */
+  LATCHKEY_QUOTA_STORAGE_BYTES_FREE: z.coerce.number().int().min(0).default(5 * 1024 ** 3),
+  /** Bytes of stored builds on the Pro plan. */
+  LATCHKEY_QUOTA_STORAGE_BYTES_PRO: z.coerce.number().int().min(0).default(200 * 1024 ** 3),
   /**
    * The proxies whose X-Forwarded-For (client address), X-Forwarded-Proto and X-Forwarded-Host are
    * believed: addresses and CIDR ranges, `10.0.0.0/8,192.168.1.5`. Default none; `true` trusts every peer.
@@ -125,8 +157,13 @@ const ConfigSchema = z.object({
   LATCHKEY_STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_/, 'must be a Stripe secret or restricted key (sk_... or rk_...)').optional(),
   /** Signing secret of the webhook endpoint that delivers to POST /v1/webhooks/payments. */
   LATCHKEY_STRIPE_WEBHOOK_SECRET: z.string().startsWith('whsec_', 'must be a Stripe webhook signing secret (whsec_...)').optional(),
-  /** Where the Stripe API is reached (default Stripe's own); tests point it at a local fake. */
+  /**
+   * Where the Stripe API is reached (default Stripe's own); tests point it at a local fake. Like the
+   * `stripe` package, it then stands for connect.stripe.com too (Connect OAuth's authorize and token).
+   */
   LATCHKEY_STRIPE_API_BASE: z.string().url().optional(),
+  /** The platform's Connect client id (ca_...): developers connect their Stripe accounts by Connect OAuth; unset, connecting answers 503. */
+  LATCHKEY_STRIPE_CONNECT_CLIENT_ID: z.string().regex(/^ca_[A-Za-z0-9]{1,255}$/, 'must be a Stripe Connect client id (ca_...)').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -147,14 +184,18 @@ export interface Config {
   rateLimitMultiplier: number;
   maxJsonBytes: number;
   maxArtifactBytes: number;
+  /** Header and body read limits, before authentication (server/http/http-server.ts). */
+  requestLimits: RequestLimits;
   clamd: ClamdAddress | undefined;
   nodeBinaries: NodeBinaries;
   runJobs: boolean;
   jobConcurrency: number;
+  jobTenantConcurrency: number;
+  quotas: TenantQuotas;
   trustProxy: TrustedProxies;
   smtpUrl: string | undefined;
   emailFrom: string;
-  stripe: { secretKey: string; webhookSecret: string | undefined; apiBase: URL | undefined } | undefined;
+  stripe: { secretKey: string; webhookSecret: string | undefined; apiBase: URL | undefined; connectClientId: string | undefined } | undefined;
   logLevel: z.infer<typeof ConfigSchema>['LOG_LEVEL'];
 }
 
@@ -180,10 +221,24 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     rateLimitMultiplier: c.LATCHKEY_RATE_LIMIT_MULTIPLIER,
     maxJsonBytes: c.LATCHKEY_MAX_JSON_BYTES,
     maxArtifactBytes: c.LATCHKEY_MAX_ARTIFACT_BYTES,
+    requestLimits: {
+      maxHeaderBytes: c.LATCHKEY_MAX_HEADER_BYTES,
+      headersTimeoutMs: c.LATCHKEY_HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: c.LATCHKEY_BODY_TIMEOUT_MS,
+      bodyIdleTimeoutMs: c.LATCHKEY_BODY_IDLE_TIMEOUT_MS,
+    },
     clamd: c.LATCHKEY_CLAMD_ADDRESS,
     nodeBinaries: c.LATCHKEY_NODE_BINARIES ?? ownNodeBinary(),
     runJobs: c.LATCHKEY_RUN_JOBS,
     jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
+    jobTenantConcurrency: c.LATCHKEY_JOB_TENANT_CONCURRENCY,
+    quotas: {
+      licensesPerHour: c.LATCHKEY_QUOTA_LICENSES_PER_HOUR,
+      codesPerBatch: c.LATCHKEY_QUOTA_CODES_PER_BATCH,
+      codesPerDay: c.LATCHKEY_QUOTA_CODES_PER_DAY,
+      emailsPerHour: c.LATCHKEY_QUOTA_EMAILS_PER_HOUR,
+      storageBytes: { free: c.LATCHKEY_QUOTA_STORAGE_BYTES_FREE, pro: c.LATCHKEY_QUOTA_STORAGE_BYTES_PRO },
+    },
     trustProxy: c.LATCHKEY_TRUST_PROXY,
     smtpUrl: c.SMTP_URL,
     emailFrom: c.LATCHKEY_EMAIL_FROM,
@@ -192,6 +247,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           secretKey: c.LATCHKEY_STRIPE_SECRET_KEY,
           webhookSecret: c.LATCHKEY_STRIPE_WEBHOOK_SECRET,
           apiBase: c.LATCHKEY_STRIPE_API_BASE ? new URL(c.LATCHKEY_STRIPE_API_BASE) : undefined,
+          connectClientId: c.LATCHKEY_STRIPE_CONNECT_CLIENT_ID,
         }
       : undefined,
     logLevel: c.LOG_LEVEL,

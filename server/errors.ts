@@ -5,13 +5,18 @@
 export const ERROR_CODES = {
   VALIDATION_FAILED: 400,
   INVALID_JSON: 400,
+  /** Bytes that are not an HTTP/1.1 request (answered by the HTTP server before any route). */
+  MALFORMED_REQUEST: 400,
   /** A payment processor notification whose signature is missing, wrong or too old. */
   INVALID_WEBHOOK_SIGNATURE: 400,
-  /** The processor does not know the account or Price the request names. */
-  PAYMENT_ACCOUNT_NOT_FOUND: 400,
+  /** The connected processor account has no Price by the id the request names. */
   PRICE_NOT_FOUND: 400,
   /** A Price the price rules refuse (tiered, usage-based, under 4 USD per period, not USD). */
   PRICE_NOT_SUPPORTED: 400,
+  /** A processor-connection callback whose `state` is unknown, expired (10 minutes) or already used. */
+  PAYMENT_CONNECT_STATE_INVALID: 400,
+  /** The processor refused the authorization code of a connection (expired, used, or not for this platform). */
+  PAYMENT_AUTHORIZATION_FAILED: 400,
   UNAUTHORIZED: 401,
   INVALID_CREDENTIALS: 401,
   INVALID_TWO_FACTOR_CODE: 401,
@@ -27,6 +32,8 @@ export const ERROR_CODES = {
   SESSION_REQUIRED: 403,
   /** A change to 2FA, the password or API keys without the password or a current two-factor code in the request. */
   REAUTHENTICATION_REQUIRED: 403,
+  /** A processor-connection callback from a browser or sign-in session other than the one that started it (or one since ended). */
+  PAYMENT_CONNECT_STATE_MISMATCH: 403,
   DOWNLOAD_LINK_INVALID: 403,
   DOWNLOAD_LINK_EXPIRED: 403,
   PLAN_REQUIRED: 403,
@@ -36,6 +43,10 @@ export const ERROR_CODES = {
   DEVICE_LIMIT_EXCEEDED: 403,
   DEVICE_NOT_ACTIVATED: 403,
   TRIAL_ALREADY_USED: 403,
+  /** A redemption batch larger than this server's per-batch quota (docs/contract.md, Limits: per-tenant quotas). */
+  REDEMPTION_BATCH_TOO_LARGE: 403,
+  /** A build upload that would take the developer's stored builds past their plan's bytes; delete builds or upgrade. */
+  STORAGE_QUOTA_EXCEEDED: 403,
   NOT_FOUND: 404,
   APP_NOT_FOUND: 404,
   DEVELOPER_NOT_FOUND: 404,
@@ -88,6 +99,12 @@ export const ERROR_CODES = {
   REDEMPTION_CODE_EXPIRED: 410,
   /** A redemption code the developer revoked. */
   REDEMPTION_CODE_REVOKED: 410,
+  /**
+   * The request's headers, or its body, came too slowly: headers past LATCHKEY_HEADERS_TIMEOUT_MS, a body
+   * past LATCHKEY_BODY_TIMEOUT_MS (uploads excepted), or a pause between body bytes past
+   * LATCHKEY_BODY_IDLE_TIMEOUT_MS (uploads too). Nothing of the request is kept; the connection closes.
+   */
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,
@@ -97,6 +114,14 @@ export const ERROR_CODES = {
   REDEMPTION_RATE_LIMITED: 429,
   /** Too many wrong two-factor codes for the account: its second-factor checks are locked for a while (`Retry-After`). */
   TWO_FACTOR_LOCKED: 429,
+  /** The developer's licenses minted this clock hour (every route) reached their quota; `Retry-After` says when the hour ends. */
+  LICENSE_QUOTA_EXCEEDED: 429,
+  /** The developer's redemption codes created this UTC day reached their quota (`Retry-After`). */
+  REDEMPTION_CODE_QUOTA_EXCEEDED: 429,
+  /** The developer's license delivery emails queued this clock hour reached their quota (`Retry-After`). */
+  EMAIL_QUOTA_EXCEEDED: 429,
+  /** The request line and headers exceed LATCHKEY_MAX_HEADER_BYTES. */
+  HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   /** No Stripe key configured on this server (LATCHKEY_STRIPE_SECRET_KEY). */

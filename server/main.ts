@@ -52,7 +52,9 @@ async function main(): Promise<void> {
     cleanups.unshift(() => db.destroy());
     await migrateToLatest(db);
 
-    const { app, rateLimiter, jobs, listener, storage } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    const { app, rateLimiter, jobs, listener, quotas, storage } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    // The per-tenant quotas the database enforces by itself take this process's configuration.
+    await quotas.applyLimits();
     void listener.start();
     cleanups.unshift(() => listener.stop());
     const server = app.listen(config.port, config.host);

@@ -82,7 +82,7 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
     async reportUnbilledFees(trx: Knex.Transaction, developerId: string): Promise<number> {
       const licenseIds = await reopenUnbilledFees(trx, developerId);
       for (const licenseId of licenseIds) {
-        await queue.enqueue(trx, FEE_REPORT_JOB.kind, feeReportPayload(licenseId), { maxAttempts: FEE_REPORT_JOB.maxAttempts });
+        await queue.enqueue(trx, developerId, FEE_REPORT_JOB.kind, feeReportPayload(licenseId), { maxAttempts: FEE_REPORT_JOB.maxAttempts });
       }
       return licenseIds.length;
     },

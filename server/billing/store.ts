@@ -51,7 +51,7 @@ const INSERT_FEE_ONCE_SQL = `
     ON CONFLICT (license_id) DO NOTHING
     RETURNING license_id
   ), job AS (
-    INSERT INTO jobs (kind, payload, max_attempts) SELECT $12::text, $13::jsonb, $14::integer FROM fee WHERE $12::text IS NOT NULL
+    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT $2, $12::text, $13::jsonb, $14::integer FROM fee WHERE $12::text IS NOT NULL
   )
   SELECT license_id FROM fee`;
 

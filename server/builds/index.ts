@@ -8,6 +8,7 @@ import type { JobQueue } from '../jobs/queue.js';
 import type { Keyring } from '../signing/keyring.js';
 import { createFilesystemStorage } from '../storage/filesystem.js';
 import { createScratchSpace } from '../storage/scratch.js';
+import type { TenantQuotaService } from '../quotas/index.js';
 import type { PushGuards } from '../updates/rules.js';
 import { createDownloadLinks } from './download-link.js';
 import { createProcessor } from './processing.js';
@@ -28,6 +29,7 @@ export function createBuilds(deps: {
   keyring: Keyring;
   queue: JobQueue;
   pushGuards: PushGuards;
+  quotas: TenantQuotaService;
 }) {
   const { config, db, clock, log, queue } = deps;
   const storage = createFilesystemStorage(path.join(config.dataDir, 'storage'));
@@ -35,7 +37,7 @@ export function createBuilds(deps: {
   const scanners = [eicarScanner, ...(config.clamd ? [clamdScanner(config.clamd)] : [])];
   const links = createDownloadLinks(deps.masterKey, clock, config.publicBaseUrl);
   const scratch = createScratchSpace(config.dataDir);
-  const service = createBuildsService({ db, store, storage, queue, clock, scanners, scratch, links, pushGuards: deps.pushGuards });
+  const service = createBuildsService({ db, store, storage, queue, clock, scanners, scratch, links, pushGuards: deps.pushGuards, quotas: deps.quotas });
   const job = protectBuildJob({
     store,
     storage,

@@ -48,7 +48,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
         'and its node_modules) is bundled with the runtime engine: a Node single executable where the server has a Node binary for the ' +
         'platform, otherwise a JavaScript bundle for Node >= 20. Anything else is delivered as uploaded. Archives are refused when ' +
         'entries leave the archive, are links, or expand more than 100 times. 413 past the configured maximum size (default 2 GiB).',
-      params: AppIdParams, body: s.UploadBuildBody, response: s.Build, status: 201, errors: [404, 413, 415],
+      params: AppIdParams, body: s.UploadBuildBody, response: s.Build, status: 201, errors: [403, 404, 413, 415],
       multipart: upload('artifact', 'The file to protect'),
       precheck: async ({ actor, params }) => void (await builds.assertApp(actor.developerId, params.app_id)),
       handler: async ({ actor, params, body }) => buildView(await builds.upload(actor.developerId, params.app_id, body)),

@@ -9,6 +9,7 @@ import type { JobQueue } from '../jobs/queue.js';
 import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
 import type { Digest } from '../storage/digest.js';
 import type { ScratchSpace } from '../storage/scratch.js';
+import type { TenantQuotaService } from '../quotas/index.js';
 import type { PushGuards } from '../updates/rules.js';
 import type { DownloadLinks } from './download-link.js';
 import { buildFiles, safeFileName } from './files.js';
@@ -28,6 +29,8 @@ export interface BuildsServiceDeps {
   scanners: Scanner[];
   scratch: ScratchSpace;
   pushGuards: Pick<PushGuards, 'beforeUnrelease'>;
+  /** Stored bytes per plan: an upload past them is refused before anything is kept. */
+  quotas: Pick<TenantQuotaService, 'assertStorage'>;
 }
 
 const notReady = (build: BuildRow, action: string) =>
@@ -87,6 +90,7 @@ export function createBuildsService(deps: BuildsServiceDeps) {
       let build: BuildRow;
       try {
         build = await db.transaction(async (trx) => {
+          await deps.quotas.assertStorage(trx, developerId, stored.size, clock.now());
           const row = await store.insert(trx, {
             id,
             developer_id: developerId,
@@ -100,7 +104,7 @@ export function createBuildsService(deps: BuildsServiceDeps) {
             artifact_size_bytes: stored.size,
             created_at: clock.now(),
           });
-          await queue.enqueue(trx, 'protect_build', { build_id: id, app_id: appId });
+          await queue.enqueue(trx, developerId, 'protect_build', { build_id: id, app_id: appId });
           await stored.commit(key);
           return row;
         });

@@ -46,7 +46,7 @@ const INSERT_EMAIL_ONCE_SQL = `
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING id
   ), job AS (
-    INSERT INTO jobs (kind, payload, max_attempts) SELECT $11::text, $12::jsonb, $13::integer FROM email
+    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT $2, $11::text, $12::jsonb, $13::integer FROM email
   )
   SELECT id FROM email`;
 

@@ -207,7 +207,7 @@ const FINISH_EVENT = `
     SELECT $2, $28, $13, $30, $31, '${COMMERCE_PLATFORM_SOURCE}', $12, $32, 'usage_report' WHERE $29::boolean
     ON CONFLICT (license_id) DO NOTHING RETURNING license_id),
   job AS (
-    INSERT INTO jobs (kind, payload, max_attempts) SELECT '${FEE_REPORT_JOB.kind}', jsonb_build_object('license_id', license_id), $33 FROM fee),
+    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT $28, '${FEE_REPORT_JOB.kind}', jsonb_build_object('license_id', license_id), $33 FROM fee),
   shop AS (
     UPDATE store_licenses SET license_id = $2, trial_kind = $3, delivery_email = $4, subscription_name = $5, attribution = $6,
       last_occurred_at = $7, last_entitled = $8, delivery_token_hash = $9, offered_build_ids = $10, fee_settled = $11, updated_at = $12

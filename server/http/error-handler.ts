@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { RequestError } from '../errors.js';
+import { quotaErrorFromDatabase } from '../quotas/index.js';
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03', '08006', '08001']);
 
@@ -26,6 +27,9 @@ function isStorageFull(err: unknown): boolean {
 
 function toRequestError(err: unknown, log: Logger): RequestError {
   if (err instanceof RequestError) return err;
+  // A per-tenant quota the database enforces (licenses, delivery emails): 429 with Retry-After.
+  const quota = quotaErrorFromDatabase(err);
+  if (quota) return quota;
   if (isStorageFull(err)) {
     log.error({ err }, 'storage full');
     return new RequestError('INSUFFICIENT_STORAGE', 'The server has no room left to store this: nothing of it was kept; retry later, or ask the operator to free disk space');

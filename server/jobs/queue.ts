@@ -14,9 +14,16 @@ export type JobKind = keyof JobPayloads;
 export interface JobQueue {
   /**
    * Adds a job in the caller's transaction: it exists exactly when the state change that needs it
-   * commits. Call `wake` after the commit to start it at once in this process.
+   * commits. Call `wake` after the commit to start it at once in this process. `developerId` is the
+   * tenant it works for: the runner takes turns between tenants (runner.ts).
    */
-  enqueue<K extends JobKind>(trx: Knex.Transaction, kind: K, payload: JobPayloads[K], options?: { maxAttempts?: number }): Promise<void>;
+  enqueue<K extends JobKind>(
+    trx: Knex.Transaction,
+    developerId: string,
+    kind: K,
+    payload: JobPayloads[K],
+    options?: { maxAttempts?: number },
+  ): Promise<void>;
   /** Tells this process's runner a job is waiting (other processes find it by polling). */
   wake(): void;
   /** @internal the runner listens here. */
@@ -28,8 +35,8 @@ const DEFAULT_MAX_ATTEMPTS = 3;
 export function createJobQueue(): JobQueue {
   const listeners: (() => void)[] = [];
   return {
-    async enqueue(trx, kind, payload, options = {}) {
-      await trx('jobs').insert({ kind, payload: JSON.stringify(payload), max_attempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS });
+    async enqueue(trx, developerId, kind, payload, options = {}) {
+      await trx('jobs').insert({ developer_id: developerId, kind, payload: JSON.stringify(payload), max_attempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS });
     },
     wake: () => listeners.forEach((listener) => listener()),
     onWake: (listener) => void listeners.push(listener),

@@ -16,6 +16,8 @@ export interface JobHandler<K extends JobKind = JobKind> {
 
 export interface JobRunnerOptions {
   concurrency: number;
+  /** Jobs one tenant may have running at once, counted over every process's runners (default 1). */
+  perTenant?: number;
   /** How long a claimed job stays its runner's without a heartbeat; after that, another runner takes it. */
   leaseSeconds?: number;
   /** How often an idle runner looks for jobs other processes enqueued. */
@@ -39,10 +41,49 @@ interface ClaimedJob {
 
 const DEFAULT_LEASE_SECONDS = 60;
 const DEFAULT_POLL_MS = 1000;
+const DEFAULT_PER_TENANT = 1;
+/** The advisory lock that makes claims of every process take turns (hashtext('latchkey.jobs.claim')). */
+const CLAIM_LOCK = 'latchkey.jobs.claim';
+
+/**
+ * The claim: one due job of the tenant whose turn it is. Tenants at their cap of running jobs
+ * (leases held now, in any process) wait; of the others, the one with the fewest running jobs goes
+ * first, then the one served longest ago (job_tenant_turns), so a tenant with a thousand queued
+ * jobs and one with a single job alternate instead of queueing behind each other. Within a tenant,
+ * oldest first. Jobs without a tenant (null) share one turn. Answers one row: the job (id null when
+ * none) and how many tenants had due jobs, capped ones included.
+ */
+const CLAIM_SQL = `
+  WITH due AS (
+    SELECT DISTINCT coalesce(developer_id, '') AS tenant FROM jobs
+    WHERE kind = ANY((:kinds)) AND run_after <= now() AND (locked_until IS NULL OR locked_until < now())
+  ), busy AS (
+    SELECT coalesce(developer_id, '') AS tenant, count(*) AS running FROM jobs WHERE locked_until >= now() GROUP BY 1
+  ), turn AS (
+    SELECT due.tenant, coalesce(busy.running, 0) AS running, t.served_at
+    FROM due LEFT JOIN busy ON busy.tenant = due.tenant LEFT JOIN job_tenant_turns t ON t.developer_id = due.tenant
+    WHERE coalesce(busy.running, 0) < (:cap)
+  ), next AS (
+    SELECT j.id, turn.tenant FROM turn
+    JOIN jobs j ON coalesce(j.developer_id, '') = turn.tenant
+    WHERE j.kind = ANY((:kinds)) AND j.run_after <= now() AND (j.locked_until IS NULL OR j.locked_until < now())
+    ORDER BY turn.running, turn.served_at NULLS FIRST, j.run_after, j.id
+    LIMIT 1
+    FOR UPDATE OF j SKIP LOCKED
+  ), claimed AS (
+    UPDATE jobs SET attempts = attempts + 1, locked_by = (:runner), locked_until = now() + make_interval(secs => (:lease))
+    FROM next WHERE jobs.id = next.id
+    RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.last_error, next.tenant
+  ), served AS (
+    INSERT INTO job_tenant_turns (developer_id, served_at) SELECT tenant, clock_timestamp() FROM claimed
+    ON CONFLICT (developer_id) DO UPDATE SET served_at = excluded.served_at
+  )
+  SELECT claimed.id, kind, payload, attempts, max_attempts, last_error, (SELECT count(*) FROM due)::int AS due_tenants
+  FROM (SELECT 1) one LEFT JOIN claimed ON true`;
 const MAX_RETRY_DELAY_SECONDS = 300;
 
 /**
- * Runs jobs from the `jobs` table. A job is claimed with `FOR UPDATE SKIP LOCKED` and leased: its
+ * Runs jobs from the `jobs` table, taking turns between tenants (CLAIM_SQL). A job is claimed with `FOR UPDATE SKIP LOCKED` and leased: its
  * runner renews the lease while it works, so a runner that dies (crash, kill, lost machine) lets the
  * lease lapse and any runner of any process claims the job again. Every claim counts an attempt, so
  * a job that keeps killing its runner is given up too, instead of crashing processes forever.
@@ -53,6 +94,7 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
   const kinds = [...handlers.keys()];
   const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+  const perTenant = options.perTenant ?? DEFAULT_PER_TENANT;
   const runnerId = `runner_${randomUUID()}`;
   const running = new Map<number, { abort: AbortController; done: Promise<void> }>();
   let stopped = true;
@@ -66,21 +108,19 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
    */
   let backlog = true;
 
-  async function claim(): Promise<ClaimedJob | undefined> {
-    // Lease times are the database's clock, the one every process shares.
-    const rows = await hotQuery<ClaimedJob>(
-      db,
-      `UPDATE jobs SET attempts = attempts + 1, locked_by = $1, locked_until = now() + make_interval(secs => $2)
-       WHERE id = (
-         SELECT id FROM jobs
-         WHERE kind = ANY($3) AND run_after <= now() AND (locked_until IS NULL OR locked_until < now())
-         ORDER BY run_after, id
-         LIMIT 1
-         FOR UPDATE SKIP LOCKED)
-       RETURNING id, kind, payload, attempts, max_attempts, last_error`,
-      [runnerId, leaseSeconds, kinds],
-    );
-    return rows[0];
+  /** A job, or none: `waiting` when due jobs were left (their tenants at their cap, their rows locked). */
+  async function claim(): Promise<{ job?: ClaimedJob; waiting: boolean }> {
+    // Claims of every process take turns under one transaction-scoped advisory lock: each one's
+    // statement then sees the leases the previous claims committed, so no two claims together take
+    // a tenant past its cap. A claim is one short statement; lease times are the database's clock.
+    return db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [CLAIM_LOCK]);
+      const { rows } = (await trx.raw(CLAIM_SQL, { runner: runnerId, lease: leaseSeconds, kinds, cap: perTenant })) as {
+        rows: (Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number })[];
+      };
+      const { due_tenants, ...row } = rows[0]!;
+      return row.id === null ? { waiting: due_tenants > 0 } : { job: row as ClaimedJob, waiting: false };
+    });
   }
 
   /** Only while this runner still holds the job: a runner that lost its lease changes nothing. */
@@ -136,9 +176,10 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
   /** Claims jobs until every slot is busy or none is due. */
   async function fill(): Promise<void> {
     while (!stopped && running.size < options.concurrency) {
-      const job = await claim();
+      const { job, waiting } = await claim();
       if (!job) {
-        backlog = false;
+        // Jobs held back by their tenant's cap: look again when one of ours ends (or at the poll).
+        backlog = waiting;
         return;
       }
       const abort = new AbortController();

@@ -6,6 +6,7 @@ import type { NewOutboxEmail } from '../email/store.js';
 import { assertThat, RequestError, type ErrorCode } from '../errors.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { Entitlement } from '../payments/entitlement.js';
+import type { TenantQuotaService } from '../quotas/index.js';
 import { newRedemptionCode, normaliseRedemptionCode, redemptionCodeHash, REDEMPTION_CODE_SHAPE } from './codes.js';
 import type { CreateBatchInput } from './schemas.js';
 import type { BatchRow, RedemptionStore } from './store.js';
@@ -28,7 +29,14 @@ const fail = (outcome: keyof typeof REDEMPTION_FAILURES) => new RequestError(RED
 const NO_BUILD_NOTE = 'No build of this app is ready for download yet; the license key already works. Ask the seller for the download.';
 
 /** Redemption batches (portal operations) and the public redemption of their codes. */
-export function createRedemption(deps: { store: RedemptionStore; sold: SoldLicenses; clock: Clock; wakeJobs: () => void }) {
+export function createRedemption(deps: {
+  store: RedemptionStore;
+  sold: SoldLicenses;
+  clock: Clock;
+  wakeJobs: () => void;
+  /** Codes per batch and per day. */
+  quotas: Pick<TenantQuotaService, 'takeRedemptionCodes'>;
+}) {
   const { store, sold, clock } = deps;
 
   function canonicalOrNotFound(input: string): { code: string; hash: string } {
@@ -68,6 +76,7 @@ export function createRedemption(deps: { store: RedemptionStore; sold: SoldLicen
         created_at: now,
       };
       const codes = await store.transaction(async (trx) => {
+        await deps.quotas.takeRedemptionCodes(trx, developerId, batch.quantity);
         await store.insertBatch(trx, batch);
         const kept: string[] = [];
         // A hash already taken (two random codes colliding: about never) is replaced by a new code.

@@ -122,18 +122,18 @@ const REDEEM_SQL = `
     INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by)
     SELECT $4, developer_id, app_id, $6::integer, $7::text, channel, $2, $8::text, '${COLLECTED_BY}' FROM claimed WHERE license_type <> ALL ($9::text[])
     ON CONFLICT (license_id) DO NOTHING
-    RETURNING license_id
+    RETURNING license_id, developer_id
   ), fee_job AS (
-    INSERT INTO jobs (kind, payload, max_attempts) SELECT $10::text, $11::jsonb, $12::integer FROM fee RETURNING 1
+    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT developer_id, $10::text, $11::jsonb, $12::integer FROM fee RETURNING 1
   ), email AS (
     INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key)
     SELECT e.id, e.developer_id, e.app_id, e.license_id, e.kind, e.recipient, e.subject, e.text_body, e.html_body, e.dedupe_key
     FROM claimed, jsonb_populate_record(NULL::email_outbox, $13::jsonb) e
     WHERE $13::jsonb IS NOT NULL
     ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id
+    RETURNING id, developer_id
   ), email_job AS (
-    INSERT INTO jobs (kind, payload, max_attempts) SELECT $14::text, $15::jsonb, $16::integer FROM email RETURNING 1
+    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT developer_id, $14::text, $15::jsonb, $16::integer FROM email RETURNING 1
   )
   SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_name, build.id AS build_id, build.version AS build_version,
     EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued

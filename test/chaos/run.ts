@@ -15,6 +15,7 @@ import { badInputSweep } from './scenarios/bad-input.js';
 import { databaseRestart } from './scenarios/database-restart.js';
 import { entitlementStorm } from './scenarios/entitlement-storm.js';
 import { forgerySuite } from './scenarios/forgery.js';
+import { tenantFairness } from './scenarios/tenant-fairness.js';
 import { tenantIsolationSweep } from './scenarios/tenant-isolation.js';
 import { paymentWebhookStorm } from './scenarios/webhook-storm.js';
 import { seedSweepWorld } from './sweep-world.js';
@@ -44,6 +45,7 @@ async function main(): Promise<number> {
         sheet.figures.set('forged or replayed tokens and manifests judged', tried);
         sheet.figures.set('forgeries accepted', accepted);
       }],
+      ['tenant fairness: one tenant floods 200 protection jobs', () => tenantFairness(sheet, database, server)],
       ['tenant isolation sweep', async () => {
         const world = await seedSweepWorld(client(server.url), server.adminToken, 'Tenant sweep');
         const { operations, requests, leaks } = await tenantIsolationSweep(sheet, server, world);

@@ -61,7 +61,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = new ShiftableClock();
-  const { app, jobs, listener } = createApp({
+  const { app, jobs, listener, quotas } = createApp({
     config,
     db: database.db,
     clock,
@@ -71,6 +71,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     // LATCHKEY_SIGNING_KEYS in `env` when a test needs known keys (rotation, several processes).
     keyring: new Keyring(config.signingKeys ?? [generateSigningKey()]),
   });
+  // Like main.ts: the per-tenant quotas the database enforces take this server's configuration.
+  await quotas.applyLimits();
   server.on('request', app.callback());
   // Until the listener is fresh, API keys are looked up every time: waiting makes every test see the cache.
   await listener.start();

@@ -13,9 +13,11 @@ import { licenseSubscriptions } from './012_license_subscriptions.js';
 import { redemptionAndMarketplace } from './013_redemption_and_marketplace.js';
 import { entitlementWebhook } from './014_entitlement_webhook.js';
 import { portalSessions } from './015_portal_sessions.js';
+import { paymentConnectStates } from './016_payment_connect_states.js';
 import { twoFactorAttempts } from './017_two_factor_attempts.js';
 import { apiKeyScopesAndPasswordReset } from './018_api_key_scopes_and_password_reset.js';
 import { downloadBytes } from './019_download_bytes.js';
+import { tenantFairnessAndQuotas } from './021_tenant_fairness_and_quotas.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, tenantFairnessAndQuotas];

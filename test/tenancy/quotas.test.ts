@@ -1,0 +1,133 @@
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { owner, settled, upload, uploadBuild } from '../builds/support.js';
+import { tenant, type Tenant } from '../licensing/world.js';
+import { createBatch } from '../redemption/support.js';
+import { expectError } from '../support/assertions.js';
+import type { ApiResponse } from '../support/http.js';
+import { startTestServer } from '../support/server.js';
+
+// Small quotas, so a test reaches them in a few requests (docs/contract.md, Limits: per-tenant quotas).
+const server = await startTestServer({
+  env: {
+    LATCHKEY_QUOTA_LICENSES_PER_HOUR: '6',
+    LATCHKEY_QUOTA_EMAILS_PER_HOUR: '3',
+    LATCHKEY_QUOTA_CODES_PER_BATCH: '20',
+    LATCHKEY_QUOTA_CODES_PER_DAY: '30',
+    LATCHKEY_QUOTA_STORAGE_BYTES_FREE: '3000',
+    LATCHKEY_QUOTA_STORAGE_BYTES_PRO: '100000',
+  },
+});
+afterAll(() => server.close());
+
+/** Hourly windows are clock hours: a test that straddles one would see its count reset midway. */
+beforeEach(async () => {
+  const left = 3_600_000 - (Date.now() % 3_600_000);
+  if (left < 20_000) await new Promise((r) => setTimeout(r, left + 500));
+});
+
+const createLicense = (t: Tenant, body: Record<string, unknown> = {}) =>
+  t.call('POST', '/v1/licenses', { apiKey: t.dev.apiKey, body: { app_id: t.app.id, ...body } });
+const provision = (t: Tenant, body: Record<string, unknown> = {}) =>
+  t.call('POST', '/v1/marketplace/licenses', {
+    apiKey: t.dev.apiKey,
+    body: { app_id: t.app.id, channel: 'gumroad', marketplace_order_id: `order_${Math.random().toString(16).slice(2)}`, ...body },
+  });
+
+/** How many rows of `table` match. */
+const rowsOf = async (table: string, where: Record<string, string>) =>
+  Number((await server.database.db(table).where(where).count<{ count: string | number }[]>('* as count'))[0]!.count);
+
+const statuses = (responses: ApiResponse[]) => responses.map((r) => r.status).sort();
+
+function expectRetryAfter(res: ApiResponse, atMost: number): void {
+  const retryAfter = Number(res.headers.get('retry-after'));
+  expect(Number.isInteger(retryAfter)).toBe(true);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(atMost);
+}
+
+describe('licenses minted per hour', () => {
+  it('10 concurrent creations against a quota of 6: exactly 6 licenses, the rest 429 LICENSE_QUOTA_EXCEEDED with Retry-After; every route counts; other tenants unaffected', async () => {
+    const a = await tenant(server);
+    const b = await tenant(server);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => createLicense(a)));
+    expect(statuses(answers)).toEqual([...Array(6).fill(201), ...Array(4).fill(429)]);
+    const refused = answers.find((r) => r.status === 429)!;
+    expectError(refused, 429, 'LICENSE_QUOTA_EXCEEDED');
+    expect(refused.body.detail).toMatch(/6 licenses minted this hour/);
+    expectRetryAfter(refused, 3600);
+    expect(await rowsOf('licenses', { developer_id: a.dev.id })).toBe(6);
+
+    // Marketplace provisioning mints licenses too: the same quota, nothing half-made.
+    const viaMarketplace = await provision(a);
+    expectError(viaMarketplace, 429, 'LICENSE_QUOTA_EXCEEDED');
+    expectRetryAfter(viaMarketplace, 3600);
+
+    // Another tenant has its own hour.
+    expect((await createLicense(b)).status).toBe(201);
+    expect((await provision(b)).status).toBe(201);
+  });
+});
+
+describe('redemption codes per batch and per day', () => {
+  it('a batch over the per-batch quota is 403 REDEMPTION_BATCH_TOO_LARGE; concurrent batches never pass the daily quota: 429 REDEMPTION_CODE_QUOTA_EXCEEDED with Retry-After', async () => {
+    const t = await tenant(server);
+    const tooLarge = await t.call('POST', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey, body: { channel: 'appsumo', quantity: 21 } });
+    expectError(tooLarge, 403, 'REDEMPTION_BATCH_TOO_LARGE');
+    expect(tooLarge.body.detail).toMatch(/at most 20 codes/);
+
+    const batch = (quantity: number) =>
+      t.call('POST', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey, body: { channel: 'appsumo', quantity } });
+    // 20 + 20 > 30: whichever commits second is refused, whole.
+    const [first, second] = await Promise.all([batch(20), batch(20)]);
+    expect(statuses([first!, second!])).toEqual([201, 429]);
+    const refused = [first!, second!].find((r) => r.status === 429)!;
+    expectError(refused, 429, 'REDEMPTION_CODE_QUOTA_EXCEEDED');
+    expect(refused.body.detail).toMatch(/10 left/);
+    expectRetryAfter(refused, 86_400);
+
+    expect((await createBatch(t, { quantity: 10 })).codes).toHaveLength(10);
+    expectError(await batch(1), 429, 'REDEMPTION_CODE_QUOTA_EXCEEDED');
+    expect(await rowsOf('redemption_codes', { developer_id: t.dev.id })).toBe(30);
+    // Another tenant has its own day.
+    expect((await createBatch(await tenant(server), { quantity: 20 })).codes).toHaveLength(20);
+  });
+});
+
+describe('delivery emails per hour', () => {
+  it('provisioning with a customer email past the email quota is 429 EMAIL_QUOTA_EXCEEDED and keeps nothing; without an email it still works', async () => {
+    const t = await tenant(server);
+    const o = { server, call: t.call, dev: t.dev, app: t.app };
+    expect((await settled(o, (await uploadBuild(o, { data: 'email quota build', name: 'tool.bin' })).id)).status).toBe('READY');
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => provision(t, { customer_email: `buyer${i}@example.com` })));
+    expect(statuses(answers)).toEqual([201, 201, 201, 429, 429]);
+    const refused = answers.find((r) => r.status === 429)!;
+    expectError(refused, 429, 'EMAIL_QUOTA_EXCEEDED');
+    expectRetryAfter(refused, 3600);
+    expect(await rowsOf('email_outbox', { developer_id: t.dev.id, kind: 'license_delivery' })).toBe(3);
+    // The refused sales left no license behind (their transaction rolled back, counts included).
+    expect(await rowsOf('licenses', { developer_id: t.dev.id })).toBe(3);
+    expect((await provision(t)).status).toBe(201);
+  });
+});
+
+describe('storage bytes per plan', () => {
+  it("two concurrent uploads that together pass the free plan's bytes: one 201, one 403 STORAGE_QUOTA_EXCEEDED; Pro has more room", async () => {
+    const o = await owner(server);
+    const artifact = (tag: string) => ({ data: `${tag}:`.padEnd(2000, 'x'), name: 'tool.bin' });
+    const answers = await Promise.all([
+      upload(o, { file: artifact('one'), fields: { platform: 'cross_platform' } }),
+      upload(o, { file: artifact('two'), fields: { platform: 'cross_platform' } }),
+    ]);
+    expect(statuses(answers)).toEqual([201, 403]);
+    const refused = answers.find((r) => r.status === 403)!;
+    expectError(refused, 403, 'STORAGE_QUOTA_EXCEEDED');
+    expect(refused.body.detail).toMatch(/free plan's 3000 bytes/);
+    expect(await rowsOf('builds', { developer_id: o.dev.id })).toBe(1);
+
+    const pro = await tenant(server);
+    const po = { server, call: pro.call, dev: pro.dev, app: pro.app };
+    await uploadBuild(po, artifact('pro one'));
+    await uploadBuild(po, artifact('pro two'));
+  });
+});
