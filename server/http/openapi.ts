@@ -127,6 +127,9 @@ const SCOPES =
   'A key without the scope is refused with 403 INSUFFICIENT_SCOPE.';
 
 function requestBody(r: RouteDef, toSchema: ToSchema): Record<string, unknown> {
+  if (r.streamBody) {
+    return { requestBody: { required: true, description: r.streamBody.description, content: { [r.streamBody.contentType]: { schema: { type: 'string', format: 'binary' } } } } };
+  }
   if (r.rawBody) return { requestBody: { required: true, description: r.rawBody.description, content: { 'application/json': { schema: { type: 'object' } } } } };
   if (!r.body) return {};
   const schema = toSchema(r.body, 'input');

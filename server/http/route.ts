@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import { assertScope, type Actor, type Authenticator, type AuthMode, type RouteScope, type WebhookActor } from './auth.js';
 import { readFormBody, readJsonBody, readRawBody } from './body.js';
+import { allowLongBody } from './http-server.js';
 import { fileOf, readMultipart, type MultipartSpec } from './multipart.js';
 import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
 
@@ -61,6 +62,12 @@ export interface RouteDef<
    * handler validates what it parses; `description` documents the body in the OpenAPI document.
    */
   rawBody?: { description: string };
+  /**
+   * The body is a stream of bytes of any length that the handler reads itself (`ctx.req`): an
+   * upload chunk. Like a multipart upload, it has no total read deadline once the caller is
+   * authenticated, only the idle one; `description` documents the body in the OpenAPI document.
+   */
+  streamBody?: { description: string; contentType: string };
   /** The body is an HTML form (`application/x-www-form-urlencoded`) that `body` validates, not JSON: a hosted page's form posts it. */
   formBody?: true;
   /**
@@ -147,6 +154,8 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       const query = parseOrThrow(route.query, ctx.query, 'query');
       if (route.precheck) await route.precheck({ params, actor: actor as never });
       const { multipart } = route;
+      // Authenticated and accepted: an upload's body may take as long as its bytes keep coming.
+      if (multipart || route.streamBody) allowLongBody(ctx.req);
       if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
       const raw = multipart
         ? await readMultipart(ctx, multipart)

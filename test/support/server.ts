@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -7,6 +6,7 @@ import { createApp } from '../../server/app.js';
 import type { Clock } from '../../server/clock.js';
 import { loadConfig, type Env } from '../../server/config.js';
 import { MasterKey } from '../../server/crypto/master-key.js';
+import { createHttpServer, guardRequestBodies } from '../../server/http/http-server.js';
 import { createLogger } from '../../server/http/logging.js';
 import { generateSigningKey, Keyring } from '../../server/signing/keyring.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -48,7 +48,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-test-data-'));
   const adminToken = randomBytes(24).toString('hex');
   // Listening first gives the port, so PUBLIC_BASE_URL (baked into protected builds, signed links) is right.
-  const server = createServer();
+  // The production server's header and body limits (server/http/http-server.ts), from `env` when a test sets them.
+  const server = createHttpServer(loadConfig({ ...options.env }).requestLimits);
   const url = await listenOnLoopback(server);
   const config = loadConfig({
     PORT: '0',
@@ -73,7 +74,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   // Like main.ts: the per-tenant quotas the database enforces take this server's configuration.
   await quotas.applyLimits();
-  server.on('request', app.callback());
+  server.on('request', guardRequestBodies(app.callback(), config.requestLimits));
   // Until the listener is fresh, API keys are looked up every time: waiting makes every test see the cache.
   await listener.start();
   // Like main.ts: builds become READY; LATCHKEY_RUN_JOBS=false leaves jobs to another server (or none).

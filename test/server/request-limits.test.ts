@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { settled, storedFiles } from '../builds/support.js';
+import { createApp, registerDeveloper } from '../support/fixtures.js';
+import { client } from '../support/http.js';
+import { multipartParts, rawExchange } from '../support/raw-http.js';
+import { startTestServer } from '../support/server.js';
+
+// Issue 18 items 5 and 7: header and body read limits before authentication, and uploads that live
+// as long as their bytes keep coming. Short limits so that each case runs in seconds.
+const server = await startTestServer({
+  env: {
+    LATCHKEY_MAX_HEADER_BYTES: '4096',
+    LATCHKEY_HEADERS_TIMEOUT_MS: '1000',
+    LATCHKEY_BODY_TIMEOUT_MS: '1500',
+    LATCHKEY_BODY_IDLE_TIMEOUT_MS: '1000',
+  },
+});
+afterAll(() => server.close());
+const call = client(server.url);
+
+const expectStandardError = (body: string, code: string, status: number) => {
+  expect(JSON.parse(body)).toMatchObject({ error_code: code, status_code: status });
+  expect(typeof JSON.parse(body).detail).toBe('string');
+};
+
+/** `count` pieces of `piece`, each after a pause of `pauseMs`. */
+const trickle = (piece: string | Buffer, count: number, pauseMs: number) => Array.from({ length: count }, () => [pauseMs, piece]).flat();
+
+describe('request limits before authentication', () => {
+  it('cuts off headers that keep trickling past the headers timeout: 408 with the standard error body', async () => {
+    const res = await rawExchange(server.url, ['GET /healthz HTTP/1.1\r\nHost: x\r\n', ...trickle('X-Slow: 1\r\n', 40, 200), '\r\n']);
+    expect(res.status).toBe(408);
+    expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
+    expect(res.closed || res.headers.connection === 'close').toBe(true);
+  });
+
+  it('refuses headers larger than the limit: 431 with the standard error body', async () => {
+    const res = await rawExchange(server.url, [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(8192)}\r\n\r\n`]);
+    expect(res.status).toBe(431);
+    expectStandardError(res.body, 'HEADERS_TOO_LARGE', 431);
+  });
+
+  it('cuts off an unauthenticated body that arrives slowly but steadily past the body timeout', async () => {
+    const body = JSON.stringify({ email: 'slow@example.test', password: 'x'.repeat(40) });
+    const res = await rawExchange(server.url, [
+      `POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      ...trickle('', 0, 0),
+      ...[...body].flatMap((ch) => [150, ch]),
+    ]);
+    expect(res.status).toBe(408);
+    expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
+  });
+
+  it('cuts off a body that stops arriving (idle) on a route that needs no credential', async () => {
+    const res = await rawExchange(server.url, [
+      'POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":',
+      10_000,
+    ]);
+    expect(res.status).toBe(408);
+    expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
+  });
+});
+
+describe('uploads: an idle timeout per chunk, not a total one', async () => {
+  const dev = await registerDeveloper(call);
+  const app = await createApp(call, dev);
+  const head = (length: number, contentType: string) =>
+    `POST /v1/apps/${app.id}/builds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${dev.accessToken}\r\nContent-Type: ${contentType}\r\n` +
+    `Content-Length: ${length}\r\nConnection: close\r\n\r\n`;
+
+  it('takes a slow but steady upload that lasts longer than any other body may', async () => {
+    const file = randomBytes(64 * 1024);
+    const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'slow.bin', file);
+    const pieces = Array.from({ length: 16 }, (_, i) => file.subarray(i * 4096, (i + 1) * 4096));
+    // 16 pieces 250 ms apart: 4 s, past the 1.5 s body timeout, never idle for the 1 s idle timeout.
+    const res = await rawExchange(server.url, [head(form.length, form.contentType), form.head, ...pieces.flatMap((p) => [250, p]), form.tail]);
+    expect(res.status, res.body).toBe(201);
+    const build = await settled({ server, call, dev, app }, JSON.parse(res.body).id);
+    expect(build.artifact_size_bytes).toBe(file.length);
+  });
+
+  it('answers 408 to an upload that stops sending, and keeps nothing of it', async () => {
+    const before = storedFiles(server);
+    const file = randomBytes(256 * 1024);
+    const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'stalled.bin', file);
+    const res = await rawExchange(server.url, [head(form.length, form.contentType), form.head, file.subarray(0, 100 * 1024), 5000]);
+    expect(res.status).toBe(408);
+    expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
+    // Nothing staged or stored, no build recorded.
+    await new Promise((r) => setTimeout(r, 200));
+    const isNew = (f: string) => !before.includes(f) && !/^apps\/[^/]+\/builds\/[^/]+\/(package|protected)/.test(f);
+    expect(storedFiles(server).filter(isNew)).toEqual([]);
+    const builds = await call('GET', `/v1/apps/${app.id}/builds`, { token: dev.accessToken });
+    expect(builds.body.every((b: { artifact_name: string }) => b.artifact_name !== 'stalled.bin')).toBe(true);
+  });
+
+  it('gives an unauthenticated upload no more time than any other body', async () => {
+    const file = randomBytes(64 * 1024);
+    const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'anon.bin', file);
+    const anonHead = `POST /v1/apps/${app.id}/builds HTTP/1.1\r\nHost: x\r\nContent-Type: ${form.contentType}\r\nContent-Length: ${form.length}\r\n\r\n`;
+    const res = await rawExchange(server.url, [anonHead, form.head, ...trickle(file.subarray(0, 1024), 30, 200)]);
+    expect(res.status).toBe(401);
+  });
+});
