@@ -182,7 +182,9 @@ function successResponses(r: RouteDef, toSchema: ToSchema): Record<string, JsonS
   const responses = !r.fileResponse
     ? jsonSuccess(r, toSchema)
     : r.fileResponse.contentType
-      ? { 200: { description: r.fileResponse.description, content: { [r.fileResponse.contentType]: { schema: { type: 'string' } } } } }
+      ? r.status && r.status >= 300 && r.status < 400
+        ? { [r.status]: { description: r.fileResponse.description, headers: { Location: { schema: { type: 'string' }, description: 'Where the browser goes next' } } } }
+        : { [r.status ?? 200]: { description: r.fileResponse.description, content: { [r.fileResponse.contentType]: { schema: { type: 'string' } } } } }
       : fileResponses(r.fileResponse.description);
   // The limiter counts every operation before its handler runs: each answer carries the window's state.
   return Object.fromEntries(

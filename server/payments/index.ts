@@ -6,6 +6,8 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/knex.js';
 import type { EmailOutbox } from '../email/outbox.js';
+import { createProcessorConnect } from './connect.js';
+import { createConnectStore } from './connect-store.js';
 import { createEntitlements } from './entitlement.js';
 import { entitlementRoutes } from './entitlement-routes.js';
 import { createEntitlementStore } from './entitlement-store.js';
@@ -41,6 +43,9 @@ export function createPayments(deps: {
   // Fees are kept in the ledger only until a processor is configured to bill them.
   const feeReporter = stripe ? createStripeFeeReporter({ stripe, billingCustomerOf: store.billingCustomerOf }) : ledgerOnlyFeeReporter;
   const service = createPaymentsService({ store, processor, clock });
+  const connect = createProcessorConnect({
+    store: createConnectStore(deps.db), payments: service, processor, connectClientId: deps.config.stripe?.connectClientId, clock, publicBaseUrl: deps.config.publicBaseUrl,
+  });
   const linksStore = createLinksStore(deps.db);
   const salesLinks = createSalesLinks({ store: linksStore, processor, clock, publicBaseUrl: deps.config.publicBaseUrl });
   const receiveWebhook =
@@ -57,5 +62,5 @@ export function createPayments(deps: {
   const entitlements = createEntitlements({
     store: createEntitlementStore(deps.db), builds: store, links: deps.links, outbox: deps.outbox, wakeJobs: deps.wakeJobs,
   });
-  return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, receiveWebhook), ...entitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
+  return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...entitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
 }

@@ -67,8 +67,15 @@ export interface VerifiedEvent {
 }
 
 export interface PaymentProcessor {
-  /** Whether the connected account exists (and this platform may act on it). */
-  accountExists(accountId: string): Promise<boolean>;
+  /**
+   * Connect OAuth: where the developer's browser is sent to authorize this platform on their
+   * account; the processor sends it back to `redirectUri` with `code` (or `error`) and `state`.
+   */
+  authorizeUrl(request: { state: string; redirectUri: string }): string;
+  /** Connect OAuth: the account an authorization code was issued for (the code is spent), or null when the processor refuses the code. */
+  exchangeAuthorizationCode(code: string): Promise<{ accountId: string } | null>;
+  /** Connect OAuth: revokes this platform's access to the account; an account already disconnected is not a failure. */
+  deauthorize(accountId: string): Promise<void>;
   /** The Price on the connected account, or null when it has no such Price. */
   retrievePrice(accountId: string, priceId: string): Promise<ProcessorPrice | null>;
   /** The session on the connected account with its line items, payment link and subscription, or null. */

@@ -28,7 +28,7 @@ export const paymentLinkView = (link: PaymentLinkRow, currentGeneration: number)
 function assertCanSell(setup: SalesSetup): asserts setup is SalesSetup & { payment_account_id: string; price_id: string } {
   if (setup.plan !== 'pro') throw new RequestError('PLAN_REQUIRED', 'Selling licenses needs a Pro subscription');
   if (!setup.payment_account_id) {
-    throw new RequestError('PAYMENT_ACCOUNT_NOT_CONNECTED', 'Connect your payment processor account (PUT /v1/payments/account) first');
+    throw new RequestError('PAYMENT_ACCOUNT_NOT_CONNECTED', 'Connect your payment processor account (POST /v1/payments/account/connect, or Settings in the portal) first');
   }
   if (!setup.price_id) throw new RequestError('PRICE_ID_NOT_SET', 'Save a Price ID on the app (PUT /v1/apps/{app_id}) first');
 }

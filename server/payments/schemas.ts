@@ -1,8 +1,20 @@
 import { z } from 'zod';
 
-export const ConnectAccountBody = z.strictObject({
-  account_id: z.string().regex(/^acct_[A-Za-z0-9]{1,64}$/, 'must be a connected account id (acct_...)'),
+export const ConnectStart = z.object({
+  authorize_url: z.string().describe("Stripe's Connect OAuth authorize page: send the signed-in person's browser there"),
+  expires_at: z.iso.datetime().describe('The authorization must come back before this (10 minutes)'),
 });
+
+/** What the processor's redirect carries back: `code` when the person approved, `error` when not; `state` always. */
+export const ConnectCallbackQuery = z
+  .object({
+    state: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'must be the state this server issued').describe('The state of the authorize URL'),
+    code: z.string().regex(/^ac_[A-Za-z0-9_]{1,255}$/, 'must be an authorization code (ac_...)').optional().describe('The single-use authorization code'),
+    error: z.string().regex(/^[a-z_]{1,64}$/).optional().describe('`access_denied` when the person declined'),
+    error_description: z.string().max(1000).optional(),
+    scope: z.string().max(64).optional(),
+  })
+  .refine((q) => (q.code === undefined) !== (q.error === undefined), 'must carry either code or error');
 
 export const PaymentAccount = z.object({
   connected: z.boolean(),

@@ -43,12 +43,11 @@ export function createPaymentsService(deps: { store: PaymentsStore; processor: P
     connection,
     notConfigured,
 
-    /** The account must exist on the processor, and belong to nobody else here. */
+    /**
+     * Stores the account a Connect OAuth authorization proved the developer controls (connect.ts),
+     * unless another developer here has it; never an id the developer typed.
+     */
     async connect(developerId: string, accountId: string): Promise<PaymentConnection> {
-      const processor = requireProcessor(deps.processor);
-      if (!(await askProcessor(() => processor.accountExists(accountId)))) {
-        throw new RequestError('PAYMENT_ACCOUNT_NOT_FOUND', `The processor has no account ${accountId} connected to this platform`);
-      }
       try {
         return await store.connect(developerId, accountId, clock.now());
       } catch (err) {
@@ -59,15 +58,24 @@ export function createPaymentsService(deps: { store: PaymentsStore; processor: P
       }
     },
 
-    /** Licenses already sold keep working; sales stop delivering until an account is connected again. */
-    disconnect: (developerId: string) => store.disconnect(developerId),
+    /**
+     * Revokes this platform's access at the processor first (an outage: 503, nothing changes), then
+     * forgets the account. Licenses already sold keep working; sales stop delivering until an
+     * account is connected again. With no processor configured any more, only the local record goes.
+     */
+    async disconnect(developerId: string): Promise<PaymentConnection> {
+      const { payment_account_id: accountId } = await connection(developerId);
+      const processor = deps.processor;
+      if (accountId && processor) await askProcessor(() => processor.deauthorize(accountId));
+      return store.disconnect(developerId);
+    },
 
     /** docs/contract.md's price rules, checked against the developer's connected account when a Price ID is saved. */
     async checkPriceId(developerId: string, priceId: string): Promise<void> {
       const processor = requireProcessor(deps.processor);
       const { payment_account_id: accountId } = await connection(developerId);
       if (!accountId) {
-        throw new RequestError('PAYMENT_ACCOUNT_NOT_CONNECTED', 'Connect your payment processor account (PUT /v1/payments/account) before saving a Price ID');
+        throw new RequestError('PAYMENT_ACCOUNT_NOT_CONNECTED', 'Connect your payment processor account (POST /v1/payments/account/connect, or Settings in the portal) before saving a Price ID');
       }
       const price = await askProcessor(() => processor.retrievePrice(accountId, priceId));
       if (!price) throw new RequestError('PRICE_NOT_FOUND', `Your connected account ${accountId} has no Price ${priceId}`);

@@ -13,9 +13,14 @@ export const SIGNATURE_TOLERANCE_SECONDS = 300;
 export interface StripeSettings {
   secretKey: string;
   webhookSecret: string | undefined;
-  /** Tests: a local fake of the Stripe API. */
+  /** Tests: a local fake of the Stripe API (which then answers Connect OAuth too, as the `stripe` package sends it there). */
   apiBase: URL | undefined;
+  /** The platform's Connect client id (ca_...), for Connect OAuth. */
+  connectClientId?: string | undefined;
 }
+
+/** Where Connect OAuth's authorize page lives: Stripe's, or the fake standing in for every Stripe host. */
+const CONNECT_BASE = 'https://connect.stripe.com';
 
 /** Stripe answered that the object does not exist (on that account): data, not a failure. */
 function isMissing(err: unknown): boolean {
@@ -61,8 +66,35 @@ export function createStripeClient(settings: StripeSettings): Stripe {
 export function createStripeProcessor(settings: StripeSettings, stripe: Stripe = createStripeClient(settings)): PaymentProcessor {
 
   return {
-    async accountExists(accountId) {
-      return (await orNullWhenMissing(stripe.accounts.retrieve(accountId))) !== null;
+    authorizeUrl({ state, redirectUri }) {
+      if (!settings.connectClientId) throw new Error('authorizeUrl needs LATCHKEY_STRIPE_CONNECT_CLIENT_ID');
+      const base = settings.apiBase ? settings.apiBase.href.replace(/\/+$/, '') : CONNECT_BASE;
+      const query = new URLSearchParams({ response_type: 'code', client_id: settings.connectClientId, scope: 'read_write', state, redirect_uri: redirectUri });
+      return `${base}/oauth/authorize?${query}`;
+    },
+
+    async exchangeAuthorizationCode(code) {
+      try {
+        const answer = await stripe.oauth.token({ grant_type: 'authorization_code', code });
+        if (!answer.stripe_user_id) throw new ProcessorUnavailableError('Stripe: the token answer names no account');
+        return { accountId: answer.stripe_user_id };
+      } catch (err) {
+        // invalid_grant: the code is unknown, expired, used, or another platform's; data, not an outage.
+        if (err instanceof Stripe.errors.StripeInvalidGrantError) return null;
+        if (err instanceof ProcessorUnavailableError) throw err;
+        throw new ProcessorUnavailableError(`Stripe: ${err instanceof Stripe.errors.StripeError ? err.type : 'request failed'}`);
+      }
+    },
+
+    async deauthorize(accountId) {
+      if (!settings.connectClientId) return;
+      try {
+        await stripe.oauth.deauthorize({ client_id: settings.connectClientId, stripe_user_id: accountId });
+      } catch (err) {
+        // invalid_client: this platform is not connected to the account (any more): as good as done.
+        if (err instanceof Stripe.errors.StripeInvalidClientError) return;
+        throw new ProcessorUnavailableError(`Stripe: ${err instanceof Stripe.errors.StripeError ? err.type : 'request failed'}`);
+      }
     },
 
     async retrievePrice(accountId, priceId): Promise<ProcessorPrice | null> {

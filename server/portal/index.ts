@@ -25,6 +25,7 @@ import { RequestError } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
 import type { RouteDef } from '../http/route.js';
 import { sendStaticAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
+import { CONNECT_COOKIE, setConnectCookie } from '../payments/connect.js';
 import { forwardableOperations } from './forwardable.js';
 import { createPortalSessions, signedOut, type PortalSession, type TokenPair } from './sessions.js';
 import { createUpstream, type JsonAnswer } from './upstream.js';
@@ -60,6 +61,7 @@ const PROXY_PATH = /^\/v1\/[A-Za-z0-9._~%-]+(\/[A-Za-z0-9._~%-]+)*\/?$/;
 /** Response headers the browser may see; everything else (cookies of the API, auth challenges) stays behind. */
 const PASSED_HEADERS = ['content-type', 'content-disposition', 'x-total-count', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-request-id'];
 const MAX_FORM_BYTES = 64 * 1024;
+const CONNECT_COOKIE_VALUE = new RegExp(`^${CONNECT_COOKIE}=([A-Za-z0-9_-]{43});`);
 
 const LoginForm = z.object({ email: z.string().max(300), password: z.string().max(300) });
 const VerifyForm = z.object({ code: z.string().max(64) });
@@ -226,6 +228,11 @@ export function createPortal(deps: PortalDeps) {
       const value = res.headers[name];
       if (value !== undefined) ctx.set(name, String(value));
     }
+    // The one API cookie the browser needs: the binding of a processor connection it started,
+    // which Stripe's redirect back to the callback must carry (payments/connect.ts). Set anew for
+    // the browser's own request (its scheme decides Secure); every other cookie stays behind.
+    const binding = res.headers['set-cookie']?.map((c) => CONNECT_COOKIE_VALUE.exec(c)?.[1]).find(Boolean);
+    if (binding) setConnectCookie(ctx, binding);
   }
 
   function serveShell(ctx: Koa.Context): void {

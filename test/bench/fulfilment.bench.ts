@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { FAKE_STRIPE_SECRET_KEY, FAKE_STRIPE_WEBHOOK_SECRET, newEventId, newSessionId, startFakeStripe } from '../support/fake-stripe.js';
 import { defineBench, expectStatus, type RequestSpec, type Service } from './lib.js';
 import { seedDeveloper, seedProPlan, seedReadyBuild } from './seed.js';
+import { connectAccount } from '../support/connect-account.js';
 
 /** Stripe's signature scheme (`t=<unix time>,v1=<HMAC-SHA256 of "t.body">`), computed per request over the exact body sent. */
 function stripeSignature(body: string): string {
@@ -28,8 +29,8 @@ export default defineBench({
       const { call } = latchkey;
       const dev = await seedDeveloper(call);
       await seedProPlan(call, latchkey.adminToken, dev);
-      const account = stripe.addAccount();
-      expectStatus(await call('PUT', '/v1/payments/account', { apiKey: dev.apiKey, body: { account_id: account } }), 200, 'connect account');
+      // Connect OAuth through the fake's authorize step: connecting takes a signed-in session, not an API key.
+      const account = await connectAccount(latchkey.url, stripe, dev.accessToken);
       const priceId = `price_bench${randomBytes(6).toString('hex')}`;
       stripe.addPrice(account, { id: priceId });
       const appBody = { name: 'Bench Store App', platforms: ['linux-x64'], price_id: priceId };

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
+import { connectAccount } from '../support/connect-account.js';
 import { newEventId, signedEvent, type FakeStripe } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, setPlan } from '../support/fixtures.js';
 import type { Call } from '../support/http.js';
@@ -15,8 +16,7 @@ export function checkoutHelpers(call: Call, stripe: FakeStripe, adminToken: stri
   async function seller(appBody: Record<string, unknown> = {}, plan: 'free' | 'pro' = 'pro') {
     const dev = await registerDeveloper(call);
     if (plan === 'pro') await setPlan(call, adminToken, dev.id, 'pro');
-    const account = stripe.addAccount();
-    expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
+    const account = await connectAccount(call.baseUrl, stripe, dev.accessToken);
     const priceId = `price_${randomBytes(8).toString('hex')}`;
     stripe.addPrice(account, { id: priceId });
     const app = await createApp(call, dev, { ...appBody, price_id: priceId });

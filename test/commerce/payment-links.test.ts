@@ -5,6 +5,7 @@ import { newSessionId } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, setPlan } from '../support/fixtures.js';
 import { checkoutHelpers } from './checkout.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
+import { connectAccount } from '../support/connect-account.js';
 
 const { stripe, server, call } = await startServerWithStripe({ PUBLIC_BASE_URL: 'https://licenses.example.com' });
 const db = server.database.db;
@@ -84,7 +85,7 @@ describe('Route A: the app payment link', () => {
     const old = (await generate(s)).body;
     expect((await call('DELETE', '/v1/payments/account', { token: s.dev.accessToken })).status).toBe(200);
     expect(await saleThrough(s, old.id)).toBe('account_not_connected');
-    expect((await call('PUT', '/v1/payments/account', { token: s.dev.accessToken, body: { account_id: s.account } })).status).toBe(200);
+    await connectAccount(call.baseUrl, stripe, s.dev.accessToken, s.account);
     expect((await call('GET', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).body.delivering).toBe(false);
     expect(await saleThrough(s, old.id)).toBe('payment_link_inactive');
 
@@ -108,8 +109,7 @@ describe('Route A preconditions', () => {
     expectError(await post(), 403, 'PLAN_REQUIRED');
     await setPlan(call, server.adminToken, dev.id, 'pro');
     expectError(await post(), 409, 'PAYMENT_ACCOUNT_NOT_CONNECTED');
-    const account = stripe.addAccount();
-    expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
+    await connectAccount(call.baseUrl, stripe, dev.accessToken);
     expectError(await post(), 409, 'PRICE_ID_NOT_SET');
   });
 

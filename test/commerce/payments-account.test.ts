@@ -1,58 +1,41 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
+import { connectAccount } from '../support/connect-account.js';
 import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 
-const { stripe, call } = await startServerWithStripe();
+const { stripe, server, call } = await startServerWithStripe();
 const newPriceId = () => `price_${randomBytes(8).toString('hex')}`;
 
+/** A developer whose Stripe account is connected by Connect OAuth (payments-connect.test.ts tests that flow). */
 async function connectedDeveloper(): Promise<{ dev: TestDeveloper; account: string }> {
   const dev = await registerDeveloper(call);
-  const account = stripe.addAccount();
-  const res = await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } });
-  expect(res.status).toBe(200);
+  const account = await connectAccount(server.url, stripe, dev.accessToken);
   return { dev, account };
 }
 
-describe('connecting the processor account', () => {
-  it('connects an account the processor knows, shows it, and disconnects it', async () => {
-    const dev = await registerDeveloper(call);
-    expect((await call('GET', '/v1/payments/account', { token: dev.accessToken })).body).toEqual({ connected: false, account_id: null, connected_at: null });
-    const account = stripe.addAccount();
-    const put = await call('PUT', '/v1/payments/account', { apiKey: dev.apiKey, body: { account_id: account } });
-    expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ connected: true, account_id: account });
-    expect((await call('GET', '/v1/payments/account', { token: dev.accessToken })).body.account_id).toBe(account);
-    const del = await call('DELETE', '/v1/payments/account', { token: dev.accessToken });
-    expect(del.body).toEqual({ connected: false, account_id: null, connected_at: null });
-  });
-
-  it('refuses an account the processor does not know, a malformed id, and an account another developer connected', async () => {
-    const dev = await registerDeveloper(call);
-    expectError(await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: 'acct_unknown1' } }), 400, 'PAYMENT_ACCOUNT_NOT_FOUND');
-    expectError(await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: 'cus_123' } }), 400, 'VALIDATION_FAILED');
-    const { account } = await connectedDeveloper();
-    expectError(await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } }), 409, 'PAYMENT_ACCOUNT_IN_USE');
-    expect((await call('GET', '/v1/payments/account', { token: dev.accessToken })).body.connected).toBe(false);
-  });
-
-  it('answers 503 when the processor is down, and when no Stripe key is configured', async () => {
-    const dev = await registerDeveloper(call);
-    const account = stripe.addAccount();
+describe('the connected processor account', () => {
+  it('shows the connected account, and keeps it through a processor outage at disconnect (503, nothing changes)', async () => {
+    const { dev, account } = await connectedDeveloper();
+    expect((await call('GET', '/v1/payments/account', { apiKey: dev.apiKey })).body).toMatchObject({ connected: true, account_id: account });
     stripe.state.outage = true;
     try {
-      expectError(await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } }), 503, 'PAYMENT_PROCESSOR_UNAVAILABLE');
+      expectError(await call('DELETE', '/v1/payments/account', { token: dev.accessToken }), 503, 'PAYMENT_PROCESSOR_UNAVAILABLE');
     } finally {
       stripe.state.outage = false;
     }
+    expect((await call('GET', '/v1/payments/account', { token: dev.accessToken })).body.account_id).toBe(account);
+    expect((await call('DELETE', '/v1/payments/account', { token: dev.accessToken })).body.connected).toBe(false);
+  });
+
+  it('answers 503 when no Stripe key is configured', async () => {
     const bare = await startTestServer();
     try {
       const bareCall = client(bare.url);
       const other = await registerDeveloper(bareCall);
-      expectError(await bareCall('PUT', '/v1/payments/account', { token: other.accessToken, body: { account_id: account } }), 503, 'PAYMENTS_NOT_CONFIGURED');
       const res = await bareCall('POST', '/v1/apps', { token: other.accessToken, body: { name: 'X', platforms: ['win-x64'], price_id: newPriceId() } });
       expectError(res, 503, 'PAYMENTS_NOT_CONFIGURED');
       expectError(await bareCall('POST', '/v1/webhooks/payments', { body: { id: 'evt_1' } }), 503, 'PAYMENTS_NOT_CONFIGURED');

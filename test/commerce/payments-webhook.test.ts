@@ -5,6 +5,7 @@ import { newEventId, newSessionId, signedEvent } from '../support/fake-stripe.js
 import { createApp, registerDeveloper } from '../support/fixtures.js';
 import { checkoutHelpers } from './checkout.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
+import { connectAccount } from '../support/connect-account.js';
 
 const { stripe, server, call } = await startServerWithStripe();
 const db = server.database.db;
@@ -97,7 +98,7 @@ describe('checkout fulfilment', () => {
     expect((await call('DELETE', '/v1/payments/account', { token: dev.accessToken })).status).toBe(200);
     expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('account_not_connected');
     expect(await licensesOf(app.id)).toEqual([]);
-    expect((await call('PUT', '/v1/payments/account', { token: dev.accessToken, body: { account_id: account } })).status).toBe(200);
+    await connectAccount(call.baseUrl, stripe, dev.accessToken, account);
     expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('fulfilled');
   });
 

@@ -340,9 +340,14 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     const app = await createApp(call, dev, { name: 'Seller' });
     const { page, errors, close } = await signedInPage(dev);
     await page.goto(`${server.url}/portal#/apps/${app.id}/sales`);
-    await page.waitForSelector('#connect-account-form');
-    await page.fill('#account-id', account);
+    // Connect OAuth: the button sends the browser to Stripe's authorize page (the fake approves for
+    // `account`), which sends it back through the API's callback to Settings with the result.
+    stripe.authorizePage.account = account;
     await page.click('#connect-account');
+    await page.waitForURL(/#\/settings\?payments=connected$/);
+    await expect.poll(() => page.textContent('#account-result')).toMatch(/connected/);
+    expect(await page.textContent('#account-status')).toContain(account);
+    await page.goto(`${server.url}/portal#/apps/${app.id}/sales`);
     await expect.poll(() => page.textContent('#account-status')).toContain(account);
     // No Price ID yet: the refusal is shown in words.
     await page.click('#generate-link');

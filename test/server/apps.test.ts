@@ -4,6 +4,7 @@ import { startFakeStripe, type FakeStripe } from '../support/fake-stripe.js';
 import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client, type ApiResponse, type Call } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { connectAccount as connectByOAuth } from '../support/connect-account.js';
 
 let server: TestServer;
 let call: Call;
@@ -23,11 +24,7 @@ afterAll(async () => {
   await stripe.close();
 });
 
-async function connectAccount(owner: TestDeveloper): Promise<string> {
-  const id = stripe.addAccount();
-  expect((await call('PUT', '/v1/payments/account', { token: owner.accessToken, body: { account_id: id } })).status).toBe(200);
-  return id;
-}
+const connectAccount = (owner: TestDeveloper): Promise<string> => connectByOAuth(server.url, stripe, owner.accessToken);
 
 let priceSerial = 0;
 /** A Price ID no other test uses (the uniqueness is global, across developers), on `dev`'s account. */

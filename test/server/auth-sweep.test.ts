@@ -5,6 +5,7 @@ import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../su
 import { client, formData, type CallOptions } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
+import { connectAccount } from '../support/connect-account.js';
 
 // One routine runs the same credential and tenant checks against every secured operation of the
 // OpenAPI document, so routes added later are swept without anyone remembering to. The operations
@@ -24,8 +25,7 @@ const expiredAccessToken = stale.accessToken;
 const devA = await registerDeveloper(call);
 const devB = await registerDeveloper(call);
 await setPlan(call, server.adminToken, devA.id, 'pro');
-const accountA = stripe.addAccount();
-expect((await call('PUT', '/v1/payments/account', { token: devA.accessToken, body: { account_id: accountA } })).status).toBe(200);
+const accountA = await connectAccount(server.url, stripe, devA.accessToken);
 
 interface Operation {
   method: string;

@@ -5,6 +5,7 @@ import { closeNow, listenOnLoopback } from './local-http.js';
 
 export const FAKE_STRIPE_SECRET_KEY = `sk_test_fake${randomBytes(8).toString('hex')}`;
 export const FAKE_STRIPE_WEBHOOK_SECRET = `whsec_fake${randomBytes(16).toString('hex')}`;
+export const FAKE_CONNECT_CLIENT_ID = `ca_fake${randomBytes(8).toString('hex')}`;
 
 export interface FakePrice {
   id: string;
@@ -75,6 +76,22 @@ export async function startFakeStripe() {
   const createdSessions = new Map<string, FakeCreatedSession>(); // by id
   /** Billing meter events by `identifier`: Stripe records one event per identifier. */
   const meterEvents = new Map<string, FakeMeterEvent>();
+  /** Connect OAuth: unspent authorization codes and the account each was issued for; accounts deauthorized. */
+  const authorizationCodes = new Map<string, string>();
+  const deauthorized: string[] = [];
+  /**
+   * What the person does on the authorize page a browser is sent to: approve for this account, or
+   * decline (null: Stripe redirects back with `error=access_denied`).
+   */
+  const authorizePage = { account: null as string | null };
+  const grantCode = (account: string) => {
+    accounts.add(account);
+    const code = `ac_${randomBytes(12).toString('hex')}`;
+    authorizationCodes.set(code, account);
+    return code;
+  };
+  /** Connect OAuth errors have their own shape: `error` is a string, `error_description` the words. */
+  const oauthError = (res: ServerResponse, status: number, error: string, description: string) => send(res, status, { error, error_description: description });
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` });
@@ -140,6 +157,24 @@ export async function startFakeStripe() {
       createdSessions.set(id, created);
       return send(res, 200, { id, object: 'checkout.session', url: created.url, mode: params.mode, status: 'open', expires_at: Number(params.expires_at), metadata: nested(params, 'metadata') });
     }
+    if (path === '/oauth/token') {
+      if (params.grant_type !== 'authorization_code') return oauthError(res, 400, 'unsupported_grant_type', `Unsupported grant type: ${params.grant_type}`);
+      const granted = authorizationCodes.get(String(params.code));
+      if (!granted) return oauthError(res, 400, 'invalid_grant', `Authorization code does not exist: ${params.code}`);
+      authorizationCodes.delete(String(params.code)); // single use
+      return send(res, 200, {
+        access_token: `sk_test_conn${randomBytes(8).toString('hex')}`, livemode: false, refresh_token: `rt_${randomBytes(12).toString('hex')}`,
+        token_type: 'bearer', stripe_publishable_key: `pk_test_${randomBytes(8).toString('hex')}`, stripe_user_id: granted, scope: 'read_write',
+      });
+    }
+    if (path === '/oauth/deauthorize') {
+      if (params.client_id !== FAKE_CONNECT_CLIENT_ID) return oauthError(res, 401, 'invalid_client', `No such application: '${params.client_id}'`);
+      const id = String(params.stripe_user_id);
+      if (!accounts.has(id)) return oauthError(res, 401, 'invalid_client', `This application is not connected to stripe account ${id}, or that account does not exist.`);
+      deauthorized.push(id);
+      accounts.delete(id);
+      return send(res, 200, { stripe_user_id: id });
+    }
     if (path === '/v1/billing/meter_events') {
       const identifier = params.identifier ?? fakeId('mev');
       if (!meterEvents.has(identifier)) {
@@ -153,6 +188,8 @@ export async function startFakeStripe() {
   function route(req: IncomingMessage, res: ServerResponse, body: string) {
     const url = new URL(req.url ?? '/', 'http://fake');
     state.requests.push(`${req.method} ${url.pathname}`);
+    // Connect OAuth's authorize page, opened by a person's browser (no API key): it answers as the person chose.
+    if (req.method === 'GET' && url.pathname === '/oauth/authorize') return authorize(res, url.searchParams);
     if (req.headers.authorization !== `Bearer ${FAKE_STRIPE_SECRET_KEY}`) {
       return send(res, 401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } });
     }
@@ -175,6 +212,19 @@ export async function startFakeStripe() {
     return send(res, 404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url.pathname})` } });
   }
 
+  function authorize(res: ServerResponse, query: URLSearchParams) {
+    const redirect = query.get('redirect_uri');
+    if (query.get('client_id') !== FAKE_CONNECT_CLIENT_ID || query.get('response_type') !== 'code' || !redirect) {
+      return oauthError(res, 400, 'invalid_request', 'Unknown client_id, or no response_type=code or redirect_uri');
+    }
+    const back = new URL(redirect);
+    if (authorizePage.account) back.searchParams.set('code', grantCode(authorizePage.account));
+    else back.search = new URLSearchParams({ error: 'access_denied', error_description: 'The user denied your request' }).toString();
+    back.searchParams.set('state', query.get('state') ?? '');
+    res.writeHead(302, { location: back.href });
+    res.end();
+  }
+
   const server = createServer((req, res) => {
     // Stripe's requests are form-encoded.
     const chunks: Buffer[] = [];
@@ -191,8 +241,15 @@ export async function startFakeStripe() {
     paymentLinks,
     createdSessions,
     meterEvents,
+    /** Connect OAuth: the code Stripe's authorize page would send back once the person approved for `account`. */
+    grantCode,
+    authorizePage,
+    deauthorized,
     /** Environment for startTestServer: the server's Stripe client talks to this fake. */
-    env: { LATCHKEY_STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY, LATCHKEY_STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET, LATCHKEY_STRIPE_API_BASE: url },
+    env: {
+      LATCHKEY_STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY, LATCHKEY_STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET, LATCHKEY_STRIPE_API_BASE: url,
+      LATCHKEY_STRIPE_CONNECT_CLIENT_ID: FAKE_CONNECT_CLIENT_ID,
+    },
     close: () => closeNow(server),
   };
 }

@@ -31,7 +31,7 @@ export function requestBody(opts: Pick<CallOptions, 'raw' | 'body'>, headers: Re
 
 /** A thin client over fetch that returns status, parsed body and headers, never throwing on 4xx/5xx. */
 export function client(baseUrl: string) {
-  return async function call<T = any>(method: string, path: string, opts: CallOptions = {}): Promise<ApiResponse<T>> {
+  const call = async function call<T = any>(method: string, path: string, opts: CallOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
@@ -47,6 +47,8 @@ export function client(baseUrl: string) {
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
     return { status: res.status, body: parsed as T, headers: res.headers };
   };
+  /** The server it calls: for requests a test makes by hand (cookies, redirects not followed). */
+  return Object.assign(call, { baseUrl });
 }
 
 export type Call = ReturnType<typeof client>;

@@ -1,6 +1,7 @@
 // Sales of one app: the processor account (account-wide), the payment link, redemption code
 // batches and the entitlement webhook. Secrets and codes are shown once, when the API answers them.
-import { ApiError, act, del, describeError, get, post, put, requestFile, saveBlob } from './api.js';
+import { ApiError, act, del, describeError, get, post, requestFile, saveBlob } from './api.js';
+import { processorAccountSection } from './page-processor.js';
 import { confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
 
@@ -22,40 +23,11 @@ export async function salesTab(body, app) {
   mount(body, account, link, batches, webhook);
   const failed = (card, title) => (err) => mount(card, h('h2', null, title), h('p', { class: 'error', role: 'alert' }, describeError(err)));
   await Promise.all([
-    accountSection(account).catch(failed(account, 'Payment processor')),
+    processorAccountSection(account).catch(failed(account, 'Payment processor')),
     linkSection(link, app).catch(failed(link, 'Payment link')),
     batchesSection(batches, app).catch(failed(batches, 'Redemption codes')),
     webhookSection(webhook, app).catch(failed(webhook, 'Entitlement webhook')),
   ]);
-}
-
-async function accountSection(card) {
-  const render = (acct) => {
-    const error = h('p', { class: 'error', role: 'alert', id: 'account-error' });
-    if (acct.connected) {
-      mount(card, h('h2', null, 'Payment processor'),
-        h('p', { id: 'account-status' }, 'Connected Stripe account ', h('span', { class: 'mono' }, acct.account_id), ` since ${formatDate(acct.connected_at)}.`),
-        h('p', { class: 'hint' }, 'For all your apps. Disconnecting stops new sales; licenses already sold keep working.'),
-        h('div', { class: 'actions' }, confirmButton('Disconnect', 'Disconnect the account? Payment links stop selling.', async () => {
-          const res = await act(() => del('/v1/payments/account'), { errorEl: error });
-          if (res.ok) render(res.value);
-        }, { id: 'disconnect-account' })), error);
-      return;
-    }
-    const input = h('input', { type: 'text', id: 'account-id', placeholder: 'acct_…' });
-    const submit = h('button', { type: 'submit', id: 'connect-account' }, 'Connect');
-    mount(card, h('h2', null, 'Payment processor'),
-      h('p', { id: 'account-status' }, 'No account connected.'),
-      h('form', { id: 'connect-account-form', onsubmit: async (e) => {
-        e.preventDefault();
-        const res = await act(() => put('/v1/payments/account', { account_id: input.value.trim() }), { button: submit, errorEl: error });
-        if (res.ok) render(res.value);
-      } },
-      h('label', { for: 'account-id' }, 'Stripe account ID'), input,
-      h('p', { class: 'hint' }, 'Connecting authorizes Latchkey to create checkout sessions on it and collect the per-license fee.'),
-      h('div', { class: 'actions' }, submit), error));
-  };
-  render(await get('/v1/payments/account'));
 }
 
 async function linkSection(card, app) {

@@ -1,9 +1,10 @@
-// Settings: the account and its password, two-factor authentication (setup with a QR code, backup
+// Settings: the account and its password, the payment processor account (page-processor.js), two-factor authentication (setup with a QR code, backup
 // codes shown once, disable) and API keys (listed with their scopes and last use; created, revoked
 // or all replaced, a new key shown once). Every change to these asks for the password again: the
 // API refuses them without it (and refuses API keys outright).
-import { act, get, post } from './api.js';
+import { act, describeError, get, post } from './api.js';
 import { confirmButton, copyButton, facts, formatDate, h, mount, svg } from './dom.js';
+import { processorAccountSection } from './page-processor.js';
 
 const SCOPES = [
   ['read', 'read: every GET'],
@@ -12,10 +13,11 @@ const SCOPES = [
   ['admin', 'admin: everything an API key may do'],
 ];
 
-export async function settingsPage(view) {
+export async function settingsPage(view, { query } = {}) {
   const [me, twoFactor] = await Promise.all([get('/v1/auth/me'), get('/v1/auth/2fa/status')]);
   const twoFactorCard = h('section', { class: 'card', id: 'two-factor' });
   const apiKeyCard = h('section', { class: 'card', id: 'api-key-card' });
+  const processorCard = h('section', { class: 'card', id: 'processor-account' });
   mount(view,
     h('h1', null, 'Settings'),
     h('section', { class: 'card' }, h('h2', null, 'Account'),
@@ -23,9 +25,10 @@ export async function settingsPage(view) {
         me.plan_grace_until ? ['Pro ends unless paid', formatDate(me.plan_grace_until)] : null,
         ['Member since', formatDate(me.created_at)]]),
       passwordChange()),
-    twoFactorCard, apiKeyCard);
+    processorCard, twoFactorCard, apiKeyCard);
   renderTwoFactor(twoFactorCard, twoFactor);
-  await renderApiKeys(apiKeyCard);
+  await Promise.all([renderApiKeys(apiKeyCard), processorAccountSection(processorCard, { result: query?.get('payments') ?? undefined })
+    .catch((err) => mount(processorCard, h('h2', null, 'Payment processor'), h('p', { class: 'error', role: 'alert' }, describeError(err))))]);
 }
 
 const passwordInput = (id, autocomplete = 'current-password') => h('input', { type: 'password', id, autocomplete, required: true });

@@ -8,6 +8,7 @@ import { chaosClient, deliverThroughACrash, retryServerErrors } from '../client.
 import type { ChaosDatabase, LatchkeyProcess } from '../environment.js';
 import type { FigureSheet } from '../figures.js';
 import { shuffle } from '../../support/random.js';
+import { connectAccount } from '../../support/connect-account.js';
 
 const SELLERS = 4;
 const SESSIONS = 160;
@@ -35,9 +36,8 @@ export async function paymentWebhookStorm(sheet: FigureSheet, db: ChaosDatabase,
   for (let i = 0; i < SELLERS; i++) {
     const dev = await seedDeveloper(call);
     await seedProPlan(call, server.adminToken, dev);
-    const account = stripe.addAccount();
-    const connected = await call('PUT', '/v1/payments/account', { apiKey: dev.apiKey, body: { account_id: account } });
-    if (connected.status !== 200) throw new Error(`connect account: ${connected.status} ${JSON.stringify(connected.body)}`);
+    // Connect OAuth, as a signed-in person approving on Stripe: connecting takes a session, not an API key.
+    const account = await connectAccount(server.url, stripe, dev.accessToken);
     const priceId = `price_${randomBytes(8).toString('hex')}`;
     stripe.addPrice(account, { id: priceId });
     const app = await seedApp(call, dev, `Webhook storm ${i}`);
