@@ -68,22 +68,33 @@ export function createPaymentsStore(db: Db) {
 
     connection: (developerId: string) => db('developers').where({ id: developerId }).first<PaymentConnection | undefined>(CONNECTION_COLUMNS),
 
-    /** Connecting (again) starts a new generation: links made under an earlier one stay dead. */
+    /**
+     * Connects an account the developer proved by OAuth. Connecting (again) starts a new generation:
+     * links made under an earlier one stay dead. Another developer's connection that was never proven
+     * (an id typed in before OAuth) yields to the proof; a proven one keeps the account (unique index).
+     */
     connect: (developerId: string, accountId: string, now: Date) =>
-      db('developers')
-        .where({ id: developerId })
-        .update({
-          payment_account_id: accountId,
-          payment_connected_at: now,
-          payment_connection_generation: db.raw('payment_connection_generation + 1'),
-        })
-        .returning(CONNECTION_COLUMNS)
-        .then((r: PaymentConnection[]) => r[0]!),
+      db.transaction(async (trx) => {
+        await trx('developers')
+          .where({ payment_account_id: accountId, payment_account_proven: false })
+          .whereNot({ id: developerId })
+          .update({ payment_account_id: null, payment_connected_at: null });
+        const [connected] = await trx('developers')
+          .where({ id: developerId })
+          .update({
+            payment_account_id: accountId,
+            payment_account_proven: true,
+            payment_connected_at: now,
+            payment_connection_generation: trx.raw('payment_connection_generation + 1'),
+          })
+          .returning(CONNECTION_COLUMNS);
+        return connected as PaymentConnection;
+      }),
 
     disconnect: (developerId: string) =>
       db('developers')
         .where({ id: developerId })
-        .update({ payment_account_id: null, payment_connected_at: null })
+        .update({ payment_account_id: null, payment_account_proven: false, payment_connected_at: null })
         .returning(CONNECTION_COLUMNS)
         .then((r: PaymentConnection[]) => r[0]!),
 

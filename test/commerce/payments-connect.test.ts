@@ -73,6 +73,22 @@ describe('connecting a Stripe account by Connect OAuth', () => {
     expect((await accountOf(owner.accessToken)).account_id).toBe(account);
   });
 
+  it('gives an account connected before ownership was proven (an id typed in) to the developer who proves it', async () => {
+    const squatter = await registerDeveloper(call);
+    const owner = await registerDeveloper(call);
+    const account = stripe.addAccount();
+    // What the removed typed-id PUT left behind: a connection nobody proved (migration 016 marks it so).
+    await server.database.db('developers').where({ id: squatter.id }).update({ payment_account_id: account, payment_connected_at: new Date() });
+    expect((await accountOf(squatter.accessToken)).account_id).toBe(account);
+
+    await connectAccount(server.url, stripe, owner.accessToken, account);
+    expect((await accountOf(owner.accessToken)).account_id).toBe(account);
+    expect(await accountOf(squatter.accessToken)).toEqual({ connected: false, account_id: null, connected_at: null });
+    // Once proven, it is the owner's: the squatter's own proof of it (if Stripe ever granted one) is refused.
+    const started = await startConnect(server.url, { token: squatter.accessToken });
+    expectError(await connectCallback(server.url, { code: stripe.grantCode(account), state: started.state! }, started.cookie), 409, 'PAYMENT_ACCOUNT_IN_USE');
+  });
+
   it("refuses another developer's or another browser's state, and one whose sign-in has ended, changing nothing", async () => {
     const victim = await registerDeveloper(call);
     const attacker = await registerDeveloper(call);

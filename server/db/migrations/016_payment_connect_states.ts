@@ -22,9 +22,13 @@ export const paymentConnectStates: Migration = {
       );
       CREATE INDEX payment_connect_states_by_developer ON payment_connect_states (developer_id);
       CREATE INDEX payment_connect_states_by_expiry ON payment_connect_states (expires_at);
+
+      -- Connections made before ownership was proven (an id typed in) stay, so live sales keep
+      -- delivering, but are marked unproven: the developer who proves the account by OAuth takes it.
+      ALTER TABLE developers ADD COLUMN payment_account_proven boolean NOT NULL DEFAULT false;
     `);
   },
   async down(db) {
-    await db.raw('DROP TABLE payment_connect_states');
+    await db.raw('ALTER TABLE developers DROP COLUMN payment_account_proven; DROP TABLE payment_connect_states');
   },
 };
