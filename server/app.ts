@@ -176,5 +176,5 @@ export function createApp(deps: AppDeps) {
   // Stripe's meter events when payments are configured; otherwise fees stay in the ledger, marked not_reported.
   const feeJob = reportLicenseFeeJob({ db, reporter: payments.feeReporter, clock, log });
   const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency, perTenant: config.jobTenantConcurrency });
-  return { app, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage };
+  return { app, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
 }

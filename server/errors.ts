@@ -62,6 +62,8 @@ export const ERROR_CODES = {
   REDEMPTION_BATCH_NOT_FOUND: 404,
   /** A redemption code nobody issued: a typo or the wrong format (a developer's revoke of another tenant's code too). */
   REDEMPTION_CODE_NOT_FOUND: 404,
+  /** A resumable upload session that is not this developer's and app's, or was completed, deleted or expired. */
+  UPLOAD_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   EMAIL_IN_USE: 409,
   PRICE_ID_IN_USE: 409,
@@ -71,6 +73,10 @@ export const ERROR_CODES = {
   /** An account has at most 20 active API keys. */
   API_KEY_LIMIT_REACHED: 409,
   BUILD_NOT_READY: 409,
+  /** A chunk of a resumable upload that does not start where the upload stands (`Upload-Offset` says where). */
+  UPLOAD_OFFSET_MISMATCH: 409,
+  /** Completing a resumable upload that is missing bytes (`Upload-Offset` says how many it has). */
+  UPLOAD_INCOMPLETE: 409,
   /** An update push, release or delivery-mode change that the push rules refuse; the body carries `reason`. */
   PUSH_CONFLICT: 409,
   NO_READY_BUILD: 409,
@@ -109,6 +115,8 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,
   PACKAGE_REJECTED: 422,
+  /** The bytes of a resumable upload do not hash to the SHA-256 declared when it started. */
+  UPLOAD_CHECKSUM_MISMATCH: 422,
   RATE_LIMITED: 429,
   /** More than 5 redemption attempts in a minute from one address. */
   REDEMPTION_RATE_LIMITED: 429,

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     cleanups.unshift(() => db.destroy());
     await migrateToLatest(db);
 
-    const { app, rateLimiter, jobs, listener, quotas, storage } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    const { app, rateLimiter, jobs, listener, quotas, storage, uploads } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
     // The per-tenant quotas the database enforces by itself take this process's configuration.
     await quotas.applyLimits();
     void listener.start();
@@ -73,6 +73,8 @@ async function main(): Promise<void> {
       rateLimiter.sweep().catch((err) => log.warn({ err }, 'rate-limit sweep failed'));
       // Uploads a crash cut off; a day is far longer than any upload takes.
       storage.sweepStaged(86_400_000).catch((err) => log.warn({ err }, 'staging sweep failed'));
+      // Resumable uploads nobody finished within their day, with their chunks.
+      uploads.sweepExpired(1000).catch((err) => log.warn({ err }, 'upload session sweep failed'));
     }, 300_000);
     sweeper.unref();
     cleanups.unshift(() => clearInterval(sweeper));

@@ -18,6 +18,8 @@ import { clamdScanner } from './scanning/clamd.js';
 import { eicarScanner } from './scanning/eicar.js';
 import { createBuildsService } from './service.js';
 import { createBuildsStore } from './store.js';
+import { uploadSessionRoutes } from './upload-routes.js';
+import { createUploadSessions } from './upload-sessions.js';
 
 /** The builds domain assembled: its service, routes, job, storage (under the data directory) and signed download links. */
 export function createBuilds(deps: {
@@ -47,5 +49,7 @@ export function createBuilds(deps: {
     processor: createProcessor({ scanners, nodeBinaries: config.nodeBinaries }),
     authority: { serverUrl: config.publicBaseUrl, publicKeys: deps.keyring.jwks },
   });
-  return { service, storage, job, links, routes: buildRoutes(service, { storage, maxArtifactBytes: config.maxArtifactBytes }) };
+  const uploads = createUploadSessions({ db, storage, clock, builds: service, maxArtifactBytes: config.maxArtifactBytes });
+  const routes = [...buildRoutes(service, { storage, maxArtifactBytes: config.maxArtifactBytes }), ...uploadSessionRoutes(uploads)];
+  return { service, storage, job, links, uploads, routes };
 }

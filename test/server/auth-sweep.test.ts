@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
@@ -164,6 +164,16 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     },
     readPath: (id, ids) => `/v1/apps/${ids.get('app_id')}/builds/${id}`,
   },
+  upload_id: {
+    // A resumable upload of the 5 bytes `sweep`, none sent yet.
+    async create(owner, parent) {
+      const body = { filename: 'tool.bin', size_bytes: 5, sha256: SWEEP_SHA256, platform: 'cross_platform' };
+      const res = await call('POST', `/v1/apps/${await parent('app_id')}/uploads`, { token: owner.accessToken, body });
+      expect(res.status).toBe(201);
+      return res.body.id;
+    },
+    readPath: (id, ids) => `/v1/apps/${ids.get('app_id')}/uploads/${id}`,
+  },
   batch_id: {
     async create(owner, parent) {
       const res = await call('POST', `/v1/apps/${await parent('app_id')}/redemption-batches`, { token: owner.accessToken, body: { channel: 'sweep', quantity: 2 } });
@@ -191,6 +201,10 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     readPath: (_id, ids) => `/v1/apps/${ids.get('app_id')}/redemption-batches`,
   },
 };
+
+const SWEEP_SHA256 = createHash('sha256').update('sweep').digest('hex');
+const sendSweepChunk = (uploadPath: string) =>
+  call('PUT', `${uploadPath}?offset=0`, { token: devA.accessToken, raw: { data: 'sweep', contentType: 'application/octet-stream' } });
 
 /** A multipart/form-data sample, sent as is rather than as JSON. */
 class Form {
@@ -220,6 +234,8 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   createLicense: async (resource) => ({ app_id: await resource('app_id'), license_type: 'trial' }),
   provisionMarketplaceLicense: async (resource) => ({ app_id: await resource('app_id'), channel: 'sweep', marketplace_order_id: `order_${randomBytes(6).toString('hex')}` }),
   createRedemptionBatch: () => ({ channel: 'sweep', quantity: 1 }),
+  createUploadSession: () => ({ filename: 'tool.bin', size_bytes: 5, sha256: SWEEP_SHA256, platform: 'cross_platform' }),
+  putUploadChunk: () => new Form({ data: new TextEncoder().encode('sweep'), contentType: 'application/octet-stream' }),
   uploadBuild: () => new Form(formData({ platform: 'cross_platform' }, { artifact: { name: 'tool.bin', data: 'sweep' } })),
   replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.bin', data: 'signed' } })),
   pushAppUpdate: async (resource) => {
@@ -236,8 +252,15 @@ const enableWebhookAt = async (path: string) =>
 const OWNER_PRECONDITIONS: Record<string, (path: string) => Promise<void>> = {
   rotateEntitlementWebhookSecret: enableWebhookAt,
   disableEntitlementWebhook: enableWebhookAt,
+  // Completing needs every byte sent.
+  completeUploadSession: async (path) => expect((await sendSweepChunk(path.replace(/\/complete$/, ''))).status).toBe(200),
   getPaymentLink: async (path) => expect((await call('POST', path, { token: devA.accessToken })).status).toBe(201),
   deletePaymentLink: async (path) => expect((await call('POST', path, { token: devA.accessToken })).status).toBe(201),
+};
+
+/** operationId -> the query a request needs besides its path and body. */
+const QUERIES: Record<string, string> = {
+  putUploadChunk: '?offset=0',
 };
 
 /** Developer A's request for `op`: real ids of A's (created on demand) and a valid body. */
@@ -245,6 +268,7 @@ async function requestOf(op: Operation, resources: OwnedResources): Promise<{ pa
   let path = op.path;
   for (const param of pathParams(op)) path = path.replace(`{${param}}`, await resources.get(param, op.operationId));
   await OWNER_PRECONDITIONS[op.operationId]?.(path);
+  path += QUERIES[op.operationId] ?? '';
   if (!op.hasBody) return { path, body: undefined };
   const sample = SAMPLE_BODIES[op.operationId];
   if (!sample) throw new Error(`${op.operationId} takes a body: add a valid sample to SAMPLE_BODIES in test/server/auth-sweep.test.ts`);

@@ -12,10 +12,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One HTTP/1.1 exchange over a raw socket, for what fetch cannot do: send a request's bytes in
- * pieces with pauses between them (`[bytes, pause ms]`), stop sending, or send malformed heads.
+ * pieces with pauses between them (`[bytes, pause ms]`), stop sending, drop the connection
+ * (`null`), or send malformed heads.
  * Resolves with the first answer once the server has sent it whole, or when it closes.
  */
-export function rawExchange(url: string, pieces: (string | Buffer | number)[]): Promise<RawAnswer> {
+export function rawExchange(url: string, pieces: (string | Buffer | number | null)[]): Promise<RawAnswer> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname);
@@ -47,7 +48,12 @@ export function rawExchange(url: string, pieces: (string | Buffer | number)[]): 
     socket.once('connect', async () => {
       for (const piece of pieces) {
         if (done || socket.destroyed) return;
-        if (typeof piece === 'number') await sleep(piece);
+        if (piece === null) {
+          // The client drops the connection here (status 0 unless an answer came first).
+          socket.destroy();
+          done = true;
+          resolve({ status: 0, headers: {}, body: '', closed: true });
+        } else if (typeof piece === 'number') await sleep(piece);
         else socket.write(piece);
       }
     });

@@ -17,7 +17,8 @@ import { paymentConnectStates } from './016_payment_connect_states.js';
 import { twoFactorAttempts } from './017_two_factor_attempts.js';
 import { apiKeyScopesAndPasswordReset } from './018_api_key_scopes_and_password_reset.js';
 import { downloadBytes } from './019_download_bytes.js';
+import { uploadSessions } from './020_upload_sessions.js';
 import { tenantFairnessAndQuotas } from './021_tenant_fairness_and_quotas.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, tenantFairnessAndQuotas];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, uploadSessions, tenantFairnessAndQuotas];

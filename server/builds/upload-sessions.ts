@@ -1,0 +1,230 @@
+import { createHash } from 'node:crypto';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import type { Clock } from '../clock.js';
+import { newId } from '../crypto/secrets.js';
+import type { Db } from '../db/knex.js';
+import { RequestError, assertThat } from '../errors.js';
+import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
+import type { BuildPlatform } from './schemas.js';
+import type { BuildsService } from './service.js';
+import type { BuildRow } from './store.js';
+
+/** An unfinished upload is kept this long after it was started, then swept with its chunks. */
+export const UPLOAD_SESSION_TTL_MS = 24 * 60 * 60_000;
+
+export interface UploadSessionRow {
+  id: string;
+  developer_id: string;
+  app_id: string;
+  filename: string;
+  platform: BuildPlatform;
+  python_version: string | null;
+  version: string | null;
+  size_bytes: number;
+  sha256: string;
+  received_bytes: number;
+  part_offsets: number[];
+  created_at: Date;
+  expires_at: Date;
+}
+
+export interface CreateUploadInput {
+  filename: string;
+  size_bytes: number;
+  sha256: string;
+  platform: BuildPlatform;
+  python_version?: string | undefined;
+  version?: string | undefined;
+}
+
+const partKey = (id: string, offset: number) => `uploads/${id}/${String(offset).padStart(15, '0')}`;
+const prefixOf = (id: string) => `uploads/${id}`;
+
+const fromDb = (row: Record<string, unknown>): UploadSessionRow => ({
+  ...(row as unknown as UploadSessionRow),
+  size_bytes: Number(row.size_bytes),
+  received_bytes: Number(row.received_bytes),
+  part_offsets: ((row.part_offsets as (string | number)[]) ?? []).map(Number),
+});
+
+/** Passes at most `max` bytes on; one more fails the stream with 413. */
+function capped(max: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      if (seen > max) return done(new RequestError('PAYLOAD_TOO_LARGE', `The chunk goes past the upload's declared size (${max} bytes left)`));
+      done(null, chunk);
+    },
+  });
+}
+
+/**
+ * Resumable uploads of artifacts over 100 MB (or any size): create a session with the file's size
+ * and SHA-256, send its bytes in chunks (`PUT ...?offset=n`, each stored once it arrived whole),
+ * ask where it stands after an interruption, and complete it: the chunks are joined, their SHA-256
+ * checked against the declared one, and the build made exactly as a single upload makes it.
+ * Sessions belong to the developer and app that created them; unfinished ones expire after a day.
+ * Only the BlobStorage operations are used (stage, commit, read, removeAll), so an object store works too.
+ */
+export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock: Clock; builds: BuildsService; maxArtifactBytes: number }) {
+  const { db, storage, clock, builds } = deps;
+  const table = () => db<Record<string, unknown>>('upload_sessions');
+
+  async function find(developerId: string, appId: string, id: string): Promise<UploadSessionRow> {
+    const row = await table().where({ id, developer_id: developerId, app_id: appId }).where('expires_at', '>', clock.now()).first();
+    assertThat(row, 'UPLOAD_NOT_FOUND', 'No such upload session for this app (never started, completed, deleted or expired)');
+    return fromDb(row);
+  }
+
+  async function discardSession(id: string): Promise<void> {
+    await storage.removeAll(prefixOf(id));
+  }
+
+  /** Removes expired sessions and their chunks (a few at a time, whoever comes by, and the periodic sweep). */
+  async function sweepExpired(limit = 20): Promise<number> {
+    const expired = await db.raw<{ rows: { id: string }[] }>(
+      `DELETE FROM upload_sessions WHERE id IN (SELECT id FROM upload_sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING id`,
+      [clock.now(), limit],
+    );
+    for (const { id } of expired.rows) await discardSession(id);
+    return expired.rows.length;
+  }
+
+  /** The chunks, in order, as one stream. */
+  function joined(session: UploadSessionRow): Readable {
+    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+    void (async () => {
+      try {
+        for (const offset of session.part_offsets) {
+          const part = await storage.read(partKey(session.id, offset));
+          for await (const chunk of part) if (!out.write(chunk)) await new Promise((resolve) => out.once('drain', resolve));
+        }
+        out.end();
+      } catch (err) {
+        out.destroy(err as Error);
+      }
+    })();
+    return out;
+  }
+
+  return {
+    sweepExpired,
+
+    async create(developerId: string, appId: string, input: CreateUploadInput): Promise<UploadSessionRow> {
+      const app = await builds.assertApp(developerId, appId);
+      if (input.platform !== 'cross_platform' && !app.platforms.includes(input.platform)) {
+        throw new RequestError('VALIDATION_FAILED', `body.platform: ${input.platform} is not one of the app's platforms (${app.platforms.join(', ')})`);
+      }
+      if (input.size_bytes > deps.maxArtifactBytes) {
+        throw new RequestError('PAYLOAD_TOO_LARGE', `size_bytes exceeds the ${deps.maxArtifactBytes}-byte limit`);
+      }
+      await sweepExpired();
+      const now = clock.now();
+      const [row] = await table()
+        .insert({
+          id: newId('upl'),
+          developer_id: developerId,
+          app_id: appId,
+          filename: input.filename,
+          platform: input.platform,
+          python_version: input.python_version ?? null,
+          version: input.version ?? null,
+          size_bytes: input.size_bytes,
+          sha256: input.sha256.toLowerCase(),
+          created_at: now,
+          expires_at: new Date(now.getTime() + UPLOAD_SESSION_TTL_MS),
+        })
+        .returning('*');
+      return fromDb(row!);
+    },
+
+    get: find,
+
+    /**
+     * Stores one chunk starting at `offset`, which must be where the session stands (409 with the
+     * right offset otherwise). A chunk cut off keeps nothing; resend it whole from the same offset.
+     */
+    async putChunk(developerId: string, appId: string, id: string, offset: number, body: Readable): Promise<UploadSessionRow> {
+      const session = await find(developerId, appId, id);
+      if (offset !== session.received_bytes) {
+        throw new RequestError('UPLOAD_OFFSET_MISMATCH', `This upload stands at byte ${session.received_bytes}; send the chunk that starts there`, {
+          headers: { 'Upload-Offset': String(session.received_bytes) },
+        });
+      }
+      const limit = capped(session.size_bytes - offset);
+      // Its failure can come before storage starts reading (a small chunk fits its buffer): storage
+      // still sees it (the stream is left errored), and nothing else should report it.
+      limit.on('error', () => {});
+      // A client gone mid-chunk: the chunk fails and nothing of it is kept.
+      body.on('error', (err) => limit.destroy(err));
+      body.on('aborted', () => limit.destroy(new Error('the request was aborted')));
+      const staged: StagedBlob = await storage.stage(body.pipe(limit));
+      if (staged.size === 0) {
+        await staged.discard();
+        return session;
+      }
+      try {
+        return await db.transaction(async (trx) => {
+          const [row] = await trx('upload_sessions')
+            .where({ id, received_bytes: offset })
+            .update({ received_bytes: trx.raw('received_bytes + ?', [staged.size]), part_offsets: trx.raw('array_append(part_offsets, ?::bigint)', [offset]) })
+            .returning('*');
+          if (!row) throw new RequestError('UPLOAD_OFFSET_MISMATCH', 'Another chunk at this offset was stored first; ask where the upload stands');
+          await staged.commit(partKey(id, offset));
+          return fromDb(row);
+        });
+      } catch (err) {
+        await staged.discard();
+        throw err;
+      }
+    },
+
+    /** Joins the chunks, checks their SHA-256 and makes the build (201, QUEUED); the session ends either way once the bytes are all there. */
+    async complete(developerId: string, appId: string, id: string): Promise<BuildRow> {
+      const session = await find(developerId, appId, id);
+      if (session.received_bytes !== session.size_bytes) {
+        throw new RequestError('UPLOAD_INCOMPLETE', `This upload has ${session.received_bytes} of its ${session.size_bytes} bytes; send the rest first`, {
+          headers: { 'Upload-Offset': String(session.received_bytes) },
+        });
+      }
+      const hash = createHash('sha256');
+      const hashing = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      });
+      const source = joined(session);
+      source.on('error', (err) => hashing.destroy(err));
+      const staged = await storage.stage(source.pipe(hashing));
+      try {
+        // Claimed once: a second complete of the same session finds it gone.
+        const claimed = await table().where({ id, developer_id: developerId }).delete();
+        assertThat(claimed === 1, 'UPLOAD_NOT_FOUND', 'This upload session was completed or deleted meanwhile');
+        await discardSession(id);
+        const sha256 = hash.digest('hex');
+        if (sha256 !== session.sha256 || staged.size !== session.size_bytes) {
+          throw new RequestError('UPLOAD_CHECKSUM_MISMATCH', `The bytes received hash to ${sha256}, not the declared ${session.sha256}: start a new upload`);
+        }
+        return await builds.upload(developerId, appId, {
+          platform: session.platform,
+          ...(session.python_version ? { python_version: session.python_version } : {}),
+          ...(session.version ? { version: session.version } : {}),
+          artifact: { filename: session.filename, stored: staged },
+        });
+      } catch (err) {
+        await staged.discard();
+        throw err;
+      }
+    },
+
+    async remove(developerId: string, appId: string, id: string): Promise<void> {
+      const removed = await table().where({ id, developer_id: developerId, app_id: appId }).delete();
+      assertThat(removed === 1, 'UPLOAD_NOT_FOUND', 'No such upload session for this app');
+      await discardSession(id);
+    },
+  };
+}
+
+export type UploadSessions = ReturnType<typeof createUploadSessions>;
