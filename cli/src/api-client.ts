@@ -11,6 +11,8 @@ export interface ApiClient {
   request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ApiResponse>;
   /** A multipart/form-data request whose file streams from disk, reporting progress. */
   upload(method: 'POST' | 'PUT', path: string, upload: MultipartUpload): Promise<ApiResponse>;
+  /** A PUT of raw bytes (`application/octet-stream`): a chunk of a resumable upload. */
+  putBytes(path: string, bytes: Uint8Array<ArrayBuffer>): Promise<ApiResponse>;
 }
 
 /** fetch, with a refused connection or a bad address said as what it is. */
@@ -64,5 +66,7 @@ export function apiClient(settings: () => Settings): ApiClient {
       const { contentType, length, body } = await multipartBody(upload);
       return send(method, path, { 'content-type': contentType, 'content-length': String(length) }, body);
     },
+
+    putBytes: (path, bytes) => send('PUT', path, { 'content-type': 'application/octet-stream' }, bytes),
   };
 }

@@ -8,6 +8,13 @@ import { CliError, EXIT } from './errors.js';
 import { appPath, queryString, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 import { progressBar } from './progress.js';
+import { RESUMABLE_THRESHOLD_BYTES, uploadResumable } from './resumable-upload.js';
+
+function positiveInteger(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${value} is not a positive whole number`, EXIT.USAGE);
+  return n;
+}
 
 interface Build extends Record<string, unknown> {
   id: string;
@@ -50,13 +57,26 @@ export function buildsCommand(api: ApiClient, print: (out: string) => void, stde
     .option('--python <version>', 'the Python version, stored with the build')
     .option('--version <version>', "the app version the build carries (default: package.json's)")
     .option('--no-wait', 'print the build as soon as it is QUEUED')
+    .option('--resumable', `send the file in chunks that survive interruptions (default for files over ${RESUMABLE_THRESHOLD_BYTES / 1024 / 1024} MB)`)
+    // Tests and slow links: smaller chunks lose less to an interruption.
+    .addOption(new Option('--chunk-bytes <bytes>', 'bytes per chunk of a resumable upload').argParser(positiveInteger).hideHelp())
     .action(async (opts) => {
-      if (!fs.statSync(opts.artifact, { throwIfNoEntry: false })?.isFile()) throw new CliError(`${opts.artifact} is not a readable file`, EXIT.USAGE);
+      const stat = fs.statSync(opts.artifact, { throwIfNoEntry: false });
+      if (!stat?.isFile()) throw new CliError(`${opts.artifact} is not a readable file`, EXIT.USAGE);
       const fields: Record<string, string> = { platform: opts.platform };
       if (opts.python !== undefined) fields.python_version = opts.python;
       if (opts.version !== undefined) fields.version = opts.version;
       const bar = progressBar(stderr, 'Uploading');
-      const { body } = await api.upload('POST', buildPath(opts.app), { fields, file: { field: 'artifact', path: opts.artifact }, onProgress: bar.update });
+      let body: unknown;
+      if (opts.resumable || stat.size > RESUMABLE_THRESHOLD_BYTES) {
+        body = await uploadResumable(api, appPath(opts.app), opts.artifact, fields, {
+          chunkBytes: opts.chunkBytes,
+          onProgress: bar.update,
+          onRetry: (why) => stderr.write(`\nUpload interrupted (${why}); resuming\n`),
+        });
+      } else {
+        ({ body } = await api.upload('POST', buildPath(opts.app), { fields, file: { field: 'artifact', path: opts.artifact }, onProgress: bar.update }));
+      }
       bar.done();
       stderr.write(`Build ${(body as Build).id}: ${(body as Build).status}\n`);
       const build = opts.wait ? await settled(opts.app, body as Build) : (body as Build);
