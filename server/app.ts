@@ -158,6 +158,12 @@ export function createApp(deps: AppDeps) {
   // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For, believed
   // only from the proxies LATCHKEY_TRUST_PROXY lists (resolveClientAddress, the first middleware).
   const app = new Koa({ proxy: config.trustProxy.any });
+  // Failures after the answer started (the error handler renders the rest): a client that left
+  // mid-download is routine, anything else a bug; both through the log, not Koa's console output.
+  app.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'ERR_STREAM_PREMATURE_CLOSE') log.debug({ err }, 'client left mid-answer');
+    else log.error({ err }, 'failure after the answer started');
+  });
   // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
   const portal = createPortal({ config, db, clock, masterKey, api: { router: api, routes } });
   app.use(resolveClientAddress(config.trustProxy));

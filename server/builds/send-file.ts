@@ -60,15 +60,17 @@ export const bytesOf = (ctx: Koa.Context, answer: FileAnswer): number => (answer
 
 /**
  * Sends a stored file with its length, its SHA-256 as a strong ETag, and Range and conditional
- * request support: `answer` as `planFileAnswer` decided it (planned here when not given).
+ * request support: `answer` as `planFileAnswer` decided it (planned here when not given). Answers
+ * the file's bytes that left the server: fewer than the answer carries when the client left early
+ * (where the storage is local files; otherwise all of them once the stream is handed to Koa).
  */
-export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile, answer = planFileAnswer(ctx, file)): Promise<void> {
+export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile, answer = planFileAnswer(ctx, file)): Promise<number> {
   ctx.set('ETag', `"${file.sha256}"`);
   ctx.set('Accept-Ranges', 'bytes');
   ctx.set('Cache-Control', 'private, no-cache');
   if (answer.status === 304) {
     ctx.status = 304;
-    return;
+    return 0;
   }
   const { range, length } = answer;
   ctx.status = answer.status;
@@ -78,22 +80,24 @@ export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, fil
   // HEAD answers the headers only; no file is opened.
   if (ctx.method === 'HEAD') {
     ctx.length = length;
-  } else if (storage.open) {
+    return 0;
+  }
+  if (storage.open) {
     const handle = await storage.open(file.key);
     ctx.length = length;
     // The bytes go out here, not through Koa's stream piping (headers are on ctx.res already).
     ctx.respond = false;
     try {
-      await sendFileBytes(ctx.res, handle, range?.start ?? 0, length);
+      return await sendFileBytes(ctx.res, handle, range?.start ?? 0, length);
     } catch (err) {
       // Nothing sent yet: the error handler answers as for any failure.
       if (!ctx.res.headersSent) ctx.respond = true;
       throw err;
     }
-  } else {
-    ctx.body = await storage.read(file.key, range ?? undefined);
-    ctx.length = length;
   }
+  ctx.body = await storage.read(file.key, range ?? undefined);
+  ctx.length = length;
+  return length;
 }
 
 /** Per download: two buffers in flight, about what a 1 MiB stream held. */
@@ -112,22 +116,29 @@ const SEND_CHUNK_BYTES = 1024 * 1024;
  * to the kernel (the write callback). A client that leaves ends it quietly; a read error cuts the
  * connection once bytes went out (the length was promised) and is thrown to be logged.
  */
-async function sendFileBytes(res: ServerResponse, handle: FileHandle, start: number, length: number): Promise<void> {
+async function sendFileBytes(res: ServerResponse, handle: FileHandle, start: number, length: number): Promise<number> {
   const size = Math.min(SEND_CHUNK_BYTES, length);
   const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
   const sent: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
   let clientLeft = false;
+  // Bytes the socket took (handed to the kernel): what left the server.
+  let handed = 0;
   try {
     for (let offset = 0, turn = 0; offset < length; turn ^= 1) {
       await sent[turn];
-      if (clientLeft || res.destroyed) return;
+      if (clientLeft || res.destroyed) {
+        await Promise.all(sent);
+        return handed;
+      }
       const buffer = buffers[turn]!;
       const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, length - offset), start + offset);
       if (bytesRead === 0) throw new Error(`the stored file ended ${length - offset} bytes short of its recorded size`);
       offset += bytesRead;
-      sent[turn] = taken(res, buffer.subarray(0, bytesRead), () => (clientLeft = true));
+      sent[turn] = taken(res, buffer.subarray(0, bytesRead), () => (clientLeft = true)).then((ok) => void (ok && (handed += bytesRead)));
     }
+    await Promise.all(sent);
     res.end();
+    return handed;
   } catch (err) {
     if (res.headersSent) res.destroy();
     throw err;
@@ -136,18 +147,18 @@ async function sendFileBytes(res: ServerResponse, handle: FileHandle, start: num
   }
 }
 
-/** Resolves once the socket has taken `chunk`, or the response is gone (its pending callbacks may never come). */
-function taken(res: ServerResponse, chunk: Buffer, onFailure: () => void): Promise<void> {
+/** Resolves (true) once the socket has taken `chunk`, or (false) when the response is gone (its pending callbacks may never come). */
+function taken(res: ServerResponse, chunk: Buffer, onFailure: () => void): Promise<boolean> {
   return new Promise((resolve) => {
     const gone = () => {
       onFailure();
-      resolve();
+      resolve(false);
     };
     res.once('close', gone);
     res.write(chunk, (err) => {
       res.off('close', gone);
       if (err) onFailure();
-      resolve();
+      resolve(!err);
     });
   });
 }

@@ -92,11 +92,14 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
           return null;
         }
         await store.updateShop(trx, scope.row.id, { offered_build_ids: [...offered], updated_at: clock.now() });
-        return { file, answer };
+        return { file, answer, storeLicenseId: scope.row.id };
       });
       if (!planned) return;
-      const { file, answer } = planned;
-      await sendStoredFile(ctx, deps.storage, { key: file.package_key, size: file.protected_size_bytes, sha256: file.sha256, name: file.package_name }, answer);
+      const { file, answer, storeLicenseId } = planned;
+      const sent = await sendStoredFile(ctx, deps.storage, { key: file.package_key, size: file.protected_size_bytes, sha256: file.sha256, name: file.package_name }, answer);
+      // Counted up front (so concurrent requests cannot pass the allowance); what never left is given back.
+      const unsent = bytesOf(ctx, answer) - sent;
+      if (unsent > 0) await downloadMeter.refund(store.db, { storeLicenseId, buildId: file.id, sizeBytes: Number(file.protected_size_bytes), bytes: unsent });
     },
   };
 }

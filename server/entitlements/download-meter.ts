@@ -24,6 +24,11 @@ const CHARGE = `
   DO UPDATE SET bytes_served = store_license_downloads.bytes_served + EXCLUDED.bytes_served, updated_at = EXCLUDED.updated_at
   RETURNING bytes_served`;
 
+/** Takes back $4 bytes of build $2 (of $3 bytes) counted for store license $1 that never left the server. */
+const REFUND = `
+  UPDATE store_license_downloads SET bytes_served = greatest(0, bytes_served - $4::bigint)
+  WHERE store_license_id = $1 AND build_id = $2 AND size_bytes = $3::bigint`;
+
 export interface Charge {
   storeLicenseId: string;
   buildId: string;
@@ -54,5 +59,15 @@ export const downloadMeter = {
     if (c.bytes === 0 || c.sizeBytes === 0) return (await downloadMeter.used(trx, c.storeLicenseId)) < c.limit;
     const rows = await hotQuery(trx, CHARGE, [c.storeLicenseId, c.buildId, c.sizeBytes, c.bytes, c.now, c.limit]);
     return rows.length === 1;
+  },
+
+  /**
+   * A download the client left early is counted for the bytes that left the server (handed to the
+   * network), not for all it asked: a customer on a flaky connection resumes without paying twice.
+   * No lock: a smaller count never lets anything past the allowance.
+   */
+  async refund(q: Knex, c: Omit<Charge, 'limit' | 'now'>): Promise<void> {
+    if (c.bytes <= 0) return;
+    await hotQuery(q, REFUND, [c.storeLicenseId, c.buildId, c.sizeBytes, c.bytes]);
   },
 };

@@ -10,14 +10,14 @@ afterAll(() => server.close());
 
 const SIZE = 4096;
 
-/** A store license whose app allows `limit` downloads, with one READY Linux build of SIZE bytes. */
-async function storeWithLimit(limit: number) {
+/** A store license whose app allows `limit` downloads, with one READY Linux build of `size` bytes. */
+async function storeWithLimit(limit: number, size = SIZE) {
   const m = await merchant(server, { platforms: ['linux-x64'], protection_level: 'none', download_limit: limit });
-  const build = await readyBuild(m, 'linux-x64', randomBytes(SIZE));
+  const build = await readyBuild(m, 'linux-x64', randomBytes(size));
   const b = brokerOf(m);
   const grant = await b.send(b.event());
   expect(grant.body.action).toBe('granted');
-  return { link: `${grant.body.delivery_url as string}/builds/${build.id}`, build };
+  return { link: `${grant.body.delivery_url as string}/builds/${build.id}`, build, db: m.server.database.db };
 }
 
 /** Status and body length of one request. */
@@ -75,5 +75,25 @@ describe('store delivery download allowance, counted in bytes', () => {
     expect(await fetchBytes(s.link, { range: `bytes=0-${SIZE / 2 - 1}` })).toEqual({ status: 206, bytes: SIZE / 2 });
     expect(await fetchBytes(s.link, { range: `bytes=${SIZE / 2}-`, 'if-range': `"${s.build.sha256}"` })).toEqual({ status: 206, bytes: SIZE / 2 });
     expect((await fetchBytes(s.link, { range: 'bytes=0-0' })).status).toBe(403);
+  });
+
+  it('counts a download the client leaves early for the bytes that left the server, not the whole file', async () => {
+    const big = 32 * 1024 * 1024;
+    const s = await storeWithLimit(1, big);
+    const aborted = new AbortController();
+    const res = await fetch(s.link, { signal: aborted.signal });
+    expect(res.status).toBe(200);
+    aborted.abort();
+    // The server gives back what it never sent once it sees the client gone.
+    let served = big;
+    for (let i = 0; i < 100 && served >= big; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const row = await s.db('store_license_downloads').where({ build_id: s.build.id }).first();
+      served = Number(row.bytes_served);
+    }
+    expect(served).toBeLessThan(big);
+    // What is left of the allowance still serves the rest of the file.
+    const rest = await fetchBytes(s.link, { range: `bytes=${served}-`, 'if-range': `"${s.build.sha256}"` });
+    expect(rest).toEqual({ status: 206, bytes: big - served });
   });
 });
