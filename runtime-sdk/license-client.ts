@@ -4,8 +4,9 @@
  * `refresh` and the background refresh, whose outcomes arrive as `change` events.
  */
 import path from 'node:path';
-import { createAuthorityClient, type AuthorityClient } from './authority/authority-client.js';
+import { createAuthorityClient, type AuthorityClient, type GrantContext } from './authority/authority-client.js';
 import { normalizeLicenseKey } from './authority/license-key.js';
+import { unwrapContentKey } from './engine/content-key.js';
 import { LicenseError, type LicenseErrorCode } from './errors.js';
 import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events.js';
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
@@ -90,7 +91,7 @@ export class LicenseClient {
     const key = normalizeLicenseKey(licenseKey);
     return this.exclusive(async () => {
       const device = await this.verifiedFingerprint();
-      const grant = await this.authority.activate({ license_key: key, device_fingerprint: device, build_id: this.options.buildId });
+      const grant = await this.authority.activate({ license_key: key, device_fingerprint: device, ...this.grantContext() });
       await this.acceptGrant(grant.token, device, key);
       this.scheduler.reset('ok');
       return this.evaluate();
@@ -133,6 +134,18 @@ export class LicenseClient {
   /** @internal for `createUpdater`: the update calls, made with the license key without handing it out. */
   updateChannel(): UpdateChannel {
     return createUpdateChannel(this.options, path.dirname(this.options.cacheFile), this.vault, this.authority);
+  }
+
+  /**
+   * @internal for the engine of a protected build: the content key of `buildId`, unwrapped with this
+   * installation's device key from the held token, or null when the token carries none for it (a
+   * build installed since the last refresh, or a license the authority no longer grants).
+   */
+  contentKey(buildId: string): Buffer | null {
+    const wrapped = this.vault.claims?.content_key;
+    if (!wrapped || !this.lastStatus.usable) return null;
+    const context = { buildId, licenseId: this.vault.claims!.sub, device: this.vault.claims!.device };
+    return this.vault.readDeviceKey((pair) => unwrapContentKey(wrapped, pair, context));
   }
 
   /** @internal called once by `createLicenseClient`. */
@@ -180,7 +193,7 @@ export class LicenseClient {
     if (token !== undefined) {
       const device = this.vault.fingerprint.hash;
       try {
-        return { token: (await this.authority.refresh({ token })).token, device };
+        return { token: (await this.authority.refresh({ token, ...this.grantContext() })).token, device };
       } catch (err) {
         if (!(err instanceof LicenseError && err.code === 'TOKEN_NOT_RECOGNISED' && this.vault.hasLicenseKey)) throw err;
       }
@@ -188,7 +201,11 @@ export class LicenseClient {
     const device = await this.verifiedFingerprint();
     const licenseKey = this.vault.readLicenseKey((k) => k);
     if (licenseKey === undefined) throw new LicenseError('NOT_ACTIVATED', 'the device changed since activation; the key must be entered again');
-    return { token: (await this.authority.refresh({ license_key: licenseKey, device_fingerprint: device })).token, device };
+    return { token: (await this.authority.refresh({ license_key: licenseKey, device_fingerprint: device, ...this.grantContext() })).token, device };
+  }
+
+  private grantContext(): GrantContext {
+    return { build_id: this.options.buildId, device_key: this.vault.devicePublicKey };
   }
 
   private async acceptGrant(token: string, device: string, licenseKey?: string): Promise<void> {

@@ -54,6 +54,18 @@ export interface RuntimeTokenClaims {
   iat: number;
   /** `iat` + offline grace: the last moment the token may be used without contacting the authority. */
   exp: number;
+  /** The content key of the protected build the device runs, wrapped for this device alone (engine/content-key.ts). */
+  content_key?: WrappedContentKey;
+}
+
+/** A build's content key wrapped for one device; every field base64url (docs/protocol.md, "Protected builds"). */
+export interface WrappedContentKey {
+  build_id: string;
+  /** The authority's ephemeral X25519 public key. */
+  epk: string;
+  iv: string;
+  /** The encrypted 32-byte key followed by its 16-byte GCM tag. */
+  ct: string;
 }
 
 /** Stable reasons a signed document is refused; callers map them to their own errors. */

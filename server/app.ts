@@ -5,6 +5,7 @@ import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
 import { activationRoutes } from './activations/routes.js';
 import { createActivationsService } from './activations/service.js';
+import { createContentKeyRelease } from './activations/content-key-release.js';
 import { createActivationsStore } from './activations/store.js';
 import { appRoutes } from './apps/routes.js';
 import { createAppsService } from './apps/service.js';
@@ -123,6 +124,7 @@ export function createApp(deps: AppDeps) {
     clock,
     keyring,
     limits: licenseLimits,
+    releaseContentKey: createContentKeyRelease({ db, masterKey }),
   });
   const authenticator = createAuthenticator(
     { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey, entitlementWebhook: entitlementWebhook.verify },

@@ -23,8 +23,13 @@ export interface AuthorityOptions {
   retryBaseDelayMs: number;
 }
 
-export type ActivateBody = { license_key: string; device_fingerprint: string; build_id: string | null };
-export type RefreshBody = { token: string } | { license_key: string; device_fingerprint: string };
+/**
+ * What each grant request says of the installation: the running build and the public half of its
+ * X25519 key pair, to which the authority wraps that build's content key (docs/protocol.md).
+ */
+export type GrantContext = { build_id: string | null; device_key: string };
+export type ActivateBody = GrantContext & { license_key: string; device_fingerprint: string };
+export type RefreshBody = GrantContext & ({ token: string } | { license_key: string; device_fingerprint: string });
 
 /** The only field trusted is the signed token; the unsigned `policy` and `expires_at` are echoed in its claims. */
 export interface Grant {

@@ -3,13 +3,27 @@
  * `runProtectedApp` with the values baked in at protection time, and the app's own code starts
  * only once the license gate is passed.
  */
+import path from 'node:path';
+import type { LicenseClient } from '../license-client.js';
 import type { PublicJwkInput } from '../options.js';
 import { createUpdater } from '../updates/index.js';
 import { isIntact } from './integrity.js';
 import { passLicenseGate, processIo } from './license-gate.js';
+import { importFromMemory } from './memory-import.js';
+import { openVault, type VaultFiles } from './vault.js';
 import { ENGINE_VERSION } from './version.js';
+import { installVirtualFs } from './virtual-fs.js';
 
 export { ENGINE_VERSION } from './version.js';
+export { sealVault, type VaultFiles } from './vault.js';
+export { CONTENT_KEY_BYTES, DEVICE_KEY_PATTERN, wrapContentKey, type ContentKeyContext } from './content-key.js';
+
+/** The vault entry holding the app's code, bundled into one ES module; every other entry is a file of the app. */
+export const APP_MODULE = '.latchkey/app.mjs';
+/** The global symbol key naming the folder the app's files are served from (see bundle.ts's prelude). */
+export const APP_ROOT_KEY = 'latchkey.appRoot';
+/** That folder, beside the protected file; it never exists on disk. */
+const APP_FOLDER = '.latchkey-app';
 
 /** What protection bakes into the build. */
 export interface EngineConfig {
@@ -32,7 +46,8 @@ export interface ProtectedEntry {
   config: EngineConfig;
   /** The file the protected code is in: the bundle, or the single executable. */
   ownFile: string;
-  startApp(): Promise<unknown>;
+  /** The app's code and files, sealed under the build's content key (vault.ts), base64. */
+  vault: string;
 }
 
 /** Exit code of a protected app that could not get a usable license (or was modified). */
@@ -45,11 +60,13 @@ const UNLICENSED_EXIT_CODE = 2;
 const REQUEST_TIMEOUT_MS = 5_000;
 const RETRY_LIMIT = 1;
 
-export async function runProtectedApp({ config, ownFile, startApp }: ProtectedEntry): Promise<void> {
-  if (config.integrity && !(await isIntact(ownFile, config.integrity))) {
-    processIo.say('This app has been modified and cannot start. Install it again from its vendor.');
+export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry): Promise<void> {
+  const refuse = (message: string) => {
+    processIo.say(message);
     process.exitCode = UNLICENSED_EXIT_CODE;
-    return;
+  };
+  if (config.integrity && !(await isIntact(ownFile, config.integrity))) {
+    return refuse('This app has been modified and cannot start. Install it again from its vendor.');
   }
   const { integrity: _checked, appName, ...options } = config;
   const license = await passLicenseGate({
@@ -64,6 +81,18 @@ export async function runProtectedApp({ config, ownFile, startApp }: ProtectedEn
     process.exitCode = UNLICENSED_EXIT_CODE;
     return;
   }
+  const files = await unlockApp(license, config.buildId, vault);
+  if (files === 'no_key') {
+    return refuse('This app cannot be unlocked on this device yet: connect to the internet once and start it again.');
+  }
+  if (files === 'altered') return refuse('This app has been modified and cannot start. Install it again from its vendor.');
+  const app = files.get(APP_MODULE)!;
+  files.delete(APP_MODULE);
+  // The app's files are served from memory under the folder it would have had beside this file.
+  const root = path.join(path.dirname(ownFile), APP_FOLDER);
+  (globalThis as Record<symbol, unknown>)[Symbol.for(APP_ROOT_KEY)] = root;
+  installVirtualFs(root, files);
+
   // A short-lived command-line app is gone before the background refresh would run: it checks in
   // once on the way out instead, so a revocation or renewal takes effect on its next start.
   process.once('beforeExit', () => void license.refresh().catch(() => undefined));
@@ -72,7 +101,23 @@ export async function runProtectedApp({ config, ownFile, startApp }: ProtectedEn
   // this process and starts the new version with the same arguments.
   const updater = createUpdater({ license, appName, appFile: ownFile });
   void updater.checkInBackground();
-  await startApp();
+  await importFromMemory(app);
   // The app's code loaded and ran its start: this version works, the old copy can go.
   void updater.markHealthy();
+}
+
+/**
+ * The app's files: the content key comes from the held token, or from the authority when the token
+ * carries none for this build (the first start of a build installed since the last refresh).
+ */
+async function unlockApp(license: LicenseClient, buildId: string, vault: string): Promise<VaultFiles | 'no_key' | 'altered'> {
+  let key = license.contentKey(buildId);
+  if (!key) {
+    await license.refresh().catch(() => undefined);
+    key = license.contentKey(buildId);
+  }
+  if (!key) return 'no_key';
+  const files = openVault(Buffer.from(vault, 'base64'), key, buildId);
+  key.fill(0);
+  return files ?? 'altered';
 }

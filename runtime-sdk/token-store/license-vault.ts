@@ -4,6 +4,7 @@
  * authority can lift. Loads from and saves to the encrypted cache file; writes are serialised.
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
+import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
 import { computeFingerprint, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
 import { quickAnchor } from '../fingerprint/quick-anchor.js';
 import type { ResolvedOptions } from '../options.js';
@@ -29,6 +30,8 @@ interface CachePayload extends OnlineRecord {
   token: string;
   licenseKey: string;
   verdict: Verdict | null;
+  /** This installation's X25519 key pair: protected builds' content keys are wrapped to it. */
+  deviceKey?: DeviceKeyPair;
 }
 
 export interface DeviceFingerprint {
@@ -50,6 +53,7 @@ export class LicenseVault {
   private token: SecretBuffer | undefined;
   private licenseKey: SecretBuffer | undefined;
   private cacheKey: SecretBuffer;
+  private deviceKey: SecretBuffer;
   private writes: Promise<void> = Promise.resolve();
   private savedHighWaterAt = 0;
   claims: RuntimeTokenClaims | null = null;
@@ -63,6 +67,7 @@ export class LicenseVault {
     public fingerprint: DeviceFingerprint,
   ) {
     this.cacheKey = memory.store(deriveCacheKey(fingerprint.hash, options.fingerprintSalt, options.appId));
+    this.deviceKey = storeKeyPair(memory, generateDeviceKeyPair());
   }
 
   static async open(options: ResolvedOptions, memory: SecretMemory): Promise<LicenseVault> {
@@ -111,6 +116,7 @@ export class LicenseVault {
     this.licenseKey = move(this.licenseKey);
     this.memoKey = move(this.memoKey);
     this.cacheKey = move(this.cacheKey)!;
+    this.deviceKey = move(this.deviceKey)!;
     this.memory = memory;
   }
 
@@ -137,6 +143,16 @@ export class LicenseVault {
 
   readLicenseKey<T>(use: (key: string) => T): T | undefined {
     return this.licenseKey?.read((bytes) => use(bytes.toString('utf8')));
+  }
+
+  /** The installation's X25519 key pair, to unwrap a content key with. */
+  readDeviceKey<T>(use: (pair: DeviceKeyPair) => T): T {
+    return this.deviceKey.read((bytes) => use(JSON.parse(bytes.toString('utf8')) as DeviceKeyPair));
+  }
+
+  /** The public half, sent with activation and refresh. */
+  get devicePublicKey(): string {
+    return this.readDeviceKey((pair) => pair.x);
   }
 
   /**
@@ -181,9 +197,16 @@ export class LicenseVault {
     await this.save();
   }
 
+  /**
+   * A verdict worth keeping is saved, and the device key pair replaced: content keys wrapped to the
+   * old one (in the token this cache still holds) can no longer be opened, even by a patched runtime.
+   */
   async storeVerdict(verdict: Verdict): Promise<void> {
     this.verdict = verdict;
-    if (this.record && PERSISTED_VERDICTS.includes(verdict.reason)) await this.save();
+    if (!PERSISTED_VERDICTS.includes(verdict.reason)) return;
+    this.deviceKey.dispose();
+    this.deviceKey = storeKeyPair(this.memory, generateDeviceKeyPair());
+    if (this.record) await this.save();
   }
 
   /** Raises the high-water mark to `now`; saved at most once a minute. */
@@ -201,6 +224,7 @@ export class LicenseVault {
   dispose(): void {
     this.forgetSecrets();
     this.cacheKey.dispose();
+    this.deviceKey.dispose();
     this.memoKey?.dispose();
   }
 
@@ -227,6 +251,10 @@ export class LicenseVault {
     this.record = { lastOnlineAt: payload.lastOnlineAt, serverSkewMs: payload.serverSkewMs, highWaterAt: payload.highWaterAt };
     this.savedHighWaterAt = payload.highWaterAt;
     this.verdict = payload.verdict;
+    if (payload.deviceKey) {
+      this.deviceKey.dispose();
+      this.deviceKey = storeKeyPair(this.memory, payload.deviceKey);
+    }
     try {
       this.claims = verifyRuntimeToken(payload.token, this.options.publicKeys, { appId: this.options.appId, device: this.fingerprint.hash });
     } catch {
@@ -241,7 +269,9 @@ export class LicenseVault {
       if (!record || !this.token || !this.licenseKey) return;
       const verdict = this.verdict && PERSISTED_VERDICTS.includes(this.verdict.reason) ? this.verdict : null;
       const payload = this.token.read((token) =>
-        this.licenseKey!.read((licenseKey) => JSON.stringify({ token: token.toString('utf8'), licenseKey: licenseKey.toString('utf8'), ...record, verdict })),
+        this.licenseKey!.read((licenseKey) =>
+          this.readDeviceKey((deviceKey) => JSON.stringify({ token: token.toString('utf8'), licenseKey: licenseKey.toString('utf8'), ...record, verdict, deviceKey })),
+        ),
       );
       const text = sealEnvelope({
         components: this.fingerprint.components,
@@ -285,6 +315,10 @@ export function probeFingerprint(options: ResolvedOptions, only: readonly Compon
   });
 }
 
+function storeKeyPair(memory: SecretMemory, pair: DeviceKeyPair): SecretBuffer {
+  return memory.store(Buffer.from(JSON.stringify(pair), 'utf8'));
+}
+
 /** Binds both boxes to the file format and the app, so one app's cache cannot stand in for another's. */
 function aadFor(options: ResolvedOptions): string {
   return `latchkey-license-cache/v1/${options.appId}`;
@@ -295,7 +329,8 @@ function parsePayload(plaintext: Buffer): CachePayload | undefined {
     const p = JSON.parse(plaintext.toString('utf8')) as Partial<CachePayload>;
     const numbers = [p.lastOnlineAt, p.serverSkewMs, p.highWaterAt].every((n) => typeof n === 'number' && Number.isFinite(n));
     const verdictOk = p.verdict === null || (typeof p.verdict === 'object' && typeof p.verdict?.state === 'string');
-    return typeof p.token === 'string' && typeof p.licenseKey === 'string' && numbers && verdictOk ? (p as CachePayload) : undefined;
+    const deviceKeyOk = p.deviceKey === undefined || (typeof p.deviceKey?.d === 'string' && typeof p.deviceKey.x === 'string');
+    return typeof p.token === 'string' && typeof p.licenseKey === 'string' && numbers && verdictOk && deviceKeyOk ? (p as CachePayload) : undefined;
   } catch {
     return undefined;
   }

@@ -1,4 +1,4 @@
-import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimeTokenClaims } from '@latchkey/runtime-sdk/protocol';
+import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimeTokenClaims, type WrappedContentKey } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import type { LicenseRead } from '../licenses/store.js';
@@ -17,6 +17,8 @@ export function issueRuntimeToken(
   offlineGraceHours: number,
   device: string,
   now: Date,
+  /** The running protected build's content key, wrapped for this device. */
+  contentKey: WrappedContentKey | null,
 ): ActivationResult {
   const policy = { device_limit: license.device_limit, offline_grace_hours: offlineGraceHours };
   const iat = seconds(now);
@@ -32,6 +34,7 @@ export function issueRuntimeToken(
     license_expires_at: license.expires_at ? seconds(license.expires_at) : null,
     iat,
     exp,
+    ...(contentKey ? { content_key: contentKey } : {}),
   };
   return { token: keyring.sign(DOCUMENT_TYPES.runtimeToken, claims), expires_at: new Date(exp * 1000).toISOString(), policy };
 }

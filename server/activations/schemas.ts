@@ -1,3 +1,4 @@
+import { DEVICE_KEY_PATTERN } from '@latchkey/runtime-sdk/engine';
 import { FINGERPRINT_PATTERN } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { Platform } from '../apps/schemas.js';
@@ -10,6 +11,13 @@ const Fingerprint = z
   .string()
   .regex(FINGERPRINT_PATTERN, 'must be the SDK fingerprint hash: 64 lower-case hex characters')
   .describe('Salted SHA-256 of the device, computed by the SDK; raw hardware identifiers are never sent');
+
+const DeviceKey = z
+  .string()
+  .regex(DEVICE_KEY_PATTERN, 'must be an X25519 public key: 32 bytes, base64url without padding')
+  .describe("The installation's X25519 public key; a protected build's content key is wrapped to it (docs/protocol.md)");
+
+const BuildIdField = z.string().min(1).max(64);
 
 const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
 
@@ -24,7 +32,8 @@ export type DeviceReport = z.infer<typeof DeviceReport>;
 export const ActivateBody = DeviceReport.extend({
   license_key: LicenseKeyInput,
   device_fingerprint: Fingerprint,
-  build_id: z.string().min(1).max(64).nullable().default(null).describe('null: an app embedding the SDK without a protected build'),
+  build_id: BuildIdField.nullable().default(null).describe('null: an app embedding the SDK without a protected build'),
+  device_key: DeviceKey.optional(),
 });
 export type ActivateInput = z.infer<typeof ActivateBody>;
 
@@ -34,11 +43,14 @@ export const RefreshBody = DeviceReport.extend({
   token: z.string().min(1).max(MAX_TOKEN_CHARS).optional().describe('The current runtime token; an expired one is accepted if genuine'),
   license_key: LicenseKeyInput.optional(),
   device_fingerprint: Fingerprint.optional(),
+  build_id: BuildIdField.nullable().default(null).describe('The running build, whose content key the answer carries when it is a protected build'),
+  device_key: DeviceKey.optional().describe('With a token, recorded only for a device that has none yet; with the license key, it replaces the one on record'),
 })
-  .transform(({ token, license_key, device_fingerprint, ...report }, ctx) => {
-    if (token !== undefined) return { credential: { kind: 'token' as const, token }, report };
+  .transform(({ token, license_key, device_fingerprint, build_id, device_key, ...report }, ctx) => {
+    const content = { buildId: build_id, deviceKey: device_key };
+    if (token !== undefined) return { credential: { kind: 'token' as const, token }, report, content };
     if (license_key !== undefined && device_fingerprint !== undefined) {
-      return { credential: { kind: 'license_key' as const, license_key, device_fingerprint }, report };
+      return { credential: { kind: 'license_key' as const, license_key, device_fingerprint }, report, content };
     }
     ctx.addIssue({ code: 'custom', message: 'send either token, or license_key and device_fingerprint' });
     return z.NEVER;

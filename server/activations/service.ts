@@ -5,6 +5,7 @@ import { enforceLicenseLimit, type LicenseLimits, type RateLimitReport } from '.
 import { rateLimited } from '../http/rate-window.js';
 import { NO_COMMITMENT_TRIAL_DAYS, assertUsable, isUnstartedTrial } from '../licenses/rules.js';
 import type { Keyring } from '../signing/keyring.js';
+import type { ContentKeyRelease } from './content-key-release.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
 import type { ActivateInput, ActivationResult, DeviceReport, RefreshInput } from './schemas.js';
 import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
@@ -17,8 +18,14 @@ const deviceLimitExceeded = (limit: number) =>
     `The license is already active on ${limit} device(s), its limit; deactivate one or reset devices`,
   );
 
-export function createActivationsService(deps: { store: ActivationsStore; clock: Clock; keyring: Keyring; limits: LicenseLimits }) {
-  const { store, clock, keyring, limits } = deps;
+export function createActivationsService(deps: {
+  store: ActivationsStore;
+  clock: Clock;
+  keyring: Keyring;
+  limits: LicenseLimits;
+  releaseContentKey: ContentKeyRelease;
+}) {
+  const { store, clock, keyring, limits, releaseContentKey } = deps;
 
   /**
    * A usable non-trial license the activation statement did not activate the device on: the
@@ -59,7 +66,7 @@ export function createActivationsService(deps: { store: ActivationsStore; clock:
      */
     async activate(input: ActivateInput, report: RateLimitReport): Promise<ActivationResult> {
       const now = clock.now();
-      const { device_fingerprint: device, license_key: licenseKey, build_id: buildId, ...deviceReport } = input;
+      const { device_fingerprint: device, license_key: licenseKey, build_id: buildId, device_key: deviceKey, ...deviceReport } = input;
       const velocity = limits.window('activation');
       const activation = { licenseKey, buildId, device, report: deviceReport };
       let found: ActivationLookup | undefined;
@@ -82,7 +89,8 @@ export function createActivationsService(deps: { store: ActivationsStore; clock:
       let license: RuntimeLicense = found;
       if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
       else if (!found.device_known && !found.device_added) await refuseOrTouch(found, device, deviceReport, now);
-      return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now);
+      const contentKey = await releaseContentKey({ licenseId: license.id, appId: license.app_id, device, buildId, presentedKey: deviceKey, mayReplaceKey: true });
+      return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now, contentKey);
     },
 
     /**
@@ -92,7 +100,7 @@ export function createActivationsService(deps: { store: ActivationsStore; clock:
      */
     async refresh(input: RefreshInput, report: RateLimitReport): Promise<ActivationResult> {
       const now = clock.now();
-      const { credential, report: deviceReport } = input;
+      const { credential, report: deviceReport, content } = input;
       let by: { id: string } | { key: string };
       let device: string;
       if (credential.kind === 'token') {
@@ -112,7 +120,15 @@ export function createActivationsService(deps: { store: ActivationsStore; clock:
         'DEVICE_NOT_ACTIVATED',
         'This device is not activated on the license (its devices may have been reset); activate it again',
       );
-      return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now);
+      const contentKey = await releaseContentKey({
+        licenseId: license.id,
+        appId: license.app_id,
+        device,
+        buildId: content.buildId,
+        presentedKey: content.deviceKey,
+        mayReplaceKey: credential.kind === 'license_key',
+      });
+      return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey);
     },
   };
 }
