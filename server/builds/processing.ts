@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { ENGINE_VERSION, type EngineConfig } from '@latchkey/runtime-sdk/engine';
 import type { PROTECTION_LEVELS } from '../apps/schemas.js';
-import type { NodeBinaries } from '../config.js';
+import type { NodeRuntimeSource } from '../config.js';
 import { BundleError } from './protection/bundle.js';
 import { AppLayoutError, appFromEntryFile, findAppInArchive, isEntryFileName, type JavaScriptApp } from './protection/javascript-app.js';
-import { protectJavaScriptApp } from './protection/protect.js';
+import { PackagingError, protectJavaScriptApp } from './protection/protect.js';
 import type { BuildPlatform, PackageFormat } from './schemas.js';
 import { archiveKindOf, ArtifactUnpacker, type ArchiveKind, type NestedFile } from './scanning/archive.js';
 import { ScanRefusal, type ScanFinding, type ScanStatus } from './scanning/findings.js';
@@ -87,7 +87,7 @@ export async function inspectArtifact(scanners: Scanner[], artifact: string, art
  * behind the runtime engine; anything else, or any app at protection level `none`, is delivered as
  * uploaded. Refusals and unusable apps are outcomes; a thrown error is a fault worth retrying.
  */
-export function createProcessor(deps: { scanners: Scanner[]; nodeBinaries: NodeBinaries }): Processor {
+export function createProcessor(deps: { scanners: Scanner[]; nodeRuntimes: NodeRuntimeSource }): Processor {
   return {
     async process(input, signal) {
       const { finding, archive, unpackedDir, unpacked } = await inspectArtifact(deps.scanners, input.artifact, input.artifactName, input.workDir, signal);
@@ -122,12 +122,13 @@ export function createProcessor(deps: { scanners: Scanner[]; nodeBinaries: NodeB
           engine: { ...input.engine, appVersion: version ?? UNVERSIONED },
           platform: input.platform,
           hardened: input.protectionLevel === 'hardened',
-          nodeBinaries: deps.nodeBinaries,
+          nodeRuntimes: deps.nodeRuntimes,
           workDir: input.workDir,
         });
         return { ok: true, package: protectedPackage, protection_level: input.protectionLevel, engine_version: ENGINE_VERSION, version };
       } catch (err) {
         if (err instanceof BundleError) return { ok: false, scan_status: 'CLEAN', reason: `the app could not be bundled: ${err.message}` };
+        if (err instanceof PackagingError) return { ok: false, scan_status: 'CLEAN', reason: err.message };
         throw err;
       }
     },

@@ -34,6 +34,8 @@ function downloadName(build: BuildForProcessing, outcome: Ready): string {
       return packageFileName(build.app_name, outcome.version, build.platform, '.mjs');
     case 'single_executable':
       return packageFileName(build.app_name, outcome.version, build.platform, build.platform.startsWith('win') ? '.exe' : '');
+    case 'launcher_archive':
+      return packageFileName(build.app_name, outcome.version, build.platform, '.tar.gz');
   }
 }
 

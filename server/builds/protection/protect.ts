@@ -1,7 +1,8 @@
 import path from 'node:path';
-import { buildSingleExecutable, singleExecutableUnavailable, type ExecutableFormat } from '@latchkey/native/sea';
+import { buildDeliverable, DeliverableUnavailableError } from '@latchkey/native/deliverable';
+import { RuntimeIntegrityError } from '@latchkey/native/runtimes';
 import type { EngineConfig } from '@latchkey/runtime-sdk/engine';
-import type { NodeBinaries } from '../../config.js';
+import type { NodeRuntimeSource } from '../../config.js';
 import type { BuildPlatform, PackageFormat } from '../schemas.js';
 import { BundleError, bundleWithEngine } from './bundle.js';
 import type { JavaScriptApp } from './javascript-app.js';
@@ -12,7 +13,7 @@ export interface ProtectionJob {
   platform: BuildPlatform;
   /** Minified, and checked for modification at every start. */
   hardened: boolean;
-  nodeBinaries: NodeBinaries;
+  nodeRuntimes: NodeRuntimeSource;
   workDir: string;
 }
 
@@ -21,25 +22,22 @@ export interface ProtectedPackage {
   format: Exclude<PackageFormat, 'as_uploaded'>;
 }
 
-const EXECUTABLE_FORMATS: Record<string, ExecutableFormat> = { linux: 'elf', win: 'pe', mac: 'macho' };
+/** The platform's deliverable cannot be made (a runtime that fails its pinned integrity, a server no runtime runs on): the build fails with this reason. */
+export class PackagingError extends Error {}
 
-/** The Node binary for a single executable on `platform`, or null for a JavaScript bundle. */
-async function nodeBinaryFor(platform: BuildPlatform, nodeBinaries: NodeBinaries): Promise<string | null> {
-  const binary = platform === 'cross_platform' ? undefined : nodeBinaries[platform];
-  // Packaging that is not possible here (postject missing, binary unreadable) falls back to the bundle.
-  return binary && (await singleExecutableUnavailable(binary)) === null ? binary : null;
-}
+/** The launcher's name in a macOS archive: the app's name as a command. */
+const commandName = (appName: string): string => appName.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app';
 
 /**
- * The app bundled behind the runtime engine: a single executable where a Node binary is configured
- * for the build's platform, otherwise a JavaScript bundle that runs on any Node >= 20.
+ * The app bundled behind the runtime engine: for `cross_platform` a JavaScript bundle that runs on
+ * any Node >= 20 (installed by the customer); for every other platform what runs without Node
+ * installed, with the pinned Node runtime of that platform (native/deliverable).
  */
 export async function protectJavaScriptApp(job: ProtectionJob): Promise<ProtectedPackage> {
-  const nodeBinary = await nodeBinaryFor(job.platform, job.nodeBinaries);
   const bundle = (format: 'esm' | 'cjs', outfile: string) =>
     bundleWithEngine({ app: job.app, engine: job.engine, format, hardened: job.hardened, workDir: job.workDir, outfile });
 
-  if (!nodeBinary) {
+  if (job.platform === 'cross_platform') {
     const file = path.join(job.workDir, 'protected.mjs');
     await bundle('esm', file);
     return { file, format: 'javascript_bundle' };
@@ -50,13 +48,18 @@ export async function protectJavaScriptApp(job: ProtectionJob): Promise<Protecte
   } catch (err) {
     if (err instanceof BundleError && /Top-level await is currently not supported/.test(err.message)) {
       throw new BundleError(
-        `${err.message.replace(/Top-level await.*$/, '')}top-level await cannot run in a Node 20 single executable, which runs its script as CommonJS; ` +
+        `${err.message.replace(/Top-level await.*$/, '')}top-level await cannot run in an executable's script, which Node runs as CommonJS; ` +
           'move it into an async function, or upload the build as cross_platform to get a JavaScript bundle',
       );
     }
     throw err;
   }
-  const file = path.join(job.workDir, 'protected-executable');
-  await buildSingleExecutable({ script, nodeBinary, format: EXECUTABLE_FORMATS[job.platform.split('-')[0]!]!, output: file, workDir: job.workDir });
-  return { file, format: 'single_executable' };
+  try {
+    const delivered = await buildDeliverable({ platform: job.platform, script, name: commandName(job.engine.appName), runtimes: job.nodeRuntimes, workDir: job.workDir });
+    return { file: delivered.file, format: delivered.format };
+  } catch (err) {
+    if (err instanceof RuntimeIntegrityError) throw new PackagingError(`the Node runtime for ${job.platform} could not be used: ${err.message}`);
+    if (err instanceof DeliverableUnavailableError) throw new PackagingError(`this server cannot make ${job.platform} executables: ${err.message}`);
+    throw err;
+  }
 }
