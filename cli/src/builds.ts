@@ -56,6 +56,7 @@ export function buildsCommand(api: ApiClient, print: (out: string) => void, stde
     .addOption(new Option('--platform <platform>', "the platform the build is for: one of the app's, or cross_platform").choices(BUILD_PLATFORMS).makeOptionMandatory())
     .option('--python <version>', 'the Python version, stored with the build')
     .option('--version <version>', "the app version the build carries (default: package.json's)")
+    .option('--entry <path>', "the file the app starts from, or one of package.json's bin commands (default: bin, then main, then exports, then index.js)")
     .option('--no-wait', 'print the build as soon as it is QUEUED')
     .option('--resumable', `send the file in chunks that survive interruptions (default for files over ${RESUMABLE_THRESHOLD_BYTES / 1024 / 1024} MB)`)
     // Tests and slow links: smaller chunks lose less to an interruption.
@@ -66,6 +67,7 @@ export function buildsCommand(api: ApiClient, print: (out: string) => void, stde
       const fields: Record<string, string> = { platform: opts.platform };
       if (opts.python !== undefined) fields.python_version = opts.python;
       if (opts.version !== undefined) fields.version = opts.version;
+      if (opts.entry !== undefined) fields.entry = opts.entry;
       const bar = progressBar(stderr, 'Uploading');
       let body: unknown;
       if (opts.resumable || stat.size > RESUMABLE_THRESHOLD_BYTES) {

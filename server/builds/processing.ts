@@ -24,6 +24,8 @@ export interface ProcessingInput {
   /** The app's protection level. */
   protectionLevel: ProtectionLevel;
   version: string | null;
+  /** The entry the upload named (a path in the app, or a `bin` command), or undefined for npm's rules. */
+  entry?: string | undefined;
   /** What the engine bakes in, but the app version (decided here) and the integrity digest (computed at bundling). */
   engine: Omit<EngineConfig, 'appVersion' | 'integrity'>;
   /** Scratch space, removed by the caller. */
@@ -104,9 +106,9 @@ export function createProcessor(deps: { scanners: Scanner[]; nodeRuntimes: NodeR
       let app: JavaScriptApp | null;
       try {
         app = archive
-          ? await findAppInArchive(unpackedDir, unpacked)
+          ? await findAppInArchive(unpackedDir, unpacked, input.entry)
           : isEntryFileName(input.artifactName)
-            ? await appFromEntryFile(input.artifact, input.artifactName, path.join(input.workDir, 'app'))
+            ? await appFromEntryFile(input.artifact, input.artifactName, path.join(input.workDir, 'app'), input.entry)
             : null;
       } catch (err) {
         if (err instanceof AppLayoutError) return { ok: false, scan_status: 'CLEAN', reason: err.message };

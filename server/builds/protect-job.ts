@@ -9,6 +9,7 @@ import { readLocalFile } from '../storage/filesystem.js';
 import type { ScratchSpace } from '../storage/scratch.js';
 import { buildFiles, packageFileName } from './files.js';
 import type { Processor, ProcessingOutcome } from './processing.js';
+import { smokeStart } from './protection/smoke-start.js';
 import type { ScanStatus } from './scanning/findings.js';
 import type { BuildForProcessing, BuildsStore } from './store.js';
 
@@ -105,6 +106,7 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
             platform: build.platform,
             protectionLevel: build.app_protection_level,
             version: build.version,
+            entry: build.entry ?? undefined,
             engine: { ...deps.authority, appId: build.app_id, appName: build.app_name, fingerprintSalt: build.fingerprint_salt, buildId: build.id },
             workDir,
           },
@@ -113,6 +115,12 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
         if (!outcome.ok) {
           log.info({ build: build.id, scan_status: outcome.scan_status, reason: outcome.reason }, 'build failed');
           return await fail(build, outcome.reason, outcome.scan_status);
+        }
+        // A package that cannot even reach its license gate would crash for every customer: FAILED, with what it said.
+        const cannotRun = await smokeStart(outcome.package, build.platform, workDir);
+        if (cannotRun) {
+          log.info({ build: build.id, reason: cannotRun }, 'build failed its smoke start');
+          return await fail(build, cannotRun, 'CLEAN');
         }
         await publish(build, digest, outcome);
       });

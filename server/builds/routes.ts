@@ -17,6 +17,7 @@ export const buildView = (b: BuildRow): z.input<typeof s.Build> => ({
   platform: b.platform,
   python_version: b.python_version,
   version: b.version,
+  entry: b.entry,
   protection_level: b.protection_level,
   scan_status: b.scan_status,
   package_format: b.package_format,

@@ -34,6 +34,25 @@ const uploadedFile = (field: string) =>
     .custom<UploadedFile<StagedBlob>>((v) => typeof v === 'object' && v !== null && 'stored' in v, `required: the ${field} as a file part`)
     .refine((f) => f.stored.size > 0, 'must not be empty');
 
+/**
+ * The file the app starts from, when npm's rules (`bin`, `main`, `exports`, `index.js`) do not pick
+ * the one wanted: a path relative to the app's folder (where its package.json is), or one of its
+ * `bin` commands. Never absolute, never climbing out with `..`.
+ */
+export const AppEntry = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((p) => !/[\0\\]/.test(p), 'must be a relative path with / separators')
+  .refine((p) => !p.startsWith('/') && !/^[A-Za-z]:/.test(p), 'must be a path relative to the app, not an absolute one')
+  .refine((p) => !p.split('/').includes('..'), 'must stay inside the app (no ..)')
+  .transform((p) => p.split('/').filter((part) => part !== '' && part !== '.').join('/'))
+  .refine((p) => p !== '', 'must name a file in the app')
+  .describe(
+    'The file the app starts from, overriding package.json: a path relative to the folder holding package.json (or to the ' +
+      "archive's top), or one of package.json's `bin` command names. Default: `bin` (the only command, or the one named after the package), then `main`, then `exports`, then index.js",
+  );
+
 export const UploadBuildBody = z.strictObject({
   artifact: uploadedFile('artifact'),
   platform: z.enum(BUILD_PLATFORMS, { error: `must be one of ${BUILD_PLATFORMS.join(', ')}` }),
@@ -43,6 +62,7 @@ export const UploadBuildBody = z.strictObject({
     .optional()
     .describe('Stored with the build for reference'),
   version: Version.optional().describe("The app version the build carries; default: package.json's version of a JavaScript app"),
+  entry: AppEntry.optional(),
 });
 export type UploadBuildInput = z.infer<typeof UploadBuildBody>;
 
@@ -67,6 +87,7 @@ export const Build = z.object({
   platform: z.enum(BUILD_PLATFORMS),
   python_version: z.string().nullable(),
   version: z.string().nullable(),
+  entry: z.string().nullable().describe('The entry named on upload (`entry`), or null for npm\'s rules'),
   protection_level: z.enum(PROTECTION_LEVELS).describe("The app's level while queued; once processed, the level applied (`none` for artifacts delivered as uploaded)"),
   scan_status: z.enum(SCAN_STATUSES).describe('PENDING until scanned; INFECTED or REJECTED fail the build'),
   package_format: z

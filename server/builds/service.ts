@@ -14,6 +14,7 @@ import type { PushGuards } from '../updates/rules.js';
 import type { DownloadLinks } from './download-link.js';
 import { buildFiles, safeFileName } from './files.js';
 import { inspectArtifact } from './processing.js';
+import { checkUpload } from './upload-check.js';
 import type { ListBuildsFilter, UploadBuildInput } from './schemas.js';
 import type { Scanner } from './scanning/scanner.js';
 import { sendStoredFile } from './send-file.js';
@@ -73,8 +74,9 @@ export function createBuildsService(deps: BuildsServiceDeps) {
     },
 
     /**
-     * Records the build and its protection job in one transaction, the artifact moved to its key
-     * inside it: a committed build always has its artifact, and a failed one leaves no file behind.
+     * Records the build and its protection job in one transaction, once the artifact is at its key
+     * and passed the upload's quick check (`upload-check.ts`): a committed build always has its
+     * artifact, and a refused or failed one leaves no file behind.
      */
     async upload(developerId: string, appId: string, input: UploadBuildInput): Promise<BuildRow> {
       const app = await assertApp(developerId, appId);
@@ -89,6 +91,13 @@ export function createBuildsService(deps: BuildsServiceDeps) {
       const key = buildFiles.artifact({ id, app_id: appId });
       let build: BuildRow;
       try {
+        // Kept under its key first, so the quick check reads it as the job will.
+        await stored.commit(key);
+        await deps.scratch.withWorkDir('upload', async (workDir) => {
+          const file = path.join(workDir, 'artifact');
+          await storage.copyToFile(key, file);
+          await checkUpload(file, { protectsApps: app.protection_level !== 'none', entry: input.entry });
+        });
         build = await db.transaction(async (trx) => {
           await deps.quotas.assertStorage(trx, developerId, stored.size, clock.now());
           const row = await store.insert(trx, {
@@ -98,6 +107,7 @@ export function createBuildsService(deps: BuildsServiceDeps) {
             platform: input.platform,
             python_version: input.python_version ?? null,
             version: input.version ?? null,
+            entry: input.entry ?? null,
             protection_level: app.protection_level,
             artifact_name: safeFileName(input.artifact.filename),
             artifact_key: key,
@@ -105,7 +115,6 @@ export function createBuildsService(deps: BuildsServiceDeps) {
             created_at: clock.now(),
           });
           await queue.enqueue(trx, developerId, 'protect_build', { build_id: id, app_id: appId });
-          await stored.commit(key);
           return row;
         });
       } catch (err) {

@@ -11,6 +11,8 @@ export interface BuildRow {
   platform: BuildPlatform;
   python_version: string | null;
   version: string | null;
+  /** The entry the upload named, or null for npm's rules. */
+  entry: string | null;
   protection_level: 'none' | 'standard' | 'hardened';
   scan_status: ScanStatus;
   package_format: PackageFormat | null;
@@ -32,7 +34,7 @@ export interface BuildRow {
 
 export type NewBuild = Pick<
   BuildRow,
-  'id' | 'developer_id' | 'app_id' | 'platform' | 'python_version' | 'version' | 'protection_level' | 'artifact_name' | 'artifact_key' | 'artifact_size_bytes' | 'created_at'
+  'id' | 'developer_id' | 'app_id' | 'platform' | 'python_version' | 'version' | 'entry' | 'protection_level' | 'artifact_name' | 'artifact_key' | 'artifact_size_bytes' | 'created_at'
 >;
 
 /** What the protection job needs beyond the build: its app's settings. */

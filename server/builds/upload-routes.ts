@@ -14,6 +14,7 @@ const CreateUploadBody = z.strictObject({
   platform: z.enum(s.BUILD_PLATFORMS, { error: `must be one of ${s.BUILD_PLATFORMS.join(', ')}` }),
   python_version: z.string().regex(/^\d+(\.\d+){0,2}$/, 'must be a Python version such as 3.12').optional(),
   version: s.Version.optional(),
+  entry: s.AppEntry.optional(),
 });
 
 const UploadSession = z.object({

@@ -20,6 +20,7 @@ export interface UploadSessionRow {
   platform: BuildPlatform;
   python_version: string | null;
   version: string | null;
+  entry: string | null;
   size_bytes: number;
   sha256: string;
   received_bytes: number;
@@ -35,6 +36,7 @@ export interface CreateUploadInput {
   platform: BuildPlatform;
   python_version?: string | undefined;
   version?: string | undefined;
+  entry?: string | undefined;
 }
 
 const partKey = (id: string, offset: number) => `uploads/${id}/${String(offset).padStart(15, '0')}`;
@@ -130,6 +132,7 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
           platform: input.platform,
           python_version: input.python_version ?? null,
           version: input.version ?? null,
+          entry: input.entry ?? null,
           size_bytes: input.size_bytes,
           sha256: input.sha256.toLowerCase(),
           created_at: now,
@@ -211,6 +214,7 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
           platform: session.platform,
           ...(session.python_version ? { python_version: session.python_version } : {}),
           ...(session.version ? { version: session.version } : {}),
+          ...(session.entry ? { entry: session.entry } : {}),
           artifact: { filename: session.filename, stored: staged },
         });
       } catch (err) {

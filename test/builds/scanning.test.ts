@@ -24,10 +24,8 @@ describe('the built-in scanners', () => {
   const cases: [string, () => Promise<Buffer | string>, string, 'INFECTED' | 'REJECTED', string][] = [
     ['a zip entry climbing out with ../', () => zipOf({ 'xx/evil.sh': 'rm -rf /' }, { rename: { 'xx/': '../' } }), 'app.zip', 'REJECTED', 'archive entry "../evil.sh" points outside the archive (..)'],
     ['a zip entry with an absolute path', () => zipOf({ 'xetc/passwd': 'root' }, { rename: { xetc: '/etc' } }), 'app.zip', 'REJECTED', 'archive entry "/etc/passwd" has an absolute path'],
-    ['a zip entry that is a symbolic link', () => zipOf({ link: '/etc/passwd' }, { mode: { link: 0o120777 } }), 'app.zip', 'REJECTED', 'zip entry "link" is a link or special file'],
     ['a zip bomb', () => zipOf({ 'zeros.bin': Buffer.alloc(40 * 1024 * 1024) }), 'app.zip', 'REJECTED', 'expands past 100 times its size'],
     ['a tar.gz entry climbing out with ../', async () => tarGzOf([['pkg/../../evil.sh', 'x']]), 'app.tar.gz', 'REJECTED', 'points outside the archive'],
-    ['a tar.gz symbolic link', async () => tarGzOf([{ name: 'pkg/passwd', type: '2', linkTarget: '/etc/passwd' }]), 'app.tar.gz', 'REJECTED', 'is a link or special file (SymbolicLink)'],
     ['a tar.gz bomb', async () => tarGzOf([['zeros.bin', Buffer.alloc(40 * 1024 * 1024)]]), 'app.tar.gz', 'REJECTED', 'a decompression bomb'],
     ['the EICAR test file', async () => Buffer.concat([EICAR_SIGNATURE, Buffer.from('\n')]), 'eicar.com', 'INFECTED', 'the EICAR test signature was found in eicar.com'],
     ['the EICAR test signature across two 1 MiB reads', async () => Buffer.concat([Buffer.alloc(1024 * 1024 - 30, 'a'), EICAR_SIGNATURE]), 'big.bin', 'INFECTED', 'found in big.bin'],

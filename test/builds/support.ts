@@ -94,8 +94,8 @@ export interface Run {
 }
 
 /** Runs a protected app (a bundle under Node, or an executable) as an end user would, with its own license cache. */
-export function runProtected(file: string, options: { stdin?: string; env?: Record<string, string>; home: string }): Promise<Run> {
-  const command = file.endsWith('.mjs') ? [process.execPath, file] : [file];
+export function runProtected(file: string, options: { stdin?: string; env?: Record<string, string>; home: string; args?: string[] }): Promise<Run> {
+  const command = [...(file.endsWith('.mjs') ? [process.execPath, file] : [file]), ...(options.args ?? [])];
   const child = spawn(command[0]!, command.slice(1), {
     env: { PATH: process.env.PATH ?? '', HOME: options.home, XDG_DATA_HOME: path.join(options.home, 'data'), ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,11 +1,12 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 import yauzl from 'yauzl';
+import { checkLinks, placeLinks, type ArchiveLink } from './archive-links.js';
 import { MAX_ARCHIVE_DEPTH, MAX_ARCHIVE_ENTRIES, MAX_EXPANSION_RATIO, unpackBudget } from './archive-limits.js';
 import { rejected, ScanRefusal } from './findings.js';
 
@@ -73,8 +74,15 @@ class ExpansionGuard {
   }
 }
 
-/** Writes one entry; `guard` counts its bytes when they are not counted already (zip entries inflate one by one). */
-async function writeEntry(dest: string, relative: string, content: Readable, guard?: ExpansionGuard): Promise<void> {
+/** Reads an entry to its end and keeps nothing: a listing (`dest` null) still counts the bytes a bomb would write. */
+const discard = () => new Writable({ write: (_chunk, _encoding, done) => done() });
+
+/** Writes one entry (or, listing, reads it); `guard` counts its bytes when they are not counted already (zip entries inflate one by one). */
+async function writeEntry(dest: string | null, relative: string, content: Readable, guard?: ExpansionGuard): Promise<void> {
+  if (dest === null) {
+    await (guard ? pipeline(content, guard.tap(), discard()) : pipeline(content, discard()));
+    return;
+  }
   const file = path.join(dest, ...relative.split('/'));
   await fs.mkdir(path.dirname(file), { recursive: true });
   const out = createWriteStream(file, { mode: 0o600 });
@@ -84,6 +92,29 @@ async function writeEntry(dest: string, relative: string, content: Readable, gua
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
+/** A zip stores a link's target as its content. */
+const MAX_LINK_TARGET_BYTES = 4096;
+
+/** What an archive holds besides its files: folders and symbolic links, checked together once all are read. */
+interface Contents {
+  files: string[];
+  folders: string[];
+  links: ArchiveLink[];
+}
+
+async function readLinkTarget(content: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of content as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_LINK_TARGET_BYTES) break;
+    chunks.push(chunk);
+  }
+  content.destroy();
+  // Longer than any real target: checkLinks refuses it.
+  return size > MAX_LINK_TARGET_BYTES ? 'x'.repeat(MAX_LINK_TARGET_BYTES + 1) : Buffer.concat(chunks).toString('utf8');
+}
 
 /** yauzl's own complaints about a damaged or deceptive zip, as reasons a developer can act on. */
 function zipProblem(err: Error): ScanRefusal | Error {
@@ -98,7 +129,7 @@ function zipProblem(err: Error): ScanRefusal | Error {
   return err;
 }
 
-async function unpackZip(file: string, dest: string, guard: ExpansionGuard, files: string[]): Promise<void> {
+async function unpackZip(file: string, dest: string | null, guard: ExpansionGuard, contents: Contents): Promise<void> {
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
     // decodeStrings off: yauzl would refuse bad names with an error; we say which entry and why.
     yauzl.open(file, { lazyEntries: true, decodeStrings: false, autoClose: true }, (err, z) => (err ? reject(zipProblem(err)) : resolve(z))),
@@ -119,13 +150,17 @@ async function unpackZip(file: string, dest: string, guard: ExpansionGuard, file
         (async () => {
           const name = safeEntryPath(yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false));
           const type = (entry.externalFileAttributes >>> 16) & S_IFMT;
-          if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) throw rejected(`zip entry ${JSON.stringify(name)} is a link or special file`);
-          if (name === '' || type === S_IFDIR || /[\\/]$/.test(entry.fileNameRaw.toString('latin1'))) {
-            await fs.mkdir(path.join(dest, name), { recursive: true });
+          if (type === S_IFLNK && name !== '') {
+            contents.links.push({ name, target: await readLinkTarget(await openEntry(entry)) });
+          } else if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) {
+            throw rejected(`zip entry ${JSON.stringify(name)} is a special file`);
+          } else if (name === '' || type === S_IFDIR || /[\\/]$/.test(entry.fileNameRaw.toString('latin1'))) {
+            if (dest !== null) await fs.mkdir(path.join(dest, name), { recursive: true });
+            if (name !== '') contents.folders.push(name);
           } else {
             guard.expect(entry.uncompressedSize);
             await writeEntry(dest, name, await openEntry(entry), guard);
-            files.push(name);
+            contents.files.push(name);
           }
         })().then(() => zip.readEntry(), reject);
       });
@@ -140,7 +175,7 @@ async function unpackZip(file: string, dest: string, guard: ExpansionGuard, file
 const TAR_FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
 
 /** A tar, gzipped or not: the guard counts the bytes as they leave the gzip layer (or the file). */
-async function unpackTar(file: string, gzipped: boolean, dest: string, guard: ExpansionGuard, files: string[]): Promise<void> {
+async function unpackTar(file: string, gzipped: boolean, dest: string | null, guard: ExpansionGuard, contents: Contents): Promise<void> {
   const parser = new Parser({ strict: true });
   const writes: Promise<void>[] = [];
   let failure: Error | undefined;
@@ -152,14 +187,18 @@ async function unpackTar(file: string, gzipped: boolean, dest: string, guard: Ex
       guard.expectEntries(1, 'the tar');
       const name = safeEntryPath(entry.path);
       if (entry.type === 'Directory') {
-        track(fs.mkdir(path.join(dest, name), { recursive: true }));
+        if (dest !== null) track(fs.mkdir(path.join(dest, name), { recursive: true }));
+        if (name !== '') contents.folders.push(name);
         entry.resume();
       } else if (TAR_FILE_TYPES.has(entry.type) && name !== '') {
-        files.push(name);
+        contents.files.push(name);
         // The gzip layer is guarded as it inflates, so entries need no guard of their own.
         track(writeEntry(dest, name, Readable.from(entry)));
+      } else if (entry.type === 'SymbolicLink' && name !== '') {
+        contents.links.push({ name, target: entry.linkpath ?? '' });
+        entry.resume();
       } else {
-        throw rejected(`archive entry ${JSON.stringify(name || entry.path)} is a link or special file (${entry.type})`);
+        throw rejected(`archive entry ${JSON.stringify(name || entry.path)} is a hard link or special file (${entry.type})`);
       }
     } catch (err) {
       failure ??= err as Error;
@@ -229,15 +268,32 @@ export class ArtifactUnpacker {
 
   /**
    * Unpacks the artifact, a zip or tar.gz, into `dest` for scanning and bundling, refusing (a
-   * `ScanRefusal`) paths that leave the archive, links, and archives that expand past the budget.
-   * Answers the files written, as `/`-separated paths relative to `dest`.
+   * `ScanRefusal`) paths that leave the archive, hard links and special files, symbolic links that
+   * lead out of it (an `ArchiveLinkRefusal`), and archives that expand past the budget. Links that
+   * stay inside are made once every file is written. Answers the files written (links are not
+   * listed: what they point to is), as `/`-separated paths relative to `dest`.
    */
   async unpack(file: string, kind: ArchiveKind, dest: string): Promise<string[]> {
-    const files: string[] = [];
-    await fs.mkdir(dest, { recursive: true });
-    if (kind === 'zip') await unpackZip(file, dest, this.guard, files);
-    else await unpackTar(file, true, dest, this.guard, files);
-    return files;
+    const contents = await this.read(file, kind, dest);
+    await placeLinks(dest, contents.links);
+    return contents.files;
+  }
+
+  /**
+   * What `unpack` would find, without writing anything: the upload's quick check, before a build
+   * is made. Throws the refusals `unpack` would.
+   */
+  async list(file: string, kind: ArchiveKind): Promise<{ files: string[]; links: ArchiveLink[] }> {
+    return this.read(file, kind, null);
+  }
+
+  private async read(file: string, kind: ArchiveKind, dest: string | null): Promise<Contents> {
+    const contents: Contents = { files: [], folders: [], links: [] };
+    if (dest !== null) await fs.mkdir(dest, { recursive: true });
+    if (kind === 'zip') await unpackZip(file, dest, this.guard, contents);
+    else await unpackTar(file, true, dest, this.guard, contents);
+    checkLinks(contents.links, [...contents.files, ...contents.folders]);
+    return contents;
   }
 
   /**
@@ -270,12 +326,14 @@ export class ArtifactUnpacker {
     return found;
   }
 
+  /** Links inside nested archives are checked like the artifact's own, but not made: only their files are scanned. */
   private async unpackNestedArchive(file: string, kind: NestedKind, dest: string): Promise<string[]> {
-    const files: string[] = [];
+    const contents: Contents = { files: [], folders: [], links: [] };
+    const files = contents.files;
     await fs.mkdir(dest, { recursive: true });
-    if (kind === 'zip') await unpackZip(file, dest, this.guard, files);
-    else if (kind === 'tar') await unpackTar(file, false, dest, this.guard, files);
-    else if (await gzipHoldsTar(file)) await unpackTar(file, true, dest, this.guard, files);
+    if (kind === 'zip') await unpackZip(file, dest, this.guard, contents);
+    else if (kind === 'tar') await unpackTar(file, false, dest, this.guard, contents);
+    else if (await gzipHoldsTar(file)) await unpackTar(file, true, dest, this.guard, contents);
     else {
       // A lone gzipped file (`data.json.gz`): its content, named without the suffix.
       const name = path.basename(file).replace(/\.t?gz$/i, '') || 'content';
@@ -288,6 +346,7 @@ export class ArtifactUnpacker {
       }
       files.push(name);
     }
+    checkLinks(contents.links, [...contents.files, ...contents.folders]);
     return files;
   }
 }
