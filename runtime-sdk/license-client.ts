@@ -12,7 +12,7 @@ import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
 import { resolveOptions, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { platformLabel } from './platform.js';
-import { verifyRuntimeToken, type RuntimeTokenClaims } from './protocol.js';
+import { verifyRuntimeToken, type RuntimeTokenClaims, type TamperKind } from './protocol.js';
 import { RefreshScheduler, type RefreshOutcome } from './refresh/scheduler.js';
 import { isUsable, type LicenseStatus } from './status.js';
 import { LicenseVault, probeFingerprint, type Verdict } from './token-store/license-vault.js';
@@ -146,6 +146,12 @@ export class LicenseClient {
     if (!wrapped || !this.lastStatus.usable) return null;
     const context = { buildId, licenseId: this.vault.claims!.sub, device: this.vault.claims!.device };
     return this.vault.readDeviceKey((pair) => unwrapContentKey(wrapped, pair, context));
+  }
+
+  /** @internal for the engine: tells the authority a modified copy of `buildId` tried to start here. */
+  async reportTamper(buildId: string, kind: TamperKind): Promise<void> {
+    const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
+    if (token !== undefined) await this.authority.reportTamper({ token, build_id: buildId, kind });
   }
 
   /** @internal called once by `createLicenseClient`. */

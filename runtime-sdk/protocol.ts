@@ -9,7 +9,11 @@
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 
 /** What a signed document is for; a token can never pass as a manifest or the reverse. */
-export const DOCUMENT_TYPES = { runtimeToken: 'latchkey-runtime+jwt', updateManifest: 'latchkey-update-manifest+jwt' } as const;
+export const DOCUMENT_TYPES = {
+  runtimeToken: 'latchkey-runtime+jwt',
+  updateManifest: 'latchkey-update-manifest+jwt',
+  buildIntegrity: 'latchkey-build-integrity+jwt',
+} as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[keyof typeof DOCUMENT_TYPES];
 
 export interface Ed25519PublicJwk {
@@ -265,6 +269,41 @@ export function verifyUpdateManifest(
   if (claims.exp <= expect.nowSeconds) throw new ProtocolError('expired', 'manifest has expired');
   if (claims.serial < expect.highestSerialSeen) throw new ProtocolError('replayed', 'manifest is older than one already seen');
   return claims;
+}
+
+/**
+ * Claims of a protected build's integrity document, signed at protection time and baked into the
+ * build: the SHA-256 of its protected region (engine/integrity.ts). A modified build cannot carry a
+ * matching signature without the authority's key.
+ */
+export interface BuildIntegrityClaims {
+  iss: 'latchkey';
+  app_id: string;
+  build_id: string;
+  /** Lower-case hex SHA-256 of the protected region, with the document's slot filled with the placeholder. */
+  sha256: string;
+  iat: number;
+}
+
+/** Verifies a build's integrity document and that it is this app's and this build's. */
+export function verifyBuildIntegrity(document: string, keys: JwkSet | Ed25519PublicJwk[], expect: { appId: string; buildId: string }): BuildIntegrityClaims {
+  const { claims } = verifyJws<BuildIntegrityClaims>(document, keys, DOCUMENT_TYPES.buildIntegrity);
+  if (claims.iss !== 'latchkey' || typeof claims.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(claims.sha256)) {
+    throw new ProtocolError('malformed', 'missing or malformed integrity claims');
+  }
+  if (claims.app_id !== expect.appId || claims.build_id !== expect.buildId) throw new ProtocolError('wrong_app', 'integrity document of another build');
+  return claims;
+}
+
+/** What a modified protected build failed: its signed integrity check, or opening its encrypted vault. */
+export const TAMPER_KINDS = ['integrity', 'vault'] as const;
+export type TamperKind = (typeof TAMPER_KINDS)[number];
+
+/** Body of `POST /v1/licenses/tamper-report`, sent with the runtime token the installation holds. */
+export interface TamperReportRequest {
+  token: string;
+  build_id: string;
+  kind: TamperKind;
 }
 
 /** A device fingerprint as the authority accepts it: a SHA-256 (HMAC) output in lower-case hex. */

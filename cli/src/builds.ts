@@ -22,7 +22,7 @@ interface Build extends Record<string, unknown> {
   platform: string;
   version: string | null;
   scan_status: string;
-  protection_level: string;
+  protection_level: string | null;
   package_format: string | null;
   package_name: string | null;
   protected_size_bytes: number | null;

@@ -4,7 +4,7 @@
  * key, limit reached, too many attempts) and retrying it would only burn the user's activation allowance.
  */
 import { LicenseError, type LicenseErrorCode } from '../errors.js';
-import type { UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
+import type { TamperReportRequest, UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
 import { NetworkError, postJson, type HttpAnswer } from './json-post.js';
 
 /** Sent with every call so the authority can record the installed version (never hardware identifiers). */
@@ -42,6 +42,7 @@ export interface AuthorityClient {
   /** The compact JWS manifest of the push that applies to this device (unverified), or null when none does (204). */
   checkUpdate(body: UpdateCheckRequest): Promise<string | null>;
   reportUpdate(body: UpdateReportRequest): Promise<void>;
+  reportTamper(body: TamperReportRequest): Promise<void>;
 }
 
 /** The authority's `error_code` values the runtime can act on; anything else is a rejected request. */
@@ -87,6 +88,7 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
       return status === 204 ? null : stringField(text, 'manifest');
     },
     reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
+    reportTamper: async (body) => void (await post('/v1/licenses/tamper-report', body)),
   };
 }
 

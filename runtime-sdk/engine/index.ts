@@ -4,8 +4,9 @@
  * only once the license gate is passed.
  */
 import path from 'node:path';
-import type { LicenseClient } from '../license-client.js';
-import type { PublicJwkInput } from '../options.js';
+import { createLicenseClient, type LicenseClient } from '../license-client.js';
+import type { LicenseClientOptions, PublicJwkInput } from '../options.js';
+import type { Ed25519PublicJwk, TamperKind } from '../protocol.js';
 import { createUpdater } from '../updates/index.js';
 import { isIntact } from './integrity.js';
 import { passLicenseGate, processIo } from './license-gate.js';
@@ -37,7 +38,7 @@ export interface EngineConfig {
   fingerprintSalt: string;
   buildId: string;
   appVersion: string;
-  /** SHA-256 of the protected code (`hardened` builds, see integrity.ts), or null for no check. */
+  /** The signed integrity document of the protected code in its slot (`hardened` builds, see integrity.ts), or null for no check. */
   integrity: string | null;
 }
 
@@ -48,6 +49,19 @@ export interface ProtectedEntry {
   ownFile: string;
   /** The app's code and files, sealed under the build's content key (vault.ts), base64. */
   vault: string;
+}
+
+const MODIFIED = 'This app has been modified and cannot start. Install it again from its vendor.';
+
+/**
+ * Tells the authority a modified copy tried to start, under the license this installation holds
+ * (the developer sees the count on the license); nothing is sent where no license was ever held.
+ */
+async function reportTamper(options: LicenseClientOptions, buildId: string, kind: TamperKind): Promise<void> {
+  const license = await createLicenseClient({ ...options, refreshOnStart: false }).catch(() => null);
+  if (!license) return;
+  await license.reportTamper(buildId, kind).catch(() => undefined);
+  await license.dispose();
 }
 
 /** Exit code of a protected app that could not get a usable license (or was modified). */
@@ -65,18 +79,20 @@ export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry
     processIo.say(message);
     process.exitCode = UNLICENSED_EXIT_CODE;
   };
-  if (config.integrity && !(await isIntact(ownFile, config.integrity))) {
-    return refuse('This app has been modified and cannot start. Install it again from its vendor.');
-  }
-  const { integrity: _checked, appName, ...options } = config;
-  const license = await passLicenseGate({
-    ...options,
+  const { integrity: _checked, appName, ...baked } = config;
+  const options: LicenseClientOptions = {
+    ...baked,
     engineVersion: ENGINE_VERSION,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
     retryLimit: RETRY_LIMIT,
     // A literal import: protection bundles the hardware probes into the build.
     loadSystemInformation: () => import('systeminformation'),
-  });
+  };
+  if (config.integrity && !(await isIntact(ownFile, config.integrity, config.publicKeys.keys as Ed25519PublicJwk[], config))) {
+    await reportTamper(options, config.buildId, 'integrity');
+    return refuse(MODIFIED);
+  }
+  const license = await passLicenseGate(options);
   if (!license) {
     process.exitCode = UNLICENSED_EXIT_CODE;
     return;
@@ -85,7 +101,10 @@ export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry
   if (files === 'no_key') {
     return refuse('This app cannot be unlocked on this device yet: connect to the internet once and start it again.');
   }
-  if (files === 'altered') return refuse('This app has been modified and cannot start. Install it again from its vendor.');
+  if (files === 'altered') {
+    await license.reportTamper(config.buildId, 'vault').catch(() => undefined);
+    return refuse(MODIFIED);
+  }
   const app = files.get(APP_MODULE)!;
   files.delete(APP_MODULE);
   // The app's files are served from memory under the folder it would have had beside this file.

@@ -1,17 +1,21 @@
 /**
  * The integrity check of a `hardened` build: protection hashes the protected code (everything
  * between two markers in the bundle, wherever the file puts it: a .mjs file, or the script inside a
- * single executable, which signing tools leave untouched) and bakes the SHA-256 in; at start the
- * engine hashes the same bytes of its own file and refuses to run when they differ. The hash sits
- * inside the hashed bytes, so it is swapped for a placeholder on both sides.
+ * single executable, which signing tools leave untouched) and bakes in a document the authority
+ * signed over that SHA-256 (protocol.ts, `latchkey-build-integrity+jwt`); at start the engine
+ * verifies the signature with its pinned keys, hashes the same bytes of its own file, and refuses to
+ * run when they differ. The document sits inside the hashed bytes, in a fixed-size slot: it is
+ * swapped for the placeholder on both sides.
  */
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
+import { verifyBuildIntegrity, type Ed25519PublicJwk, type JwkSet } from '../protocol.js';
 
 // Joined at run time: the markers must occur in the file only where protection put them.
 export const REGION_BEGIN = ['/*LATCHKEY', 'PROTECTED', 'BEGIN*/'].join('-');
 export const REGION_END = ['/*LATCHKEY', 'PROTECTED', 'END*/'].join('-');
-export const DIGEST_PLACEHOLDER = '#'.repeat(64);
+/** The slot protection fills with the signed document, padded with spaces (a compact EdDSA JWS of these claims is about 420 characters). */
+export const DIGEST_PLACEHOLDER = '#'.repeat(640);
 
 const CHUNK = 4 * 1024 * 1024;
 
@@ -52,18 +56,33 @@ export async function protectedRegion(file: string): Promise<Buffer | null> {
   }
 }
 
-/** SHA-256 of the region with the baked-in digest (when there is one) put back to the placeholder. */
-export function regionDigest(region: Buffer, bakedDigest: string | null): string {
+/** SHA-256 of the region with the baked-in document (when there is one) put back to the placeholder. */
+export function regionDigest(region: Buffer, baked: string | null): string {
   let bytes = region;
-  if (bakedDigest) {
-    const at = region.indexOf(bakedDigest);
-    if (at >= 0) bytes = Buffer.concat([region.subarray(0, at), Buffer.from(DIGEST_PLACEHOLDER), region.subarray(at + bakedDigest.length)]);
+  if (baked) {
+    const at = region.indexOf(baked);
+    if (at >= 0) bytes = Buffer.concat([region.subarray(0, at), Buffer.from(DIGEST_PLACEHOLDER), region.subarray(at + baked.length)]);
   }
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** Whether the protected code in `file` is what protection hashed. */
-export async function isIntact(file: string, expected: string): Promise<boolean> {
+/** Fits a signed document into the slot: padded with spaces to the placeholder's length. */
+export function fillSlot(document: string): string {
+  if (document.length > DIGEST_PLACEHOLDER.length) throw new Error(`integrity document of ${document.length} characters does not fit its slot`);
+  return document.padEnd(DIGEST_PLACEHOLDER.length, ' ');
+}
+
+/**
+ * Whether the protected code in `file` is what the authority signed for this build: `slot` is the
+ * baked-in value as the engine's config carries it.
+ */
+export async function isIntact(file: string, slot: string, keys: JwkSet | Ed25519PublicJwk[], expect: { appId: string; buildId: string }): Promise<boolean> {
+  let signed: string;
+  try {
+    signed = verifyBuildIntegrity(slot.trimEnd(), keys, expect).sha256;
+  } catch {
+    return false;
+  }
   const region = await protectedRegion(file).catch(() => null);
-  return region !== null && regionDigest(region, expected) === expected;
+  return region !== null && regionDigest(region, slot) === signed;
 }

@@ -30,5 +30,16 @@ export function activationRoutes(activations: ActivationsService) {
       body: s.RefreshBody, response: s.ActivationResult, errors: [401, 403],
       handler: ({ body, ctx }) => activations.refresh(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
+    defineRoute({
+      method: 'post', path: '/v1/licenses/tamper-report', operationId: 'reportTamper', tag, auth: 'none', rateLimit: 'runtime',
+      summary: 'A protected build found modified at start: counted on the license (tamper_reports) the token names',
+      description:
+        'Sent by the runtime engine when its signed integrity check fails or its encrypted app does not open. 401 INVALID_RUNTIME_TOKEN ' +
+        'for a token this authority did not sign; otherwise 204, counted when the device is activated on the license and the build is ' +
+        "one of the license's app.",
+      body: s.TamperReportBody, errors: [401],
+      noContent: 'Received',
+      handler: async ({ body }) => activations.reportTamper(body),
+    }),
   ];
 }

@@ -1,5 +1,5 @@
 import { DEVICE_KEY_PATTERN } from '@latchkey/runtime-sdk/engine';
-import { FINGERPRINT_PATTERN } from '@latchkey/runtime-sdk/protocol';
+import { FINGERPRINT_PATTERN, TAMPER_KINDS, type TamperReportRequest } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { Platform } from '../apps/schemas.js';
 import { LicenseKeyInput } from '../licenses/license-key.js';
@@ -61,6 +61,14 @@ const Policy = z.object({
   device_limit: z.number().int(),
   offline_grace_hours: z.number().int(),
 });
+
+export const TamperReportBody = z.object({
+  token: z.string().min(1).max(MAX_TOKEN_CHARS).describe('The runtime token the installation holds; an expired one is accepted if genuine'),
+  build_id: BuildIdField.describe('The protected build that was found modified'),
+  kind: z.enum(TAMPER_KINDS).describe('integrity: its signed integrity check failed; vault: its encrypted app did not open with a valid key'),
+}) satisfies z.ZodType<TamperReportRequest>;
+
+export type TamperReportInput = z.infer<typeof TamperReportBody>;
 
 export const ActivationResult = z.object({
   token: z.string().describe('Compact JWS (EdDSA); verify with the JWK Set at /v1/public/keys'),

@@ -7,7 +7,7 @@ import { NO_COMMITMENT_TRIAL_DAYS, assertUsable, isUnstartedTrial } from '../lic
 import type { Keyring } from '../signing/keyring.js';
 import type { ContentKeyRelease } from './content-key-release.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
-import type { ActivateInput, ActivationResult, DeviceReport, RefreshInput } from './schemas.js';
+import type { ActivateInput, ActivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
 import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
 
 const DAY_MS = 86_400_000;
@@ -129,6 +129,16 @@ export function createActivationsService(deps: {
         mayReplaceKey: credential.kind === 'license_key',
       });
       return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey);
+    },
+
+    /**
+     * Counts a modified copy's start on the license the presented token names, when that device is
+     * activated on it and the build is one of its app's; anything else is ignored (answered the same,
+     * so the route tells nothing).
+     */
+    async reportTamper(input: TamperReportInput): Promise<void> {
+      const { licenseId, device } = readRuntimeToken(keyring, input.token);
+      await store.recordTamperReport(licenseId, device, input.build_id, clock.now());
     },
   };
 }

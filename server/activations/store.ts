@@ -178,6 +178,16 @@ export function createActivationsStore(db: Db) {
         .insert({ app_id: appId, fingerprint_hash: fingerprintHash, license_id: licenseId, started_at: now })
         .onConflict(['app_id', 'fingerprint_hash', 'license_id'])
         .ignore(),
+
+    /** One statement: counted only for a device activated on the license and a build of its app. */
+    recordTamperReport: (licenseId: string, fingerprintHash: string, buildId: string, now: Date) =>
+      db.raw(
+        `UPDATE licenses l SET tamper_reports = tamper_reports + 1, last_tamper_report_at = ?
+         WHERE l.id = ?
+           AND EXISTS (SELECT 1 FROM devices d WHERE d.license_id = l.id AND d.fingerprint_hash = ?)
+           AND EXISTS (SELECT 1 FROM builds b WHERE b.id = ? AND b.app_id = l.app_id)`,
+        [now, licenseId, fingerprintHash, buildId],
+      ),
   };
 }
 

@@ -46,6 +46,8 @@ export function createBuilds(deps: {
     scratch,
     clock,
     log,
+    masterKey: deps.masterKey,
+    keyring: deps.keyring,
     processor: createProcessor({ scanners, nodeRuntimes: config.nodeRuntimes }),
     authority: { serverUrl: config.publicBaseUrl, publicKeys: deps.keyring.jwks },
   });

@@ -2,10 +2,10 @@ import path from 'node:path';
 import { ENGINE_VERSION, type EngineConfig } from '@latchkey/runtime-sdk/engine';
 import type { PROTECTION_LEVELS } from '../apps/schemas.js';
 import type { NodeRuntimeSource } from '../config.js';
-import { BundleError } from './protection/bundle.js';
+import { BundleError, type IntegritySigner } from './protection/bundle.js';
 import { AppLayoutError, appFromEntryFile, findAppInArchive, isEntryFileName, type JavaScriptApp } from './protection/javascript-app.js';
 import { PackagingError, protectJavaScriptApp } from './protection/protect.js';
-import type { BuildPlatform, PackageFormat } from './schemas.js';
+import type { BuildPlatform, BuildProtectionLevel, PackageFormat } from './schemas.js';
 import { archiveKindOf, ArtifactUnpacker, type ArchiveKind, type NestedFile } from './scanning/archive.js';
 import { ScanRefusal, type ScanFinding, type ScanStatus } from './scanning/findings.js';
 import { scanAll, type Scanner } from './scanning/scanner.js';
@@ -23,6 +23,10 @@ export interface ProcessingInput {
   platform: BuildPlatform;
   /** The app's protection level. */
   protectionLevel: ProtectionLevel;
+  /** The build's content key, made for this attempt: a protected app is sealed under it. */
+  contentKey: Buffer;
+  /** Signs a hardened build's integrity document. */
+  signIntegrity: IntegritySigner;
   version: string | null;
   /** The entry the upload named (a path in the app, or a `bin` command), or undefined for npm's rules. */
   entry?: string | undefined;
@@ -38,7 +42,7 @@ export type ProcessingOutcome =
       ok: true;
       /** The file customers will download and what it is. */
       package: { file: string; format: PackageFormat };
-      protection_level: ProtectionLevel;
+      protection_level: BuildProtectionLevel;
       engine_version: string | null;
       version: string | null;
     };
@@ -124,10 +128,13 @@ export function createProcessor(deps: { scanners: Scanner[]; nodeRuntimes: NodeR
           engine: { ...input.engine, appVersion: version ?? UNVERSIONED },
           platform: input.platform,
           hardened: input.protectionLevel === 'hardened',
+          contentKey: input.contentKey,
+          signIntegrity: input.signIntegrity,
           nodeRuntimes: deps.nodeRuntimes,
           workDir: input.workDir,
         });
-        return { ok: true, package: protectedPackage, protection_level: input.protectionLevel, engine_version: ENGINE_VERSION, version };
+        const level = input.protectionLevel === 'hardened' ? 'encrypted_hardened' : 'encrypted';
+        return { ok: true, package: protectedPackage, protection_level: level, engine_version: ENGINE_VERSION, version };
       } catch (err) {
         if (err instanceof BundleError) return { ok: false, scan_status: 'CLEAN', reason: `the app could not be bundled: ${err.message}` };
         if (err instanceof PackagingError) return { ok: false, scan_status: 'CLEAN', reason: err.message };

@@ -1,12 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { CONTENT_KEY_BYTES } from '@latchkey/runtime-sdk/engine';
 import type { Logger } from 'pino';
-import type { JwkSet } from '@latchkey/runtime-sdk/protocol';
+import { DOCUMENT_TYPES, type JwkSet } from '@latchkey/runtime-sdk/protocol';
 import type { Clock } from '../clock.js';
+import type { Keyring } from '../signing/keyring.js';
+import type { MasterKey } from '../crypto/master-key.js';
 import type { JobHandler } from '../jobs/runner.js';
 import { BlobNotFoundError, type BlobStorage } from '../storage/blob-storage.js';
 import { digestFile, type Digest } from '../storage/digest.js';
 import { readLocalFile } from '../storage/filesystem.js';
 import type { ScratchSpace } from '../storage/scratch.js';
+import { contentKeyAad } from './content-keys.js';
 import { buildFiles, packageFileName } from './files.js';
 import type { Processor, ProcessingOutcome } from './processing.js';
 import { smokeStart } from './protection/smoke-start.js';
@@ -21,6 +26,8 @@ export interface ProtectJobDeps {
   scratch: ScratchSpace;
   clock: Clock;
   log: Logger;
+  masterKey: MasterKey;
+  keyring: Keyring;
   /** Baked into every protected app: where the authority is and the keys its tokens verify with. */
   authority: { serverUrl: string; publicKeys: JwkSet };
 }
@@ -59,7 +66,7 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
     await store.markFailed(build.id, reason, clock.now(), scanStatus);
   }
 
-  async function publish(build: BuildForProcessing, artifact: Digest, outcome: Ready): Promise<void> {
+  async function publish(build: BuildForProcessing, artifact: Digest, outcome: Ready, contentKey: Buffer): Promise<void> {
     let key = build.artifact_key;
     let { size, sha256 } = artifact;
     if (outcome.package.format !== 'as_uploaded') {
@@ -78,6 +85,8 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
       protected_size_bytes: size,
       sha256,
       completed_at: clock.now(),
+      // Kept only for a build sealed under it; the server alone holds it, sealed under the master key.
+      content_key_sealed: outcome.protection_level === 'none' ? null : deps.masterKey.seal(contentKey.toString('base64'), contentKeyAad(build.id)),
     });
     // Deleted meanwhile (its files went with it), or finished by a runner that took over: this package is nobody's.
     if (!ready && key !== build.artifact_key) await storage.remove(key);
@@ -99,8 +108,12 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
           return await fail(build, 'the uploaded artifact is missing from storage; upload it again');
         }
         await store.setArtifactDigest(build.id, digest.sha256);
+        const contentKey = randomBytes(CONTENT_KEY_BYTES);
         const outcome = await processor.process(
           {
+            contentKey,
+            signIntegrity: (sha256) =>
+              deps.keyring.sign(DOCUMENT_TYPES.buildIntegrity, { iss: 'latchkey', app_id: build.app_id, build_id: build.id, sha256, iat: Math.floor(clock.now().getTime() / 1000) }),
             artifact,
             artifactName: build.artifact_name,
             platform: build.platform,
@@ -122,7 +135,7 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
           log.info({ build: build.id, reason: cannotRun }, 'build failed its smoke start');
           return await fail(build, cannotRun, 'CLEAN');
         }
-        await publish(build, digest, outcome);
+        await publish(build, digest, outcome, contentKey);
       });
     },
 

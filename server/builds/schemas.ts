@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PLATFORMS, PROTECTION_LEVELS } from '../apps/schemas.js';
+import { PLATFORMS } from '../apps/schemas.js';
 import { PageQuery } from '../http/pagination.js';
 import type { UploadedFile } from '../http/multipart.js';
 import type { StagedBlob } from '../storage/blob-storage.js';
@@ -25,6 +25,14 @@ export type BuildPlatform = (typeof BUILD_PLATFORMS)[number];
  */
 export const PACKAGE_FORMATS = ['single_executable', 'launcher_archive', 'javascript_bundle', 'as_uploaded'] as const;
 export type PackageFormat = (typeof PACKAGE_FORMATS)[number];
+
+/**
+ * What protection a build got (docs/protocol.md, "Protected builds"): `encrypted` (the app's code
+ * and files encrypted, the key released only to licensed devices), `encrypted_hardened` (also
+ * minified and checked for modification at every start), `none` (delivered as uploaded).
+ */
+export const BUILD_PROTECTION_LEVELS = ['none', 'encrypted', 'encrypted_hardened'] as const;
+export type BuildProtectionLevel = (typeof BUILD_PROTECTION_LEVELS)[number];
 
 /** A version label as developers write them; also what the runtime reports as the installed version. */
 export const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
@@ -88,7 +96,12 @@ export const Build = z.object({
   python_version: z.string().nullable(),
   version: z.string().nullable(),
   entry: z.string().nullable().describe('The entry named on upload (`entry`), or null for npm\'s rules'),
-  protection_level: z.enum(PROTECTION_LEVELS).describe("The app's level while queued; once processed, the level applied (`none` for artifacts delivered as uploaded)"),
+  protection_level: z
+    .enum(BUILD_PROTECTION_LEVELS)
+    .nullable()
+    .describe(
+      'The protection applied: `encrypted` or `encrypted_hardened` for JavaScript apps (per the app\'s `standard` or `hardened` level), `none` for anything delivered as uploaded; null until processed, since what applies depends on what the upload holds',
+    ),
   scan_status: z.enum(SCAN_STATUSES).describe('PENDING until scanned; INFECTED or REJECTED fail the build'),
   package_format: z
     .enum(PACKAGE_FORMATS)

@@ -108,7 +108,7 @@ export function createBuildsService(deps: BuildsServiceDeps) {
             python_version: input.python_version ?? null,
             version: input.version ?? null,
             entry: input.entry ?? null,
-            protection_level: app.protection_level,
+            protection_level: null,
             artifact_name: safeFileName(input.artifact.filename),
             artifact_key: key,
             artifact_size_bytes: stored.size,

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
+import type { PROTECTION_LEVELS } from '../apps/schemas.js';
 import type { Db } from '../db/knex.js';
-import type { BuildPlatform, BuildStatus, ListBuildsFilter, PackageFormat } from './schemas.js';
+import type { BuildPlatform, BuildProtectionLevel, BuildStatus, ListBuildsFilter, PackageFormat } from './schemas.js';
+
+type AppProtectionLevel = (typeof PROTECTION_LEVELS)[number];
 import type { ScanStatus } from './scanning/findings.js';
 
 export interface BuildRow {
@@ -13,7 +16,8 @@ export interface BuildRow {
   version: string | null;
   /** The entry the upload named, or null for npm's rules. */
   entry: string | null;
-  protection_level: 'none' | 'standard' | 'hardened';
+  /** What protection applied; null until the job has looked inside the upload. */
+  protection_level: BuildProtectionLevel | null;
   scan_status: ScanStatus;
   package_format: PackageFormat | null;
   engine_version: string | null;
@@ -40,11 +44,14 @@ export type NewBuild = Pick<
 /** What the protection job needs beyond the build: its app's settings. */
 export interface BuildForProcessing extends BuildRow {
   app_name: string;
-  app_protection_level: BuildRow['protection_level'];
+  app_protection_level: AppProtectionLevel;
   fingerprint_salt: string;
 }
 
-export type ReadyFields = Pick<BuildRow, 'version' | 'protection_level' | 'package_format' | 'engine_version' | 'package_name' | 'package_key' | 'protected_size_bytes' | 'sha256' | 'completed_at'>;
+export type ReadyFields = Pick<BuildRow, 'version' | 'protection_level' | 'package_format' | 'engine_version' | 'package_name' | 'package_key' | 'protected_size_bytes' | 'sha256' | 'completed_at'> & {
+  /** The content key of an encrypted build, sealed under the master key. */
+  content_key_sealed: string | null;
+};
 
 /** Developer operations are scoped by developer and app: another tenant's build is not found. */
 export function createBuildsStore(db: Db) {
@@ -53,7 +60,7 @@ export function createBuildsStore(db: Db) {
 
   return {
     findApp: (developerId: string, appId: string) =>
-      db('apps').where({ id: appId, developer_id: developerId }).first<{ id: string; platforms: string[]; protection_level: BuildRow['protection_level'] } | undefined>('id', 'platforms', 'protection_level'),
+      db('apps').where({ id: appId, developer_id: developerId }).first<{ id: string; platforms: string[]; protection_level: AppProtectionLevel } | undefined>('id', 'platforms', 'protection_level'),
 
     insert: (trx: Knex.Transaction, row: NewBuild) => trx('builds').insert(row).returning('*').then((r: BuildRow[]) => r[0]!),
 

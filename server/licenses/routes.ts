@@ -20,6 +20,8 @@ export const licenseView = (l: LicenseRead) => ({
   payment_session_id: l.payment_session_id,
   download_limit: l.download_limit,
   revoked_at: iso(l.revoked_at),
+  tamper_reports: l.tamper_reports,
+  last_tamper_report_at: iso(l.last_tamper_report_at),
   created_at: l.created_at.toISOString(),
 });
 

@@ -57,6 +57,8 @@ export const License = z.object({
   payment_session_id: z.string().nullable(),
   download_limit: z.number().int().nullable(),
   revoked_at: z.iso.datetime().nullable(),
+  tamper_reports: z.number().int().describe("Starts of a modified copy of the app's protected builds that the runtime reported under this license"),
+  last_tamper_report_at: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
 });
 

@@ -19,6 +19,9 @@ export interface LicenseRow {
   payment_session_id: string | null;
   download_limit: number | null;
   revoked_at: Date | null;
+  /** Starts of modified copies of its protected builds, reported by the runtime. */
+  tamper_reports: number;
+  last_tamper_report_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -38,7 +41,7 @@ export interface DeviceRow {
   last_seen_at: Date;
 }
 
-export type NewLicense = Omit<LicenseRow, 'status' | 'revoked_at' | 'created_at' | 'updated_at'>;
+export type NewLicense = Omit<LicenseRow, 'status' | 'revoked_at' | 'tamper_reports' | 'last_tamper_report_at' | 'created_at' | 'updated_at'>;
 
 /** `licenses.*` and `effective_status` at `now`: for SELECT lists and RETURNING clauses alike. */
 export function licenseColumns(q: Knex, now: Date): Knex.Raw[] {
@@ -92,7 +95,10 @@ export function createLicensesStore(db: Db) {
       db('licenses').where({ id, developer_id: developerId }).first<LicenseRead | undefined>(licenseColumns(db, now)),
 
     listDevices: (licenseId: string) =>
-      db<DeviceRow>('devices').where({ license_id: licenseId }).orderBy([{ column: 'first_seen_at' }, { column: 'fingerprint_hash' }]),
+      db<DeviceRow>('devices')
+        .where({ license_id: licenseId })
+        .select('license_id', 'fingerprint_hash', 'platform', 'engine_version', 'app_version', 'first_seen_at', 'last_seen_at')
+        .orderBy([{ column: 'first_seen_at' }, { column: 'fingerprint_hash' }]),
 
     /** Idempotent: revoking a revoked license keeps its first revocation time. */
     revoke: (developerId: string, id: string, now: Date) =>

@@ -54,7 +54,7 @@ describe('latchkey builds', { timeout: 120_000 }, () => {
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^BUILD ID\s+STATUS\s+PLATFORM\s+VERSION\s+SCAN\s+PROTECTION\s+PACKAGE\s+SIZE\s+CREATED AT$/);
-    expect(lines[1]).toMatch(/^bld_\w+\s+READY\s+cross_platform\s+1\.2\.0\s+CLEAN\s+standard\s+javascript_bundle\s+\d+\s+\S+$/);
+    expect(lines[1]).toMatch(/^bld_\w+\s+READY\s+cross_platform\s+1\.2\.0\s+CLEAN\s+encrypted\s+javascript_bundle\s+\d+\s+\S+$/);
     expect(lines.at(-1)).toBe('1 of 1 build(s)');
     const json = await latchkey(['builds', 'list', '--app', o.app.id, '--status', 'READY', '--json']);
     expect(JSON.parse(json.stdout)).toHaveLength(1);

@@ -46,7 +46,7 @@ describe('a JavaScript entry file', () => {
     expect(build).toMatchObject({
       status: 'READY',
       scan_status: 'CLEAN',
-      protection_level: 'standard',
+      protection_level: 'encrypted',
       package_format: 'javascript_bundle',
       engine_version: '1.0.0.0.0.178',
       version: '1.4.0',
@@ -113,30 +113,48 @@ describe('a zip with package.json', () => {
 
   it('as a tar.gz with one top-level folder, at protection level hardened (minified)', async () => {
     const hardened = { ...o, app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Hard', platforms: ['linux-x64'], protection_level: 'hardened' } })).body };
-    const source = `// a long comment that minification removes\nconsole.log('tarball ' + require('node:path').basename(__filename).endsWith('.mjs'));\n`;
+    // __filename is where the file was in the app, though it runs from memory.
+    const source = `// a long comment that minification removes\nconsole.log('tarball ' + require('node:path').basename(__filename));\n`;
     const archive = tarGzOf([
       { name: 'notes-1.0/', type: '5' },
       ['notes-1.0/package.json', JSON.stringify({ name: 'notes', bin: { notes: 'cli.js' } })],
       ['notes-1.0/cli.js', source],
     ]);
     const build = await protect(hardened, { data: new Uint8Array(archive), name: 'notes.tar.gz' });
-    expect(build).toMatchObject({ status: 'READY', protection_level: 'hardened', version: null });
+    expect(build).toMatchObject({ status: 'READY', protection_level: 'encrypted_hardened', version: null });
     const bundle = await downloadPackage(hardened, build as any, work);
     expect(fs.readFileSync(bundle, 'utf8')).not.toContain('a long comment');
     const run = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: licenseKey } });
     // Its own license, of another app: the key above is not valid for it.
     expect(run.code).toBe(2);
-    const key = (await createLicense(o.call, o.dev, { app_id: hardened.app.id })).license_key;
-    const licensed = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: key } });
-    expect(licensed.stdout).toBe('tarball true\n');
+    const license = await createLicense(o.call, o.dev, { app_id: hardened.app.id });
+    const user = home();
+    const licensed = await runProtected(bundle, { home: user, env: { LATCHKEY_LICENSE_KEY: license.license_key } });
+    expect(licensed.stdout).toBe('tarball cli.js\n');
 
-    // Hardened: once its code is changed, it refuses to start, license or not.
+    // Hardened: once any of its code is changed (here the runtime engine's own prompt, which is in
+    // the clear), it refuses to start, license or not, and reports it under the license it holds.
     const code = fs.readFileSync(bundle, 'utf8');
-    expect(code).toContain('tarball ');
-    fs.writeFileSync(bundle, code.replace('tarball ', 'patched '));
-    const modified = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: key } });
-    expect(modified).toMatchObject({ code: 2, stdout: '' });
-    expect(modified.stderr).toContain('This app has been modified and cannot start.');
+    expect(code).toContain('License key: ');
+    fs.writeFileSync(bundle, code.replace('License key: ', 'License kez: '));
+    for (const env of [{}, { LATCHKEY_LICENSE_KEY: license.license_key }] as Record<string, string>[]) {
+      const modified = await runProtected(bundle, { home: user, env });
+      expect(modified).toMatchObject({ code: 2, stdout: '' });
+      expect(modified.stderr).toContain('This app has been modified and cannot start.');
+    }
+    const seen = (await o.call('GET', `/v1/licenses/${license.license_id}`, { token: o.dev.accessToken })).body;
+    expect(seen).toMatchObject({ tamper_reports: 2, last_tamper_report_at: expect.any(String) });
+
+    // A copy whose integrity document was re-signed with another key is refused the same way.
+    const { generateKeyPairSync, sign } = await import('node:crypto');
+    const forger = generateKeyPairSync('ed25519').privateKey;
+    const slot = /eyJ[\w-]+\.[\w-]+\.[\w-]+ {8,}/.exec(fs.readFileSync(bundle, 'utf8'))![0];
+    const [header, claims] = slot.trim().split('.');
+    const forged = `${header}.${claims}.${sign(null, Buffer.from(`${header}.${claims}`), forger).toString('base64url')}`.padEnd(slot.length, ' ');
+    fs.writeFileSync(bundle, fs.readFileSync(bundle, 'utf8').replace(slot, forged));
+    const reSigned = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: license.license_key } });
+    expect(reSigned).toMatchObject({ code: 2, stdout: '' });
+    expect(reSigned.stderr).toContain('This app has been modified and cannot start.');
   });
 });
 
@@ -200,7 +218,7 @@ describe('linux-x64', () => {
     const hardened = { ...o, app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Notes Pro', platforms: ['linux-x64'], protection_level: 'hardened' } })).body };
     const key = (await createLicense(o.call, o.dev, { app_id: hardened.app.id })).license_key;
     const build = await protect(hardened, { data: APP_SOURCE, name: 'main.mjs' }, { platform: 'linux-x64', version: '2.0.0' });
-    expect(build).toMatchObject({ status: 'READY', package_format: 'single_executable', protection_level: 'hardened', package_name: 'notes-pro-2.0.0-linux-x64' });
+    expect(build).toMatchObject({ status: 'READY', package_format: 'single_executable', protection_level: 'encrypted_hardened', package_name: 'notes-pro-2.0.0-linux-x64' });
     const executable = await downloadPackage(hardened, build as any, work);
     const refused = await runProtected(executable, { home: home() });
     expect(refused.code).toBe(2);
@@ -209,21 +227,23 @@ describe('linux-x64', () => {
     expect(run.stdout).toBe(`Notes Pro says hello on linux\n`);
     expect(run.code).toBe(0);
 
+    // The app's own code is not in the executable in the clear; the engine's is, and is checked.
     const bytes = fs.readFileSync(executable);
-    const at = bytes.indexOf('Notes Pro says hello');
+    expect(bytes.indexOf('Notes Pro says hello')).toBe(-1);
+    const at = bytes.indexOf('License key: ');
     expect(at).toBeGreaterThan(0);
-    bytes.write('N0tes', at, 'latin1');
+    bytes.write('License kez: ', at, 'latin1');
     fs.writeFileSync(executable, bytes);
     const modified = await runProtected(executable, { home: home(), env: { LATCHKEY_LICENSE_KEY: key } });
     expect(modified.code).toBe(2);
     expect(modified.stderr).toContain('This app has been modified and cannot start.');
   });
 
-  it('fails clearly for top-level await, which an executable running its script as CommonJS cannot run', async () => {
-    const build = await protect(o, { data: 'await Promise.resolve();\nconsole.log(1);\n', name: 'main.mjs' }, { platform: 'linux-x64' });
-    expect(build.status).toBe('FAILED');
-    expect(build.failure_reason).toContain("main.mjs:1:0: top-level await cannot run in an executable's script");
-    expect(build.failure_reason).toContain('cross_platform');
+  it('runs an ES module app with top-level await: the app is an ES module run from memory, whatever runs the engine', { timeout: 120_000 }, async () => {
+    const build = await protect(o, { data: "await new Promise((resolve) => setTimeout(resolve, 5));\nconsole.log('awaited');\n", name: 'main.mjs' }, { platform: 'linux-x64' });
+    expect(build).toMatchObject({ status: 'READY', package_format: 'single_executable' });
+    const run = await runProtected(await downloadPackage(o, build as any, work), { home: home(), env: { LATCHKEY_LICENSE_KEY: licenseKey } });
+    expect(run).toMatchObject({ code: 0, stdout: 'awaited\n' });
   });
 
   it('fails with a reason, never a bundle that needs Node, when the pinned runtime is not the one pinned', async () => {

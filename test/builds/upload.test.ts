@@ -32,7 +32,7 @@ describe('POST /v1/apps/{app_id}/builds', () => {
       platform: 'linux-x64',
       python_version: '3.12',
       version: '2.1.0',
-      protection_level: 'standard',
+      protection_level: null,
       scan_status: 'PENDING',
       artifact_name: 'tool.bin',
       artifact_size_bytes: 1000,

@@ -32,6 +32,8 @@ describe('create license', () => {
       payment_session_id: null,
       download_limit: null,
       revoked_at: null,
+      tamper_reports: 0,
+      last_tamper_report_at: null,
       created_at: expect.any(String),
     });
     const other = await createLicense(t.call, t.dev, { app_id: t.app.id });

@@ -62,7 +62,7 @@ describe('offline grace', () => {
 
     authority.down = false;
     expect(await restarted.refresh()).toMatchObject({ state: 'valid', usable: true });
-    expect(lastBody()).toEqual({ token: expect.any(String), app_version: '1.4.2', platform: 'linux-x64' });
+    expect(lastBody()).toEqual({ token: expect.any(String), build_id: null, device_key: expect.stringMatching(/^[\w-]{43}$/), app_version: '1.4.2', platform: 'linux-x64' });
   });
 });
 
@@ -101,8 +101,8 @@ describe('authority verdicts at refresh', () => {
       authority.scripted.push({ status: 401, body: { detail: 'unknown token', error_code: 'INVALID_RUNTIME_TOKEN', status_code: 401 } });
       expect(await client.refresh()).toMatchObject({ state: 'valid' });
       expect(authority.requests.map((r) => Object.keys(JSON.parse(r.body)).sort())).toEqual([
-        ['app_version', 'platform', 'token'],
-        ['app_version', 'device_fingerprint', 'license_key', 'platform'],
+        ['app_version', 'build_id', 'device_key', 'platform', 'token'],
+        ['app_version', 'build_id', 'device_fingerprint', 'device_key', 'license_key', 'platform'],
       ]);
     } finally {
       await rotated.close();

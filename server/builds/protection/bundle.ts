@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import type { EngineConfig } from '@latchkey/runtime-sdk/engine';
-import { DIGEST_PLACEHOLDER, protectedRegion, REGION_BEGIN, REGION_END, regionDigest } from '@latchkey/runtime-sdk/engine/integrity';
+import { APP_MODULE, APP_ROOT_KEY, sealVault, type EngineConfig, type VaultFiles } from '@latchkey/runtime-sdk/engine';
+import { DIGEST_PLACEHOLDER, fillSlot, protectedRegion, REGION_BEGIN, REGION_END, regionDigest } from '@latchkey/runtime-sdk/engine/integrity';
 import type { JavaScriptApp } from './javascript-app.js';
 
 /**
@@ -17,6 +17,9 @@ const ENGINE_MODULE = ((): string => {
   return path.join(path.dirname(manifestFile), manifest.exports['./engine']!.import.default);
 })();
 
+/** The authority's signed integrity document over a protected region's SHA-256 (docs/protocol.md). */
+export type IntegritySigner = (sha256: string) => string;
+
 /** `esm` keeps top-level await working (a plain bundle); a single executable needs `cjs`. */
 export type BundleFormat = 'esm' | 'cjs';
 
@@ -24,9 +27,9 @@ export type BundleFormat = 'esm' | 'cjs';
 export class BundleError extends Error {}
 
 /**
- * CommonJS code inside an ES module bundle still calls `require` (Node built-ins, mostly) and reads
- * `__dirname`/`__filename`: given here, on globalThis and through `define`, so that no declaration
- * can collide with one of the app's own.
+ * The engine's CommonJS dependencies (the hardware probes) inside an ES module bundle still call
+ * `require` (Node built-ins) and read `__dirname`/`__filename`: given here, on globalThis and
+ * through `define`, so that no declaration can collide with one of theirs.
  */
 const ESM_PRELUDE = [
   "import { createRequire as __lkCreateRequire } from 'node:module';",
@@ -55,12 +58,71 @@ function confineTo(root: string): esbuild.Plugin {
   };
 }
 
-/** `file:line:column: message` for the first error, with paths relative to the app: no server paths in a build's reason. */
-function describeFailure(err: unknown, root: string): string {
+/**
+ * `file:line:column: message` for the first error, with paths relative to the app (no server paths
+ * in a build's reason) and lines as the developer wrote them (see ownPaths).
+ */
+function describeFailure(err: unknown, root: string, shifted: ReadonlySet<string>): string {
   const first = (err as esbuild.BuildFailure).errors?.[0];
   if (!first) return (err as Error).message;
-  const where = first.location ? `${path.relative(root, path.resolve(first.location.file)) || first.location.file}:${first.location.line}:${first.location.column}: ` : '';
+  const location = first.location;
+  const file = location && path.resolve(location.file);
+  const line = location && file && shifted.has(file) && location.line > 1 ? location.line - 1 : location?.line;
+  const where = location ? `${path.relative(root, file!) || location.file}:${line}:${location.column}: ` : '';
   return `${where}${first.text}`;
+}
+
+/** Source files: bundled into the app module, not carried as files. */
+const CODE_EXTENSIONS = new Set(['.js', '.mjs', '.cjs', '.jsx', '.ts', '.mts', '.cts', '.tsx']);
+
+/**
+ * The app module's own paths. It runs from a `data:` URL, so each file's `import.meta.url`,
+ * `__dirname` and `__filename` are rewritten (ownPaths) to where the file was in the app, under the
+ * folder the engine serves the app's files from (APP_ROOT_KEY); `require` of Node's built-ins works
+ * in CommonJS code too.
+ */
+const APP_PRELUDE = [
+  "import { createRequire as __lkCreateRequire } from 'node:module';",
+  "import __lkPath from 'node:path';",
+  "import { pathToFileURL as __lkPathToFileURL } from 'node:url';",
+  `const __lkRoot = globalThis[Symbol.for(${JSON.stringify(APP_ROOT_KEY)})];`,
+  "const __lkFile = (relative) => __lkPath.join(__lkRoot, ...relative.split('/'));",
+  'const __lkDir = (relative) => __lkPath.dirname(__lkFile(relative));',
+  'const __lkUrl = (relative) => __lkPathToFileURL(__lkFile(relative)).href;',
+  "globalThis.require ??= __lkCreateRequire(__lkFile('package.json'));",
+].join('\n');
+
+/** An ES module: it has import or export statements (what esbuild decides by, in short). */
+const ESM_SYNTAX = /^\s*(import\s*[\w{*'"]|export\s)/m;
+const DIRECTIVE_PROLOGUE = /^(#![^\n]*\n)?(\s*(['"])use strict\3;?)?/;
+
+/**
+ * Rewrites each app file's own location (see APP_PRELUDE) as esbuild loads it. A CommonJS file gets
+ * one line of declarations after its directive prologue: its later lines are one further down, which
+ * `shifted` records so that errors name the lines as the developer wrote them.
+ */
+function ownPaths(root: string, shifted: Set<string>): esbuild.Plugin {
+  return {
+    name: 'own-paths',
+    setup(build) {
+      build.onLoad({ filter: /\.(m|c)?(j|t)sx?$/ }, async (args) => {
+        if (!args.path.startsWith(root + path.sep)) return undefined;
+        const relative = JSON.stringify(path.relative(root, args.path).split(path.sep).join('/'));
+        let source = (await fs.promises.readFile(args.path, 'utf8'))
+          .replace(/\bimport\.meta\.url\b/g, `__lkUrl(${relative})`)
+          .replace(/\bimport\.meta\.dirname\b/g, `__lkDir(${relative})`)
+          .replace(/\bimport\.meta\.filename\b/g, `__lkFile(${relative})`);
+        if (!ESM_SYNTAX.test(source)) {
+          const [prologue] = DIRECTIVE_PROLOGUE.exec(source)!;
+          // The semicolon ends a directive written without one ('use strict' then a newline).
+          source = `${prologue};var __filename = __lkFile(${relative}), __dirname = __lkDir(${relative});\n${source.slice(prologue.length)}`;
+          shifted.add(args.path);
+        }
+        const extension = path.extname(args.path).slice(1).replace(/^[mc]/, '') as 'js' | 'ts' | 'jsx' | 'tsx';
+        return { contents: source, loader: extension, resolveDir: path.dirname(args.path) };
+      });
+    },
+  };
 }
 
 export interface BundleJob {
@@ -69,6 +131,10 @@ export interface BundleJob {
   format: BundleFormat;
   /** `hardened`: minified, and checked for modification at every start. */
   hardened: boolean;
+  /** The build's content key: the app's code and files are sealed under it (docs/protocol.md). */
+  contentKey: Buffer;
+  /** Signs the integrity document of a hardened build over the SHA-256 of its protected region. */
+  signIntegrity: IntegritySigner;
   /** Where the generated entry goes: outside the app's folder, so the app cannot import the engine's config. */
   workDir: string;
   outfile: string;
@@ -81,17 +147,23 @@ const OWN_FILE: Record<BundleFormat, { imports: string; expression: string }> = 
 };
 
 /**
- * Bundles the app behind the runtime engine: the license gate runs first, then the app's entry.
- * A hardened bundle is minified and carries the SHA-256 of its code (see the engine's integrity.ts).
+ * Protects the app: its code bundled into one ES module and sealed with every file it carries into
+ * the vault under the build's content key; the runtime engine bundled around the vault, in the clear.
+ * The engine runs the license gate, gets the content key for this device, and runs the app from
+ * memory. A hardened bundle is minified and carries the SHA-256 of its code (the engine's integrity.ts).
  */
 export async function bundleWithEngine(job: BundleJob): Promise<void> {
+  const files = await appFiles(job.app.root);
+  files.set(APP_MODULE, await bundleApp(job.app, job.hardened));
+  const vault = sealVault(files, job.contentKey, job.engine.buildId).toString('base64');
+
   const entry = path.join(job.workDir, 'latchkey-entry.mjs');
   const config: EngineConfig = { ...job.engine, integrity: job.hardened ? DIGEST_PLACEHOLDER : null };
   const ownFile = OWN_FILE[job.format];
   await fs.promises.writeFile(
     entry,
     `import { runProtectedApp } from ${JSON.stringify(ENGINE_MODULE)};\n${ownFile.imports}` +
-      `runProtectedApp({ config: ${JSON.stringify(config)}, ownFile: ${ownFile.expression}, startApp: () => import(${JSON.stringify(job.app.entry)}) })` +
+      `runProtectedApp({ config: ${JSON.stringify(config)}, ownFile: ${ownFile.expression}, vault: ${JSON.stringify(vault)} })` +
       `.catch((err) => { console.error(err); process.exitCode = 1; });\n`,
   );
   const prelude = job.format === 'esm' ? `\n${ESM_PRELUDE}` : '';
@@ -105,29 +177,82 @@ export async function bundleWithEngine(job: BundleJob): Promise<void> {
       format: job.format,
       minify: job.hardened,
       legalComments: job.hardened ? 'none' : 'eof',
-      // The markers bound the code a hardened build's integrity check hashes.
+      // The markers bound the code a hardened build's integrity check hashes: the engine and the vault.
       banner: { js: `${REGION_BEGIN}${prelude}` },
       footer: { js: REGION_END },
       // sodium-native is a native addon: the engine falls back to masked memory without it.
       external: ['sodium-native'],
-      // The app's tsconfig.json is not read: its `extends` could name any file on the server.
       tsconfigRaw: {},
-      plugins: [confineTo(job.app.root)],
       ...(job.format === 'esm' ? { define: { __dirname: '__lk_dirname', __filename: '__lk_filename' } } : {}),
       logLevel: 'silent',
     });
   } catch (err) {
-    throw new BundleError(describeFailure(err, job.app.root));
+    throw new BundleError(`the runtime engine could not be bundled: ${(err as Error).message}`);
   }
-  if (job.hardened) await bakeDigest(job.outfile);
+  if (job.hardened) await bakeIntegrity(job.outfile, job.signIntegrity);
 }
 
-/** Replaces the placeholder with the SHA-256 of the code around it, as the engine will compute it. */
-async function bakeDigest(file: string): Promise<void> {
+/** The app's own code as one ES module, run from memory: it imports Node's built-ins and nothing else. */
+async function bundleApp(app: JavaScriptApp, hardened: boolean): Promise<Buffer> {
+  const shifted = new Set<string>();
+  try {
+    const result = await esbuild.build({
+      entryPoints: [app.entry],
+      bundle: true,
+      write: false,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      minify: hardened,
+      legalComments: 'none',
+      banner: { js: APP_PRELUDE },
+      // The app's tsconfig.json is not read: its `extends` could name any file on the server.
+      tsconfigRaw: {},
+      plugins: [confineTo(app.root), ownPaths(app.root, shifted)],
+      metafile: true,
+      logLevel: 'silent',
+    });
+    assertBuiltinsExist(result.metafile);
+    return Buffer.from(result.outputFiles[0]!.contents);
+  } catch (err) {
+    throw new BundleError(describeFailure(err, app.root, shifted));
+  }
+}
+
+/**
+ * What the app module imports at run time is Node's built-ins alone; one Node does not have would
+ * fail only after the license gate, on a customer's machine, so the build fails here instead.
+ */
+function assertBuiltinsExist(metafile: esbuild.Metafile): void {
+  for (const output of Object.values(metafile.outputs)) {
+    for (const imported of output.imports) {
+      if (imported.external && !isBuiltin(imported.path)) {
+        throw new BundleError(`the app imports ${JSON.stringify(imported.path)}, which is not a Node built-in module and not in the upload`);
+      }
+    }
+  }
+}
+
+/**
+ * Every file of the app but its code (which the bundle holds): assets it reads next to its code,
+ * its package.json, data files of its dependencies. Keyed by `/`-separated path under the app.
+ */
+async function appFiles(root: string): Promise<VaultFiles> {
+  const files: VaultFiles = new Map();
+  for (const entry of await fs.promises.readdir(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || CODE_EXTENSIONS.has(path.extname(entry.name).toLowerCase())) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    files.set(path.relative(root, file).split(path.sep).join('/'), await fs.promises.readFile(file));
+  }
+  return files;
+}
+
+/** Fills the slot with the authority's signature over the SHA-256 of the code around it, as the engine will compute it. */
+async function bakeIntegrity(file: string, sign: IntegritySigner): Promise<void> {
   const region = await protectedRegion(file);
   if (!region) throw new Error(`${file} has no protected region markers`);
   const bytes = await fs.promises.readFile(file);
   const at = bytes.indexOf(DIGEST_PLACEHOLDER);
-  bytes.write(regionDigest(region, null), at, 'latin1');
+  bytes.write(fillSlot(sign(regionDigest(region, null))), at, 'latin1');
   await fs.promises.writeFile(file, bytes);
 }

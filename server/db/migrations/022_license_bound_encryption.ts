@@ -16,10 +16,13 @@ export const licenseBoundEncryption: Migration = {
       -- The device's X25519 public key (base64url), to which content keys are wrapped; set by
       -- activation and by a refresh with the license key, never by a refresh with a token alone.
       ALTER TABLE devices ADD COLUMN device_key text;
+      -- Starts of modified copies of a protected build, as the runtime reports them under its license.
+      ALTER TABLE licenses ADD COLUMN tamper_reports integer NOT NULL DEFAULT 0, ADD COLUMN last_tamper_report_at timestamptz;
     `);
   },
   async down(db) {
     await db.raw(`
+      ALTER TABLE licenses DROP COLUMN tamper_reports, DROP COLUMN last_tamper_report_at;
       ALTER TABLE devices DROP COLUMN device_key;
       ALTER TABLE builds DROP CONSTRAINT builds_protection_level_check;
       UPDATE builds SET protection_level = 'none' WHERE protection_level IS NULL OR protection_level <> 'none';

@@ -1,0 +1,190 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLicense, setPlan } from '../support/fixtures.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { zipOf, type Entries } from './archives.js';
+import { downloadPackage, owner, runProtected, settled, uploadBuild, type Owner } from './support.js';
+
+// License-bound encryption (docs/protocol.md, "Protected builds"): the app's code and files are in
+// the delivered file only encrypted, under a key the authority releases to licensed devices alone.
+
+let server: TestServer;
+let o: Owner;
+let work: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  o = await owner(server, { platforms: ['linux-x64'] });
+  await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-encrypted-'));
+});
+afterAll(async () => {
+  await server.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+const home = () => fs.mkdtempSync(path.join(work, 'home-'));
+
+/** Strings only the app's own code and files hold: none may be found in what customers download. */
+const SECRETS = ['QuokkaZanzibar-7731', 'renderQuokkaBanner', 'asset-secret-Ooloo', 'tla-moonrise-42'];
+
+/** A CommonJS app that reads files beside its code with fs (readFileSync, readdirSync, fs.promises, streams). */
+const CJS_APP: Entries = {
+  'package.json': JSON.stringify({ name: 'quokka', version: '3.1.0', main: 'lib/main.js' }),
+  'lib/main.js': [
+    "'use strict';",
+    "const fs = require('node:fs');",
+    "const path = require('node:path');",
+    "const { renderQuokkaBanner } = require('./banner');",
+    "const data = path.join(__dirname, '..', 'data');",
+    "console.log(renderQuokkaBanner(fs.readFileSync(path.join(data, 'greeting.txt'), 'utf8').trim()));",
+    "console.log('files:', fs.readdirSync(data).join(','), fs.existsSync(path.join(data, 'nope.txt')));",
+    "fs.promises.readFile(path.join(data, 'cows', 'moo.cow'), 'utf8').then((cow) => {",
+    "  console.log(cow.trim());",
+    "  fs.createReadStream(path.join(data, 'greeting.txt')).on('data', (chunk) => console.log('streamed', chunk.length));",
+    '});',
+  ].join('\n'),
+  'lib/banner.js': "exports.renderQuokkaBanner = (text) => '*** QuokkaZanzibar-7731 ' + text + ' ***';\n",
+  'data/greeting.txt': 'asset-secret-Ooloo\n',
+  'data/cows/moo.cow': '(oo) moo\n',
+};
+
+/** An ES module app with top-level await that reads a file relative to import.meta.url. */
+const ESM_APP: Entries = {
+  'package.json': JSON.stringify({ name: 'moonrise', version: '1.0.0', type: 'module', main: 'index.js' }),
+  'index.js': [
+    "import { readFile } from 'node:fs/promises';",
+    "const note = await readFile(new URL('./notes/today.txt', import.meta.url), 'utf8');",
+    "await new Promise((resolve) => setTimeout(resolve, 5));",
+    "console.log('tla-moonrise-42', note.trim());",
+  ].join('\n'),
+  'notes/today.txt': 'asset-secret-Ooloo today\n',
+};
+
+/** What the app prints when run unprotected with this Node: the protected one must print the same. */
+function runPlain(entries: Entries, entry: string): string {
+  const dir = fs.mkdtempSync(path.join(work, 'plain-'));
+  for (const [name, content] of Object.entries(entries)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), content);
+  }
+  const run = spawnSync(process.execPath, [path.join(dir, entry)], { encoding: 'utf8' });
+  expect(run.status).toBe(0);
+  return run.stdout;
+}
+
+/** Every byte sequence a cracker would look at: the file, its base64 runs decoded, and every compressed stream in either. */
+function readableViews(file: Buffer): Buffer[] {
+  const views = [file];
+  for (const run of file.toString('latin1').match(/[A-Za-z0-9+/_-]{64,}={0,2}/g) ?? []) views.push(Buffer.from(run, 'base64'));
+  const inflated: Buffer[] = [];
+  for (const view of views) {
+    for (let at = 0; at < view.length - 2; at++) {
+      const gzip = view[at] === 0x1f && view[at + 1] === 0x8b;
+      const zlib = view[at] === 0x78 && [0x01, 0x5e, 0x9c, 0xda].includes(view[at + 1]!);
+      if (!gzip && !zlib) continue;
+      for (const inflate of gzip ? [gunzipSync] : [inflateSync]) {
+        try {
+          inflated.push(inflate(view.subarray(at)));
+        } catch {
+          // Not a stream that starts here.
+        }
+      }
+    }
+    for (const decode of [inflateRawSync, brotliDecompressSync]) {
+      try {
+        inflated.push(decode(view));
+      } catch {
+        // Not one whole stream.
+      }
+    }
+  }
+  return [...views, ...inflated];
+}
+
+describe.each([
+  ['a CommonJS app reading its files', CJS_APP, 'lib/main.js'],
+  ['an ES module app with top-level await', ESM_APP, 'index.js'],
+])('%s, protected for cross_platform', (_name, entries, entry) => {
+  let build: Record<string, any>;
+  let bundle: string;
+  let licenseKey: string;
+  let licenseId: string;
+
+  beforeAll(async () => {
+    const uploaded = await uploadBuild(o, { data: new Uint8Array(await zipOf(entries)), name: 'app.zip' }, { platform: 'cross_platform' });
+    // What applies depends on what the upload holds: the 201 claims nothing yet.
+    expect(uploaded.protection_level).toBeNull();
+    build = await settled(o, uploaded.id);
+    bundle = await downloadPackage(o, build as any, work);
+    const license = await createLicense(o.call, o.dev, { app_id: o.app.id, device_limit: 10 });
+    licenseKey = license.license_key;
+    licenseId = license.license_id;
+  });
+
+  it('is READY and says encrypted', () => {
+    expect(build).toMatchObject({ status: 'READY', package_format: 'javascript_bundle', protection_level: 'encrypted' });
+  });
+
+  it('holds none of the app in the clear: not its strings, names or files, in any base64 run or compressed stream', () => {
+    const views = readableViews(fs.readFileSync(bundle));
+    for (const secret of SECRETS) {
+      for (const view of views) expect(view.includes(Buffer.from(secret))).toBe(false);
+    }
+  });
+
+  it('runs nothing of the app without a license', async () => {
+    const run = await runProtected(bundle, { home: home() });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+  });
+
+  it('with a license prints what the unprotected app prints, byte for byte, then stops once the license is revoked', async () => {
+    const user = home();
+    const first = await runProtected(bundle, { home: user, env: { LATCHKEY_LICENSE_KEY: licenseKey } });
+    expect(first.stdout).toBe(runPlain(entries, entry));
+    expect(first.code).toBe(0);
+    // Offline starts within grace decrypt from the cache: the key was stored with the token.
+    const cached = await runProtected(bundle, { home: user });
+    expect(cached.stdout).toBe(first.stdout);
+
+    expect((await o.call('POST', `/v1/licenses/${licenseId}/revoke`, { token: o.dev.accessToken })).status).toBe(200);
+    // This start still runs from its cache and learns of the revocation on its way out.
+    await runProtected(bundle, { home: user });
+    const after = await runProtected(bundle, { home: user });
+    expect(after.code).toBe(2);
+    expect(after.stdout).toBe('');
+  });
+});
+
+describe('the encrypted app', () => {
+  it('refuses to start when a byte of it was changed, even with a valid license', async () => {
+    const build = await settled(o, (await uploadBuild(o, { data: new Uint8Array(await zipOf(CJS_APP)), name: 'app.zip' }, { platform: 'cross_platform' })).id);
+    const bundle = await downloadPackage(o, build as any, work);
+    const text = fs.readFileSync(bundle, 'latin1');
+    const vault = text.match(/[A-Za-z0-9+/]{1000,}={0,2}/)![0];
+    const at = text.indexOf(vault) + Math.floor(vault.length / 2);
+    const patched = `${text.slice(0, at)}${text[at] === 'A' ? 'B' : 'A'}${text.slice(at + 1)}`;
+    fs.writeFileSync(bundle, patched, 'latin1');
+    const key = (await createLicense(o.call, o.dev, { app_id: o.app.id })).license_key;
+    const run = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: key } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('This app has been modified and cannot start');
+    expect(run.stdout).toBe('');
+  });
+
+  it('is not unlocked for a license of another app', async () => {
+    const other = await owner(server, { platforms: ['linux-x64'] });
+    const build = await settled(o, (await uploadBuild(o, { data: new Uint8Array(await zipOf(CJS_APP)), name: 'app.zip' }, { platform: 'cross_platform' })).id);
+    const bundle = await downloadPackage(o, build as any, work);
+    await setPlan(other.call, server.adminToken, other.dev.id, 'pro');
+    const foreignKey = (await createLicense(other.call, other.dev, { app_id: other.app.id })).license_key;
+    const run = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: foreignKey } });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+  });
+});
