@@ -146,6 +146,25 @@ describe('symlinks in archives', () => {
     expect(run.stdout).toBe('moo 2.0.0\n');
   }, 120_000);
 
+  it('an ES module app with top-level await on an ESM-only package (chalk@5) prints what it prints unprotected', async () => {
+    const dir = path.join(fs.mkdtempSync(path.join(work, 'esm-')), 'colour');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'colour', version: '1.0.0', type: 'module', main: 'index.js', dependencies: { chalk: '5.3.0' } }));
+    fs.writeFileSync(
+      path.join(dir, 'index.js'),
+      "import chalk from 'chalk';\nconst doubled = await Promise.all([1, 2, 3].map(async (n) => n * 2));\nconsole.log(chalk.bold('doubled'), doubled.join(','), 'colour level', chalk.level);\n",
+    );
+    await npm(['install', '--omit=dev', '--ignore-scripts'], dir);
+    const plain = (await run(process.execPath, [path.join(dir, 'index.js')], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } })).stdout;
+    expect(plain).toBe('doubled 2,4,6 colour level 0\n');
+    for (const platform of ['cross_platform', 'linux-x64']) {
+      const build = await protect({ data: await tarOf(dir), name: 'colour.tar.gz' }, { platform });
+      expect(build, build.failure_reason).toMatchObject({ status: 'READY', protection_level: 'encrypted' });
+      const protectedRun = await runProtected(await downloadPackage(o, build as any, work), { home: home(), env: { LATCHKEY_LICENSE_KEY: licenseKey } });
+      expect(protectedRun.stdout).toBe(plain);
+    }
+  }, 180_000);
+
   const escaping: [string, () => Promise<Buffer>, string, string][] = [
     ['an absolute target', async () => tarGzOf([['app/package.json', '{}'], { name: 'app/node_modules/.bin/x', type: '2', linkTarget: '/etc/passwd' }]), 'app.tar.gz', '"app/node_modules/.bin/x" is a symlink to "/etc/passwd"'],
     ['.. past the top', async () => tarGzOf([['app/package.json', '{}'], { name: 'app/node_modules/.bin/x', type: '2', linkTarget: '../../../../etc/passwd' }]), 'app.tar.gz', '"app/node_modules/.bin/x" is a symlink to "../../../../etc/passwd", which points outside the archive'],
