@@ -68,11 +68,12 @@ async function reportTamper(options: LicenseClientOptions, buildId: string, kind
 const UNLICENSED_EXIT_CODE = 2;
 
 /**
- * Short and barely retried: the check-in on the way out must not hold a command-line app for long
- * when offline. The user can try an activation again; the background refresh runs hourly anyway.
+ * Short and never retried: the check-in on the way out and the update check must not hold a
+ * command-line app when offline (a retry waits its back-off first). The user can try an activation
+ * again; the next start checks in again.
  */
 const REQUEST_TIMEOUT_MS = 5_000;
-const RETRY_LIMIT = 1;
+const RETRY_LIMIT = 0;
 
 export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry): Promise<void> {
   const refuse = (message: string) => {
