@@ -49,7 +49,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
         'and its node_modules) is bundled with the runtime engine and delivered with the pinned Node runtime of the platform, so the ' +
         'customer needs no Node: a Node single executable for linux and Windows (`single_executable`), a .tar.gz holding the ' +
         "vendor-signed runtime, the app and a launcher `bin/<app>` for macOS (`launcher_archive`); for `cross_platform` a JavaScript " +
-        'bundle that needs Node >= 20 installed (`javascript_bundle`). Anything else is delivered as uploaded. Archives are refused when ' +
+        'bundle that needs Node >= 20.12 installed (`javascript_bundle`). Anything else is delivered as uploaded. Archives are refused when ' +
         'entries leave the archive, are links, or expand more than 100 times. 413 past the configured maximum size (default 2 GiB).',
       params: AppIdParams, body: s.UploadBuildBody, response: s.Build, status: 201, errors: [403, 404, 413, 415],
       multipart: upload('artifact', 'The file to protect'),

@@ -15,12 +15,12 @@ export type BuildPlatform = (typeof BUILD_PLATFORMS)[number];
 
 /**
  * What customers download: `single_executable` (the app and Node in one file), `javascript_bundle`
- * (one .mjs file for Node >= 20: cross_platform builds, or where no Node binary is configured for
+ * (one .mjs file for Node >= 20.12: cross_platform builds, or where no Node binary is configured for
  * the platform), `as_uploaded` (anything but a JavaScript app, or protection level `none`).
  */
 /**
  * What customers download: a Node single executable (linux, Windows), an archive of the signed Node
- * runtime, the app and a launcher (macOS), a JavaScript bundle for Node >= 20 (`cross_platform`),
+ * runtime, the app and a launcher (macOS), a JavaScript bundle for Node >= 20.12 (`cross_platform`),
  * or the upload itself.
  */
 export const PACKAGE_FORMATS = ['single_executable', 'launcher_archive', 'javascript_bundle', 'as_uploaded'] as const;
@@ -107,7 +107,7 @@ export const Build = z.object({
     .enum(PACKAGE_FORMATS)
     .nullable()
     .describe(
-      'null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20 (cross_platform); `as_uploaded`: the upload itself',
+      'null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself',
     ),
   engine_version: z.string().nullable().describe('Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was'),
   failure_reason: z.string().nullable().describe('Why a FAILED build failed, in words'),
