@@ -63,6 +63,8 @@ export async function tenantIsolationSweep(sheet: FigureSheet, server: LatchkeyP
 /** Bodies the schema's sample cannot make valid: the intruder's request must pass validation to reach the lookup. */
 const VALID_BODIES: Record<string, unknown> = {
   updateApp: { name: 'Renamed by an intruder' },
+  // A body the route accepts, so the answer is about whose app it is (the generated sample's entry path is not one).
+  createUploadSession: { filename: 'app.zip', size_bytes: 1000, sha256: 'a'.repeat(64), platform: 'linux-x64' },
 };
 
 /** The sample body with every field that names a kind of id (`app_id`, `license_id`, ...) set to the owner's. */
