@@ -30,14 +30,30 @@ export interface ReleaseRequest {
 export function createContentKeyRelease(deps: { db: Db; masterKey: MasterKey }) {
   return async (request: ReleaseRequest): Promise<WrappedContentKey | null> => {
     if (!request.buildId) return null;
+    // Writes only when the key on record changes: a refresh presenting the same key (every one, in
+    // practice) reads. The outer SELECT sees the row as it was, so the new key comes first.
     const { rows } = await deps.db.raw<{ rows: { device_key: string | null; content_key_sealed: string | null }[] }>(
-      `WITH device AS (
-         UPDATE devices SET device_key = CASE WHEN ?::text IS NOT NULL AND (device_key IS NULL OR ?::boolean) THEN ?::text ELSE device_key END
-         WHERE license_id = ? AND fingerprint_hash = ? RETURNING device_key
+      `WITH changed AS (
+         UPDATE devices SET device_key = ?::text
+         WHERE license_id = ? AND fingerprint_hash = ? AND ?::text IS NOT NULL
+           AND device_key IS DISTINCT FROM ?::text AND (device_key IS NULL OR ?::boolean)
+         RETURNING device_key
        )
-       SELECT (SELECT device_key FROM device) AS device_key,
+       SELECT coalesce((SELECT device_key FROM changed),
+                       (SELECT device_key FROM devices WHERE license_id = ? AND fingerprint_hash = ?)) AS device_key,
               (SELECT content_key_sealed FROM builds WHERE id = ? AND app_id = ?) AS content_key_sealed`,
-      [request.presentedKey ?? null, request.mayReplaceKey, request.presentedKey ?? null, request.licenseId, request.device, request.buildId, request.appId],
+      [
+        request.presentedKey ?? null,
+        request.licenseId,
+        request.device,
+        request.presentedKey ?? null,
+        request.presentedKey ?? null,
+        request.mayReplaceKey,
+        request.licenseId,
+        request.device,
+        request.buildId,
+        request.appId,
+      ],
     );
     const { device_key: deviceKey, content_key_sealed: sealed } = rows[0]!;
     if (!deviceKey || !sealed) return null;

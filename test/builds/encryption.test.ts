@@ -1,33 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { generateDeviceKeyPair, unwrapContentKey } from '../../runtime-sdk/engine/content-key.js';
+import type { RuntimeTokenClaims } from '../../runtime-sdk/protocol.js';
 import { createLicense, setPlan } from '../support/fixtures.js';
-import { startTestServer, type TestServer } from '../support/server.js';
 import { zipOf, type Entries } from './archives.js';
-import { downloadPackage, owner, runProtected, settled, uploadBuild, type Owner } from './support.js';
+import { downloadPackage, owner, protectionWorld, runProtected, settled, uploadBuild } from './support.js';
 
 // License-bound encryption (docs/protocol.md, "Protected builds"): the app's code and files are in
 // the delivered file only encrypted, under a key the authority releases to licensed devices alone.
 
-let server: TestServer;
-let o: Owner;
-let work: string;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  o = await owner(server, { platforms: ['linux-x64'] });
-  await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-encrypted-'));
-});
-afterAll(async () => {
-  await server.close();
-  fs.rmSync(work, { recursive: true, force: true });
-});
-
-const home = () => fs.mkdtempSync(path.join(work, 'home-'));
+const { server, o, work, home } = await protectionWorld('encrypted', { platforms: ['linux-x64'] });
 
 /** Strings only the app's own code and files hold: none may be found in what customers download. */
 const SECRETS = ['QuokkaZanzibar-7731', 'renderQuokkaBanner', 'asset-secret-Ooloo', 'tla-moonrise-42'];
@@ -186,5 +171,33 @@ describe('the encrypted app', () => {
     const run = await runProtected(bundle, { home: home(), env: { LATCHKEY_LICENSE_KEY: foreignKey } });
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
+  });
+});
+
+describe('the content key in the runtime token', () => {
+  it('is wrapped to the device key on record: a token alone cannot move it to another installation, the license key can', async () => {
+    const build = await settled(o, (await uploadBuild(o, { data: new Uint8Array(await zipOf(CJS_APP)), name: 'app.zip' }, { platform: 'cross_platform' })).id);
+    const license = await createLicense(o.call, o.dev, { app_id: o.app.id });
+    const device = 'c'.repeat(64);
+    const [first, second] = [generateDeviceKeyPair(), generateDeviceKeyPair()];
+    const context = { buildId: build.id, licenseId: license.license_id, device };
+    const keyIn = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as RuntimeTokenClaims).content_key!;
+
+    const activated = await o.call('POST', '/v1/licenses/activate', { body: { license_key: license.license_key, device_fingerprint: device, build_id: build.id, device_key: first.x } });
+    expect(activated.status).toBe(200);
+    const key = unwrapContentKey(keyIn(activated.body.token), first, context);
+    expect(key).toHaveLength(32);
+
+    const byToken = await o.call('POST', '/v1/licenses/refresh', { body: { token: activated.body.token, build_id: build.id, device_key: second.x } });
+    expect(byToken.status).toBe(200);
+    expect(unwrapContentKey(keyIn(byToken.body.token), second, context)).toBeNull();
+    expect(unwrapContentKey(keyIn(byToken.body.token), first, context)).toEqual(key);
+
+    const byKey = await o.call('POST', '/v1/licenses/refresh', { body: { license_key: license.license_key, device_fingerprint: device, build_id: build.id, device_key: second.x } });
+    expect(unwrapContentKey(keyIn(byKey.body.token), second, context)).toEqual(key);
+
+    // A malformed device key is refused.
+    const malformed = await o.call('POST', '/v1/licenses/refresh', { body: { token: activated.body.token, build_id: build.id, device_key: 'not-a-key' } });
+    expect(malformed.status).toBe(400);
   });
 });

@@ -9,30 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLicense, setPlan } from '../support/fixtures.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { describe, expect, it } from 'vitest';
 import { tarGzOf, zipOf } from './archives.js';
-import { downloadPackage, filesOf, owner, runProtected, settled, storedFiles, upload, uploadBuild, type Owner } from './support.js';
+import { downloadPackage, filesOf, protectionWorld, runProtected, settled, storedFiles, upload, uploadBuild } from './support.js';
 
-let server: TestServer;
-let o: Owner;
-let work: string;
-let licenseKey: string;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  o = await owner(server);
-  await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
-  licenseKey = (await createLicense(o.call, o.dev, { app_id: o.app.id, device_limit: 10 })).license_key;
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-npm-apps-'));
-});
-afterAll(async () => {
-  await server.close();
-  fs.rmSync(work, { recursive: true, force: true });
-});
-
-const home = () => fs.mkdtempSync(path.join(work, 'home-'));
+const { server, o, work, licenseKey, home } = await protectionWorld('npm-apps');
 // Never a synchronous child process: the test server runs in this process and must keep answering.
 const run = promisify(execFile);
 const npm = async (args: string[], cwd: string) => (await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8' })).stdout;

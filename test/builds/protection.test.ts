@@ -1,32 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { NODE_RUNTIME_VERSION } from '../../native/runtimes/node-runtimes.js';
-import { createLicense, setPlan } from '../support/fixtures.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { createLicense } from '../support/fixtures.js';
+import { startTestServer } from '../support/server.js';
 import { tarGzOf, zipOf } from './archives.js';
-import { downloadPackage, filesOf, owner, runProtected, settled, uploadBuild, type Owner } from './support.js';
+import { downloadPackage, filesOf, owner, protectionWorld, runProtected, settled, uploadBuild, type Owner } from './support.js';
 
-let server: TestServer;
-let o: Owner;
-let work: string;
-let licenseKey: string;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  o = await owner(server);
-  await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
-  licenseKey = (await createLicense(o.call, o.dev, { app_id: o.app.id, device_limit: 10 })).license_key;
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-protected-'));
-});
-afterAll(async () => {
-  await server.close();
-  fs.rmSync(work, { recursive: true, force: true });
-});
-
-/** A fresh end-user home (no cached license) for each run that should start unlicensed. */
-const home = () => fs.mkdtempSync(path.join(work, 'home-'));
+const { server, o, work, licenseKey, home } = await protectionWorld('protected');
 
 const APP_SOURCE = `import os from 'node:os';\nconsole.log('Notes Pro says hello on ' + os.platform());\n`;
 

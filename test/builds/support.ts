@@ -1,16 +1,41 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { expect } from 'vitest';
-import { createApp, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
+import { afterAll, expect } from 'vitest';
+import { createApp, createLicense, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, type ApiResponse, type Call } from '../support/http.js';
-import type { TestServer } from '../support/server.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 
 export interface Owner {
   server: TestServer;
   call: Call;
   dev: TestDeveloper;
   app: { id: string; fingerprint_salt: string } & Record<string, unknown>;
+}
+
+/** What a file of protection tests works with: a server, a Pro developer's app, a license of it, a scratch folder. */
+export interface ProtectionWorld {
+  server: TestServer;
+  o: Owner;
+  licenseKey: string;
+  work: string;
+  /** A fresh end-user home (no cached license) for a run. */
+  home(): string;
+}
+
+/** Started at the file's top level; everything is removed after its tests. */
+export async function protectionWorld(name: string, appBody: Record<string, unknown> = {}): Promise<ProtectionWorld> {
+  const server = await startTestServer();
+  const o = await owner(server, appBody);
+  await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
+  const licenseKey = (await createLicense(o.call, o.dev, { app_id: o.app.id, device_limit: 10 })).license_key;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), `latchkey-${name}-`));
+  afterAll(async () => {
+    await server.close();
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+  return { server, o, licenseKey, work, home: () => fs.mkdtempSync(path.join(work, 'home-')) };
 }
 
 /** A developer with one app targeting Linux and Windows (and `appBody` on top). */
