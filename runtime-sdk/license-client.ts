@@ -9,6 +9,7 @@ import { normalizeLicenseKey } from './authority/license-key.js';
 import { unwrapContentKey } from './engine/content-key.js';
 import { LicenseError, type LicenseErrorCode } from './errors.js';
 import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events.js';
+import { MAX_CLOCK_SKEW_MS } from './grace/anchor.js';
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
 import { resolveOptions, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { platformLabel } from './platform.js';
@@ -20,9 +21,6 @@ import { loadSodiumMemory, maskedMemory } from './token-store/secret-memory.js';
 import { createUpdateChannel, type UpdateChannel } from './updates/channel.js';
 
 const SDK_VERSION = '0.1.0';
-
-/** A grant whose issue time is further than this from the local clock is refused: replay or a broken clock. */
-const MAX_CLOCK_SKEW_MS = 24 * 3_600_000;
 
 /** Authority answers that settle the license's fate until the authority says otherwise. */
 const VERDICTS: Partial<Record<LicenseErrorCode, Verdict>> = {

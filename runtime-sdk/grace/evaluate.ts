@@ -1,8 +1,14 @@
 /**
- * Offline grace and clock tampering as a pure function of the clock, the token and the last time the
- * license server was reached. Everything here is in milliseconds of the local clock; `serverSkewMs`
- * (server time minus local time, measured at the last contact) maps the token's server times onto it,
- * so a machine whose clock is simply off by some minutes is not mistaken for a tampered one.
+ * Offline grace and clock tampering as a pure function of the clock, the token and what this
+ * installation measured at its last contact. Everything here is in milliseconds of the local clock.
+ *
+ * Grace is anchored to the signed token, not to the saved times: it runs from the token's issue time
+ * `iat` (server time) to its `exp`, mapped onto the local clock with `serverSkewMs` (server time minus
+ * local time, measured at the last contact). The saved skew is trusted for that mapping only up to
+ * `toleranceMs`: a cache re-sealed with a later last-online time (and a skew to match) moves the end of
+ * grace by at most the tolerance, while a machine whose clock is off by more sees its grace shifted by
+ * its own error, never lengthened beyond it. The rollback checks use the saved skew as measured, so a
+ * clock that is simply some hours off is not mistaken for a tampered one.
  */
 import type { RuntimeTokenClaims } from '../protocol.js';
 import type { StatusReason } from '../status.js';
@@ -10,7 +16,6 @@ import type { StatusReason } from '../status.js';
 export interface GraceInput {
   now: number;
   claims: Pick<RuntimeTokenClaims, 'iat' | 'exp' | 'license_expires_at' | 'policy'>;
-  lastOnlineAt: number;
   serverSkewMs: number;
   /** The latest local time this installation has seen (persisted): the clock must not go back past it. */
   highWaterAt: number;
@@ -29,15 +34,17 @@ export interface GraceOutcome {
 const HOUR_MS = 3_600_000;
 
 export function evaluateGrace(input: GraceInput): GraceOutcome {
-  const { now, claims, lastOnlineAt, serverSkewMs, highWaterAt, toleranceMs, freshForMs } = input;
+  const { now, claims, serverSkewMs, highWaterAt, toleranceMs, freshForMs } = input;
   const serverNow = now + serverSkewMs;
-  // The signed expiry caps the policy, so a cache can never outlive what the server granted.
-  const graceEndsAt = Math.min(lastOnlineAt + claims.policy.offline_grace_hours * HOUR_MS, claims.exp * 1000 - serverSkewMs);
+  const trustedSkew = Math.max(-toleranceMs, Math.min(toleranceMs, serverSkewMs));
+  // The last contact as the signature dates it; the signed expiry caps the policy.
+  const onlineAt = claims.iat * 1000 - trustedSkew;
+  const graceEndsAt = Math.min(onlineAt + claims.policy.offline_grace_hours * HOUR_MS, claims.exp * 1000 - trustedSkew);
   const outcome = (state: GraceOutcome['state'], reason: GraceOutcome['reason']): GraceOutcome => ({ state, reason, graceEndsAt });
 
   if (now < highWaterAt - toleranceMs || serverNow < claims.iat * 1000 - toleranceMs) return outcome('tampered', 'clock_rollback');
   if (claims.license_expires_at !== null && serverNow >= claims.license_expires_at * 1000) return outcome('expired', 'license_expired');
   if (now >= graceEndsAt) return outcome('expired', 'grace_exhausted');
-  if (now - lastOnlineAt <= freshForMs) return outcome('valid', null);
+  if (now - onlineAt <= freshForMs) return outcome('valid', null);
   return outcome('grace', 'offline');
 }

@@ -7,6 +7,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
 import { computeFingerprint, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
 import { quickAnchor } from '../fingerprint/quick-anchor.js';
+import { timesMatchToken } from '../grace/anchor.js';
 import type { ResolvedOptions } from '../options.js';
 import { verifyRuntimeToken, type RuntimeTokenClaims } from '../protocol.js';
 import type { LicenseState, StatusReason } from '../status.js';
@@ -260,7 +261,10 @@ export class LicenseVault {
     } catch {
       // Sealed by us yet not verifying: the pinned keys changed or the file was forged. A refresh by key lifts it.
       this.verdict = { state: 'tampered', reason: 'token_invalid' };
+      return;
     }
+    // Re-sealed by hand with other times (a later last contact, to stretch grace): a refresh by key lifts it.
+    if (!timesMatchToken(payload, this.claims)) this.verdict = { state: 'tampered', reason: 'cache_modified' };
   }
 
   private save(): Promise<void> {

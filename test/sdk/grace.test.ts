@@ -18,7 +18,6 @@ function input(overrides: Partial<GraceInput> & { licenseExpiresAt?: number | nu
       license_expires_at: overrides.licenseExpiresAt ?? null,
       policy: { device_limit: 2, offline_grace_hours: graceHours },
     },
-    lastOnlineAt: T0,
     serverSkewMs: 0,
     highWaterAt: T0,
     toleranceMs: 5 * MINUTE,
@@ -27,7 +26,7 @@ function input(overrides: Partial<GraceInput> & { licenseExpiresAt?: number | nu
   };
 }
 
-describe('offline grace and clock tampering (pure function of clock, token, last online time)', () => {
+describe('offline grace and clock tampering (pure function of clock, token, measured skew)', () => {
   const cases: { name: string; input: GraceInput; state: string; reason: string | null; graceEndsAt?: number }[] = [
     { name: 'just activated', input: input({}), state: 'valid', reason: null, graceEndsAt: T0 + 72 * HOUR },
     { name: 'within the fresh window', input: input({ now: T0 + 2 * HOUR }), state: 'valid', reason: null },
@@ -48,17 +47,18 @@ describe('offline grace and clock tampering (pure function of clock, token, last
     { name: 'clock back past the high-water mark', input: input({ now: T0 + 10 * HOUR, highWaterAt: T0 + 20 * HOUR }), state: 'tampered', reason: 'clock_rollback' },
     { name: 'clock back within tolerance', input: input({ now: T0 + 20 * HOUR - 4 * MINUTE, highWaterAt: T0 + 20 * HOUR }), state: 'grace', reason: 'offline' },
     { name: 'clock back just beyond tolerance', input: input({ now: T0 + 20 * HOUR - 5 * MINUTE - 1, highWaterAt: T0 + 20 * HOUR }), state: 'tampered', reason: 'clock_rollback' },
-    { name: 'clock before the token was issued', input: input({ now: T0 - HOUR, highWaterAt: T0 - 2 * HOUR, lastOnlineAt: T0 - 2 * HOUR }), state: 'tampered', reason: 'clock_rollback' },
+    { name: 'clock before the token was issued', input: input({ now: T0 - HOUR, highWaterAt: T0 - 2 * HOUR }), state: 'tampered', reason: 'clock_rollback' },
     {
       name: 'a local clock 3 h slow is skew, not tampering',
-      input: input({ now: T0 - 3 * HOUR + MINUTE, lastOnlineAt: T0 - 3 * HOUR, highWaterAt: T0 - 3 * HOUR, serverSkewMs: 3 * HOUR }),
+      input: input({ now: T0 - 3 * HOUR + MINUTE, highWaterAt: T0 - 3 * HOUR, serverSkewMs: 3 * HOUR }),
       state: 'valid',
       reason: null,
-      graceEndsAt: T0 + 69 * HOUR,
+      // Grace runs to the signed exp: the saved skew moves its end by the tolerance at most.
+      graceEndsAt: T0 + 72 * HOUR - 5 * MINUTE,
     },
     {
-      name: 'a slow clock still ends grace 72 h after contact',
-      input: input({ now: T0 + 69 * HOUR, lastOnlineAt: T0 - 3 * HOUR, highWaterAt: T0 - 3 * HOUR, serverSkewMs: 3 * HOUR }),
+      name: 'a slow clock ends grace at the signed exp, less the tolerance',
+      input: input({ now: T0 + 72 * HOUR - 5 * MINUTE, highWaterAt: T0 - 3 * HOUR, serverSkewMs: 3 * HOUR }),
       state: 'expired',
       reason: 'grace_exhausted',
     },
