@@ -4,7 +4,9 @@
  * key, limit reached, too many attempts) and retrying it would only burn the user's activation allowance.
  */
 import { LicenseError, type LicenseErrorCode } from '../errors.js';
+import type { ComponentHashes } from '../fingerprint/index.js';
 import type { TamperReportRequest, UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
+import type { ProxyEnv } from '../network/proxy-rules.js';
 import { NetworkError, postJson, type HttpAnswer } from './json-post.js';
 
 /** Sent with every call so the authority can record the installed version (never hardware identifiers). */
@@ -21,28 +23,47 @@ export interface AuthorityOptions {
   requestTimeoutMs: number;
   retryLimit: number;
   retryBaseDelayMs: number;
+  /** Where the proxy variables are read (the process's environment). */
+  env: ProxyEnv;
 }
+
+/**
+ * Whether the app awaits this call. Work the SDK starts on its own (the background refresh, the
+ * start-up revalidation, the update check) does not, and must never keep the process alive; a call
+ * the app awaits does, so a top-level `await license.activate(key)` is not cut short by Node exiting.
+ */
+export interface CallOptions {
+  holdsProcess: boolean;
+}
+
+export const APP_AWAITS: CallOptions = { holdsProcess: true };
+export const SDK_STARTED: CallOptions = { holdsProcess: false };
 
 /**
  * What each grant request says of the installation: the running build and the public half of its
  * X25519 key pair, to which the authority wraps that build's content key (docs/protocol.md).
  */
 export type GrantContext = { build_id: string | null; device_key: string };
-export type ActivateBody = GrantContext & { license_key: string; device_fingerprint: string };
-export type RefreshBody = GrantContext & ({ token: string } | { license_key: string; device_fingerprint: string });
+/** The device as the key-based calls name it: its fingerprint hash and, optionally, the hash of each component. */
+export type DeviceIdentity = { device_fingerprint: string; fingerprint_components?: ComponentHashes };
+export type ActivateBody = GrantContext & DeviceIdentity & { license_key: string };
+export type RefreshBody = GrantContext & ({ token: string } | (DeviceIdentity & { license_key: string }));
 
 /** The only field trusted is the signed token; the unsigned `policy` and `expires_at` are echoed in its claims. */
 export interface Grant {
   token: string;
 }
 
+/** Every call is SDK-started unless `call` says the app awaits it. */
 export interface AuthorityClient {
-  activate(body: ActivateBody): Promise<Grant>;
-  refresh(body: RefreshBody): Promise<Grant>;
+  activate(body: ActivateBody, call?: CallOptions): Promise<Grant>;
+  refresh(body: RefreshBody, call?: CallOptions): Promise<Grant>;
   /** The compact JWS manifest of the push that applies to this device (unverified), or null when none does (204). */
-  checkUpdate(body: UpdateCheckRequest): Promise<string | null>;
-  reportUpdate(body: UpdateReportRequest): Promise<void>;
-  reportTamper(body: TamperReportRequest): Promise<void>;
+  checkUpdate(body: UpdateCheckRequest, call?: CallOptions): Promise<string | null>;
+  reportUpdate(body: UpdateReportRequest, call?: CallOptions): Promise<void>;
+  reportTamper(body: TamperReportRequest, call?: CallOptions): Promise<void>;
+  /** Aborts every call in flight and refuses new ones (`DISPOSED`): the license client is closing. */
+  close(): void;
 }
 
 /** The authority's `error_code` values the runtime can act on; anything else is a rejected request. */
@@ -57,19 +78,23 @@ const AUTHORITY_CODES: Record<string, LicenseErrorCode> = {
 
 export function createAuthorityClient(options: AuthorityOptions): AuthorityClient {
   const base = options.serverUrl.replace(/\/+$/, '');
+  const closing = new AbortController();
   const postOptions = {
     headers: { 'user-agent': options.userAgent, accept: 'application/json' },
     timeoutMs: options.requestTimeoutMs,
     retryLimit: options.retryLimit,
     retryBaseDelayMs: options.retryBaseDelayMs,
+    env: options.env,
+    signal: closing.signal,
   };
 
   /** A 2xx answer; anything else becomes the LicenseError it means. */
-  async function post(path: string, json: object): Promise<{ status: number; text: string }> {
+  async function post(path: string, json: object, call: CallOptions = SDK_STARTED): Promise<{ status: number; text: string }> {
     let answer: HttpAnswer;
     try {
-      answer = await postJson(new URL(`${base}${path}`), json, postOptions);
+      answer = await postJson(new URL(`${base}${path}`), json, { ...postOptions, holdsProcess: call.holdsProcess });
     } catch (err) {
+      if (closing.signal.aborted) throw new LicenseError('DISPOSED', 'the license client was disposed during the request', { cause: err });
       if (err instanceof NetworkError) throw new LicenseError('OFFLINE', err.message, { cause: err });
       throw new LicenseError('INVALID_SERVER_RESPONSE', String(err), { cause: err });
     }
@@ -78,17 +103,18 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
   }
 
   // Activation and refresh carry the device report; the update bodies have their own version, platform and engine version.
-  const grant = async (path: string, body: object) => ({ token: stringField((await post(path, { ...options.report, ...body })).text, 'token') });
+  const grant = async (path: string, body: object, call?: CallOptions) => ({ token: stringField((await post(path, { ...options.report, ...body }, call)).text, 'token') });
 
   return {
-    activate: (body) => grant('/v1/licenses/activate', body),
-    refresh: (body) => grant('/v1/licenses/refresh', body),
-    async checkUpdate(body) {
-      const { status, text } = await post('/v1/updates/check', body);
+    activate: (body, call) => grant('/v1/licenses/activate', body, call),
+    refresh: (body, call) => grant('/v1/licenses/refresh', body, call),
+    async checkUpdate(body, call) {
+      const { status, text } = await post('/v1/updates/check', body, call);
       return status === 204 ? null : stringField(text, 'manifest');
     },
-    reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
-    reportTamper: async (body) => void (await post('/v1/licenses/tamper-report', body)),
+    reportUpdate: async (body, call) => void (await post('/v1/updates/report', body, call)),
+    reportTamper: async (body, call) => void (await post('/v1/licenses/tamper-report', body, call)),
+    close: () => closing.abort(),
   };
 }
 

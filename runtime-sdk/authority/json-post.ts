@@ -5,6 +5,9 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { agentFor, ProxyError, releaseUnlessHeld } from '../network/agents.js';
+import type { ProxyEnv } from '../network/proxy-rules.js';
 
 export interface JsonPostOptions {
   headers: Record<string, string>;
@@ -12,6 +15,12 @@ export interface JsonPostOptions {
   timeoutMs: number;
   retryLimit: number;
   retryBaseDelayMs: number;
+  /** Where `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` are read. */
+  env: ProxyEnv;
+  /** False when the app is not waiting for the answer: neither the socket nor a retry's wait keeps the process alive. */
+  holdsProcess: boolean;
+  /** Ends the request and any retry at once (the client was disposed). */
+  signal: AbortSignal;
 }
 
 export interface HttpAnswer {
@@ -20,7 +29,7 @@ export interface HttpAnswer {
   text: string;
 }
 
-/** The request never got an answer (refused, reset, timed out, name not resolved); `code` is Node's. */
+/** The request never got an answer (refused, reset, timed out, name not resolved, aborted: `ABORT_ERR`); `code` is Node's. */
 export class NetworkError extends Error {
   constructor(
     readonly code: string,
@@ -48,7 +57,9 @@ export async function postJson(url: URL, body: object, options: JsonPostOptions)
     } catch (err) {
       if (last || !(err instanceof NetworkError) || !RETRY_ERROR_CODES.has(err.code)) throw err;
     }
-    await new Promise((resolve) => setTimeout(resolve, retryDelay(attempt, options.retryBaseDelayMs)));
+    await sleep(retryDelay(attempt, options.retryBaseDelayMs), undefined, { signal: options.signal, ref: options.holdsProcess }).catch(() => {
+      throw new NetworkError('ABORT_ERR', 'the request was aborted');
+    });
   }
 }
 
@@ -61,13 +72,28 @@ function postOnce(url: URL, payload: string, options: JsonPostOptions): Promise<
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const fail = (code: string, message: string) => reject(new NetworkError(code, `${code}: ${message}`));
+    let agent: http.Agent | undefined;
+    try {
+      agent = agentFor(url, options);
+    } catch (err) {
+      if (err instanceof ProxyError) return fail(err.code, err.message);
+      throw err;
+    }
     const request = transport.request(url, {
       method: 'POST',
       headers: { ...options.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      signal: options.signal,
+      ...(agent ? { agent } : {}),
     });
-    const timer = setTimeout(() => request.destroy(new NetworkError('ETIMEDOUT', `no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
-    request.once('error', (err: NodeJS.ErrnoException) => {
+    request.once('socket', (socket) => releaseUnlessHeld(socket, options.holdsProcess));
+    // Unref'd: while the request holds the process its socket keeps the timer running; otherwise neither does.
+    const timer = setTimeout(() => request.destroy(new NetworkError('ETIMEDOUT', `no answer within ${options.timeoutMs} ms`)), options.timeoutMs).unref();
+    const settle = () => {
       clearTimeout(timer);
+      agent?.destroy();
+    };
+    request.once('error', (err: NodeJS.ErrnoException) => {
+      settle();
       if (err instanceof NetworkError) reject(err);
       else fail(err.code ?? 'ECONNABORTED', err.message);
     });
@@ -80,7 +106,7 @@ function postOnce(url: URL, payload: string, options: JsonPostOptions): Promise<
         else chunks.push(chunk);
       });
       response.once('end', () => {
-        clearTimeout(timer);
+        settle();
         resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') });
       });
       response.once('error', () => undefined);
