@@ -4,7 +4,7 @@
  * `refresh` and the background refresh, whose outcomes arrive as `change` events.
  */
 import path from 'node:path';
-import { createAuthorityClient, type AuthorityClient, type GrantContext } from './authority/authority-client.js';
+import { createAuthorityClient, type AuthorityClient, type DeviceIdentity, type GrantContext } from './authority/authority-client.js';
 import { normalizeLicenseKey } from './authority/license-key.js';
 import { unwrapContentKey } from './engine/content-key.js';
 import { LicenseError, type LicenseErrorCode } from './errors.js';
@@ -89,7 +89,7 @@ export class LicenseClient {
     const key = normalizeLicenseKey(licenseKey);
     return this.exclusive(async () => {
       const device = await this.verifiedFingerprint();
-      const grant = await this.authority.activate({ license_key: key, device_fingerprint: device, ...this.grantContext() });
+      const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() });
       await this.acceptGrant(grant.token, device, key);
       this.scheduler.reset('ok');
       return this.evaluate();
@@ -205,7 +205,13 @@ export class LicenseClient {
     const device = await this.verifiedFingerprint();
     const licenseKey = this.vault.readLicenseKey((k) => k);
     if (licenseKey === undefined) throw new LicenseError('NOT_ACTIVATED', 'the device changed since activation; the key must be entered again');
-    return { token: (await this.authority.refresh({ license_key: licenseKey, device_fingerprint: device, ...this.grantContext() })).token, device };
+    return { token: (await this.authority.refresh({ license_key: licenseKey, ...this.deviceIdentity(device), ...this.grantContext() })).token, device };
+  }
+
+  /** The fingerprint and the hash of each of its components, which the authority matches a changed device by. */
+  private deviceIdentity(device: string): DeviceIdentity {
+    const components = this.vault.fingerprint.componentHashes;
+    return { device_fingerprint: device, ...(components ? { fingerprint_components: components } : {}) };
   }
 
   private grantContext(): GrantContext {

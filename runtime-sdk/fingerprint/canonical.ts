@@ -5,7 +5,7 @@
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import { HARDWARE_COMPONENTS, type ComponentName, type Components } from './components.js';
+import { HARDWARE_COMPONENTS, type ComponentHashes, type ComponentName, type Components } from './components.js';
 
 /** Bumped only with a deliberate migration: every device would look new to the authority. */
 const CANONICAL_VERSION = 'latchkey-fingerprint/v1';
@@ -62,4 +62,14 @@ export function canonicalize(selected: Map<ComponentName, string>): string {
 /** HMAC-SHA-256 keyed by the app's salt, lower-case hex: the only form that leaves the process. */
 export function fingerprintHash(canonical: string, salt: string): string {
   return bytesToHex(hmac(sha256, utf8ToBytes(salt), utf8ToBytes(canonical)));
+}
+
+/**
+ * Each component on its own, salted the same way: what component-tolerant matching compares
+ * (match.ts), so a changed network card is one differing hash rather than a different device.
+ */
+export function componentHashes(selected: Map<ComponentName, string>, salt: string): ComponentHashes {
+  const hashes: ComponentHashes = {};
+  for (const [name, value] of selected) hashes[name] = fingerprintHash(`${CANONICAL_VERSION}/component\n${name}=${value}`, salt);
+  return hashes;
 }

@@ -22,6 +22,8 @@ export const importSystemInformation: SystemInformationLoader = () => (optionalS
 export const COMPONENT_NAMES = ['system.uuid', 'system.serial', 'board.serial', 'disk.serial', 'cpu', 'os.machine_id', 'net.primary_mac'] as const;
 export type ComponentName = (typeof COMPONENT_NAMES)[number];
 export type Components = Partial<Record<ComponentName, string>>;
+/** The salted hash of each component (64 lower-case hex), as the authority stores them. */
+export type ComponentHashes = Partial<Record<ComponentName, string>>;
 
 /** One source of components; a probe that fails or overruns its time contributes nothing. */
 export type Probe = () => Promise<Components>;
@@ -81,6 +83,27 @@ export interface ComponentReading {
   components: Components;
   /** False when a probe failed or ran out of time: the hash may differ from this machine's usual one. */
   complete: boolean;
+}
+
+/**
+ * Readings per source of probes (the app's `fingerprintProbes`, or the systeminformation loader):
+ * the hardware is read once per process, whichever client, activation or refresh asks, and callers
+ * arriving together share the one reading. An incomplete reading is dropped once it is answered, so
+ * a probe that overran its time gets another chance.
+ */
+const readings = new WeakMap<object, Promise<ComponentReading>>();
+
+export function readComponentsOnce(source: object, probes: () => Promise<Probe[]>, timeoutMs: number): Promise<ComponentReading> {
+  let reading = readings.get(source);
+  if (!reading) {
+    reading = probes().then((list) => readComponents(list, timeoutMs));
+    readings.set(source, reading);
+    reading.then(
+      (done) => !done.complete && readings.delete(source),
+      () => readings.delete(source),
+    );
+  }
+  return reading;
 }
 
 /** Runs the probes in parallel; each gets `timeoutMs`, so a hung WMI or dmidecode cannot stall start-up. */

@@ -1,12 +1,22 @@
 import type { Platform } from '../platform.js';
-import { canonicalize, fingerprintHash, selectComponents } from './canonical.js';
-import { hardwareProbes, importSystemInformation, readComponents, type ComponentName, type Probe, type SystemInformationLoader } from './components.js';
+import { canonicalize, componentHashes, fingerprintHash, selectComponents } from './canonical.js';
+import {
+  hardwareProbes,
+  importSystemInformation,
+  readComponentsOnce,
+  type ComponentHashes,
+  type ComponentName,
+  type Probe,
+  type SystemInformationLoader,
+} from './components.js';
 
 export interface Fingerprint {
   /** 64 lower-case hex: what the authority stores and the token is bound to. */
   hash: string;
   /** Which components it was made of (names only); kept with the cache so later readings use the same. */
   components: ComponentName[];
+  /** The salted hash of each of those components: what matching tolerates a change in (match.ts). */
+  componentHashes: ComponentHashes;
   /** False when a component it should contain could not be read in time: the hash may be off. */
   complete: boolean;
 }
@@ -26,15 +36,20 @@ export interface FingerprintOptions {
 }
 
 export async function computeFingerprint(options: FingerprintOptions): Promise<Fingerprint> {
-  const probes = options.probes ?? (await hardwareProbes(options.platform, options.loadSystemInformation ?? importSystemInformation, options.onDegraded ?? (() => {})));
-  const reading = await readComponents(probes, options.timeoutMs);
+  // The hardware of one machine, read once per process (components.ts): keyed by the probes given, else by the platform.
+  const reading = await readComponentsOnce(
+    options.probes ?? options.platform,
+    async () => options.probes ?? (await hardwareProbes(options.platform, options.loadSystemInformation ?? importSystemInformation, options.onDegraded ?? (() => {}))),
+    options.timeoutMs,
+  );
   const selected = selectComponents(reading.components, options.only);
   const only = options.only;
   return {
     hash: fingerprintHash(canonicalize(selected), options.salt),
     components: [...selected.keys()].sort(),
+    componentHashes: componentHashes(selected, options.salt),
     complete: only ? only.every((name) => selected.has(name)) : reading.complete,
   };
 }
 
-export { COMPONENT_NAMES, importSystemInformation, type ComponentName, type Components, type Probe, type SystemInformationLoader } from './components.js';
+export { COMPONENT_NAMES, importSystemInformation, type ComponentHashes, type ComponentName, type Components, type Probe, type SystemInformationLoader } from './components.js';

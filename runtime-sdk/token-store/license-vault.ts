@@ -5,7 +5,8 @@
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
-import { computeFingerprint, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
+import { computeFingerprint, type ComponentHashes, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
+import { deviceMatches } from '../fingerprint/match.js';
 import { quickAnchor } from '../fingerprint/quick-anchor.js';
 import { timesMatchToken } from '../grace/anchor.js';
 import type { ResolvedOptions } from '../options.js';
@@ -38,6 +39,12 @@ interface CachePayload extends OnlineRecord {
 export interface DeviceFingerprint {
   hash: string;
   components: ComponentName[];
+  /**
+   * The salted hash of each component, as the hash above was made of them: a probe is matched against
+   * these by the component rule (fingerprint/match.ts). Undefined for a fingerprint remembered by an
+   * earlier SDK, which only kept the hash: the first probe fills them in.
+   */
+  componentHashes: ComponentHashes | undefined;
   /** `memo`: remembered in the cache (fast start); `probe`: read from the hardware in this run. */
   source: 'memo' | 'probe';
   /** Settled for this run: no further probe can change it. */
@@ -81,13 +88,13 @@ export class LicenseVault {
     ]);
     const memoKey = anchor ? memory.store(deriveMemoKey(anchor, options.fingerprintSalt, options.appId)) : undefined;
     const envelope = read.kind === 'present' ? read.envelope : undefined;
-    const remembered = envelope && memoKey ? openMemo(envelope, memoKey, aadFor(options)) : undefined;
+    const remembered = envelope && memoKey ? parseMemo(openMemo(envelope, memoKey, aadFor(options))) : undefined;
     let fingerprint: DeviceFingerprint;
-    if (envelope && remembered?.length === 32) {
-      fingerprint = { hash: bytesToHex(remembered), components: envelope.components, source: 'memo', verified: false };
+    if (envelope && remembered) {
+      fingerprint = { ...remembered, components: envelope.components, source: 'memo', verified: false };
     } else {
       const probed = await probeFingerprint(options, envelope?.components);
-      fingerprint = { hash: probed.hash, components: probed.components, source: 'probe', verified: probed.complete };
+      fingerprint = { hash: probed.hash, components: probed.components, componentHashes: probed.componentHashes, source: 'probe', verified: probed.complete };
     }
     const vault = new LicenseVault(options, memory, memoKey, fingerprint);
     vault.load(read);
@@ -158,19 +165,26 @@ export class LicenseVault {
 
   /**
    * Takes a fingerprint probed in this run.
-   * - Against a remembered one: the same hash settles it; an incomplete reading proves nothing; a
-   *   complete, different one means the cache came from other hardware: it is dropped (unlicensed).
+   * - Against a remembered one: the same hash settles it, and so does a complete reading that matches
+   *   by the component rule (a new network card, an added dock: the installation keeps the hash it
+   *   was activated with, no network needed); an incomplete reading proves nothing; a complete one
+   *   that does not match means the cache came from other hardware: it is dropped (unlicensed).
    * - Against an incomplete reading from start-up: if that one opened the cache or got a grant, it is
    *   this machine's and stays; otherwise the cache is read again with the better fingerprint.
    */
   async adoptFingerprint(probed: Fingerprint): Promise<'kept' | 'changed'> {
     const previous = this.fingerprint;
-    if (probed.hash === previous.hash || (previous.source === 'probe' && this.record)) {
-      this.fingerprint = { ...previous, verified: true };
+    const recorded = previous.componentHashes;
+    const matches = probed.complete && previous.source === 'memo' && recorded !== undefined && deviceMatches(recorded, probed.componentHashes);
+    if (probed.hash === previous.hash || matches || (previous.source === 'probe' && this.record)) {
+      // Hashes an earlier SDK did not remember are taken from a reading of this very hash.
+      const componentHashes = recorded ?? (probed.hash === previous.hash ? probed.componentHashes : undefined);
+      this.fingerprint = { ...previous, componentHashes, verified: true };
+      if (!recorded && componentHashes) await this.save();
       return 'kept';
     }
     if (previous.source === 'memo' && !probed.complete) return 'kept';
-    this.fingerprint = { hash: probed.hash, components: probed.components, source: 'probe', verified: probed.complete };
+    this.fingerprint = { hash: probed.hash, components: probed.components, componentHashes: probed.componentHashes, source: 'probe', verified: probed.complete };
     this.cacheKey.dispose();
     this.cacheKey = this.memory.store(deriveCacheKey(probed.hash, this.options.fingerprintSalt, this.options.appId));
     this.forgetSecrets();
@@ -279,7 +293,8 @@ export class LicenseVault {
       );
       const text = sealEnvelope({
         components: this.fingerprint.components,
-        ...(this.memoKey && this.fingerprintVerified ? { memo: { plaintext: Buffer.from(this.fingerprint.hash, 'hex'), key: this.memoKey } } : {}),
+        // Remembered whenever it is this machine's: verified, or itself remembered (an early refresh must not drop it).
+        ...(this.memoKey && (this.fingerprintVerified || this.fingerprint.source === 'memo') ? { memo: { plaintext: memoOf(this.fingerprint), key: this.memoKey } } : {}),
         body: Buffer.from(payload, 'utf8'),
         cacheKey: this.cacheKey,
         aad: aadFor(this.options),
@@ -317,6 +332,23 @@ export function probeFingerprint(options: ResolvedOptions, only: readonly Compon
     loadSystemInformation: options.loadSystemInformation,
     onDegraded: (reason) => options.logger.warn('hardware probes unavailable: the fingerprint is the OS machine id alone', { reason }),
   });
+}
+
+/** The remembered fingerprint: its hash and its component hashes (never the raw components). */
+function memoOf(fingerprint: DeviceFingerprint): Buffer {
+  return Buffer.from(JSON.stringify({ hash: fingerprint.hash, componentHashes: fingerprint.componentHashes }), 'utf8');
+}
+
+/** A memo as `memoOf` writes it, or the bare 32-byte hash earlier SDKs wrote. */
+function parseMemo(plaintext: Buffer | undefined): Pick<DeviceFingerprint, 'hash' | 'componentHashes'> | undefined {
+  if (plaintext?.length === 32) return { hash: bytesToHex(plaintext), componentHashes: undefined };
+  try {
+    const memo = JSON.parse(plaintext?.toString('utf8') ?? '') as Partial<DeviceFingerprint>;
+    const hashesOk = memo.componentHashes === undefined || Object.values(memo.componentHashes).every((h) => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h));
+    return typeof memo.hash === 'string' && /^[0-9a-f]{64}$/.test(memo.hash) && hashesOk ? { hash: memo.hash, componentHashes: memo.componentHashes } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function storeKeyPair(memory: SecretMemory, pair: DeviceKeyPair): SecretBuffer {

@@ -44,7 +44,7 @@ describe('activation', () => {
     expect(status).toMatchObject({ state: 'valid', reason: null, usable: true, licenseType: 'perpetual', features: { tier: 'pro' }, policy: { device_limit: 2, offline_grace_hours: 72 } });
     expect(status.graceEndsAt?.getTime()).toBe(clock.now().getTime() + 72 * HOUR);
     const [request] = authority.requests;
-    expect(JSON.parse(request!.body)).toEqual({ license_key: KEY, device_fingerprint: expect.stringMatching(FINGERPRINT_PATTERN), build_id: null, device_key: expect.stringMatching(/^[\w-]{43}$/), app_version: '1.4.2', platform: 'linux-x64' });
+    expect(JSON.parse(request!.body)).toEqual({ license_key: KEY, device_fingerprint: expect.stringMatching(FINGERPRINT_PATTERN), build_id: null, device_key: expect.stringMatching(/^[\w-]{43}$/), app_version: '1.4.2', platform: 'linux-x64', fingerprint_components: expect.objectContaining({ 'os.machine_id': expect.stringMatching(FINGERPRINT_PATTERN) }) });
     expect(request!.headers['user-agent']).toBe('latchkey-runtime-sdk/0.1.0 app_test/1.4.2');
   });
 

@@ -102,7 +102,7 @@ describe('authority verdicts at refresh', () => {
       expect(await client.refresh()).toMatchObject({ state: 'valid' });
       expect(authority.requests.map((r) => Object.keys(JSON.parse(r.body)).sort())).toEqual([
         ['app_version', 'build_id', 'device_key', 'platform', 'token'],
-        ['app_version', 'build_id', 'device_fingerprint', 'device_key', 'license_key', 'platform'],
+        ['app_version', 'build_id', 'device_fingerprint', 'device_key', 'fingerprint_components', 'license_key', 'platform'],
       ]);
     } finally {
       await rotated.close();
