@@ -4,7 +4,7 @@
  * `refresh` and the background refresh, whose outcomes arrive as `change` events.
  */
 import path from 'node:path';
-import { createAuthorityClient, type AuthorityClient, type DeviceIdentity, type GrantContext } from './authority/authority-client.js';
+import { APP_AWAITS, createAuthorityClient, SDK_STARTED, type AuthorityClient, type CallOptions, type DeviceIdentity, type GrantContext } from './authority/authority-client.js';
 import { normalizeLicenseKey } from './authority/license-key.js';
 import { unwrapContentKey } from './engine/content-key.js';
 import { LicenseError, type LicenseErrorCode } from './errors.js';
@@ -45,9 +45,10 @@ export async function createLicenseClient(options: LicenseClientOptions): Promis
     requestTimeoutMs: resolved.requestTimeoutMs,
     retryLimit: resolved.retryLimit,
     retryBaseDelayMs: resolved.retryBaseDelayMs,
+    env: resolved.platform.process.env,
   });
   const client = new LicenseClient(resolved, vault, authority);
-  client.start();
+  await client.start();
   return client;
 }
 
@@ -89,7 +90,7 @@ export class LicenseClient {
     const key = normalizeLicenseKey(licenseKey);
     return this.exclusive(async () => {
       const device = await this.verifiedFingerprint();
-      const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() });
+      const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() }, APP_AWAITS);
       await this.acceptGrant(grant.token, device, key);
       this.scheduler.reset('ok');
       return this.evaluate();
@@ -103,7 +104,7 @@ export class LicenseClient {
   async refresh(): Promise<LicenseStatus> {
     this.assertOpen();
     try {
-      const status = await this.exclusive(() => this.refreshOnce());
+      const status = await this.exclusive(() => this.refreshOnce(APP_AWAITS));
       this.scheduler.reset('ok');
       return status;
     } catch (err) {
@@ -122,6 +123,8 @@ export class LicenseClient {
     if (this.disposed) return;
     this.disposed = true;
     this.scheduler.stop();
+    // A request in flight must not hold the exit (nor write into the vault being closed).
+    this.authority.close();
     clearTimeout(this.recheck);
     clearImmediate(this.sodiumUpgrade);
     this.events.clear();
@@ -149,12 +152,12 @@ export class LicenseClient {
   /** @internal for the engine: tells the authority a modified copy of `buildId` tried to start here. */
   async reportTamper(buildId: string, kind: TamperKind): Promise<void> {
     const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
-    if (token !== undefined) await this.authority.reportTamper({ token, build_id: buildId, kind });
+    if (token !== undefined) await this.authority.reportTamper({ token, build_id: buildId, kind }, APP_AWAITS);
   }
 
-  /** @internal called once by `createLicenseClient`. */
-  start(): void {
-    const { startupDelayMs, refreshOnStart, refreshIntervalMs, memoryProtection } = this.options;
+  /** @internal called once by `createLicenseClient`; with a blocking revalidation, resolves once it is answered or its budget is spent. */
+  async start(): Promise<void> {
+    const { startupDelayMs, refreshOnStart, refreshIntervalMs, memoryProtection, revalidate } = this.options;
     // Right after the first answer, not before it: see secret-memory.ts.
     if (memoryProtection === 'auto') {
       this.sodiumUpgrade = setImmediate(() => {
@@ -172,13 +175,26 @@ export class LicenseClient {
         );
       }, startupDelayMs).unref();
     }
-    if (this.vault.hasToken || this.vault.hasLicenseKey) this.scheduler.schedule(refreshOnStart ? startupDelayMs : refreshIntervalMs);
+    if (!this.vault.hasToken && !this.vault.hasLicenseKey) return;
+    if (revalidate === 'background') this.scheduler.schedule(refreshOnStart ? startupDelayMs : refreshIntervalMs);
+    else await this.revalidateWithin(revalidate.blockingMs);
   }
 
-  private async refreshOnce(): Promise<LicenseStatus> {
+  /**
+   * The start-up refresh, waited for up to `budgetMs`. Only the budget's timer holds the process:
+   * past it the request goes on without holding it, and its answer arrives as a `change` event.
+   */
+  private async revalidateWithin(budgetMs: number): Promise<void> {
+    const answered = this.backgroundRefresh().then((outcome) => this.scheduler.reset(outcome));
+    let budget: NodeJS.Timeout | undefined;
+    await Promise.race([answered, new Promise<void>((resolve) => (budget = setTimeout(resolve, budgetMs)))]);
+    clearTimeout(budget);
+  }
+
+  private async refreshOnce(call: CallOptions): Promise<LicenseStatus> {
     if (!this.vault.hasToken && !this.vault.hasLicenseKey) throw new LicenseError('NOT_ACTIVATED');
     try {
-      const grant = await this.requestRefresh();
+      const grant = await this.requestRefresh(call);
       await this.acceptGrant(grant.token, grant.device);
     } catch (err) {
       const verdict = err instanceof LicenseError ? VERDICTS[err.code] : undefined;
@@ -192,12 +208,12 @@ export class LicenseClient {
    * By token while one is held (the authority accepts an expired one), so the key stays off the wire;
    * by license key and probed fingerprint when there is no token or the authority no longer knows it.
    */
-  private async requestRefresh(): Promise<{ token: string; device: string }> {
+  private async requestRefresh(call: CallOptions): Promise<{ token: string; device: string }> {
     const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
     if (token !== undefined) {
       const device = this.vault.fingerprint.hash;
       try {
-        return { token: (await this.authority.refresh({ token, ...this.grantContext() })).token, device };
+        return { token: (await this.authority.refresh({ token, ...this.grantContext() }, call)).token, device };
       } catch (err) {
         if (!(err instanceof LicenseError && err.code === 'TOKEN_NOT_RECOGNISED' && this.vault.hasLicenseKey)) throw err;
       }
@@ -205,7 +221,7 @@ export class LicenseClient {
     const device = await this.verifiedFingerprint();
     const licenseKey = this.vault.readLicenseKey((k) => k);
     if (licenseKey === undefined) throw new LicenseError('NOT_ACTIVATED', 'the device changed since activation; the key must be entered again');
-    return { token: (await this.authority.refresh({ license_key: licenseKey, ...this.deviceIdentity(device), ...this.grantContext() })).token, device };
+    return { token: (await this.authority.refresh({ license_key: licenseKey, ...this.deviceIdentity(device), ...this.grantContext() }, call)).token, device };
   }
 
   /** The fingerprint and the hash of each of its components, which the authority matches a changed device by. */
@@ -245,7 +261,7 @@ export class LicenseClient {
   private async backgroundRefresh(): Promise<RefreshOutcome> {
     if (this.disposed || (!this.vault.hasToken && !this.vault.hasLicenseKey)) return 'stop';
     try {
-      await this.exclusive(() => this.refreshOnce());
+      await this.exclusive(() => this.refreshOnce(SDK_STARTED));
       return 'ok';
     } catch (err) {
       if (this.disposed) return 'stop';

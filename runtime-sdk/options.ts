@@ -52,6 +52,14 @@ export interface LicenseClientOptions {
   /** Refresh in the background soon after start (revocations are seen at the next start). Default true. */
   refreshOnStart?: boolean;
   /**
+   * How the start-up refresh of an activated license runs. `background` (default): after start,
+   * so the start never waits on the network, and a revocation is seen a few seconds after start.
+   * `{ blockingMs }`: `createLicenseClient` waits for the authority's answer up to that budget, so a
+   * revoked license is refused at the first online start; past the budget (slow or no network) the
+   * start goes on from the cache and the answer is applied when it comes.
+   */
+  revalidate?: Revalidate;
+  /**
    * How long after start the background work (that refresh, and re-probing a remembered fingerprint)
    * waits, so it does not compete with the app's own start-up. Default 2 s.
    */
@@ -72,6 +80,11 @@ export interface LicenseClientOptions {
   memoryProtection?: 'auto' | 'masked';
 }
 
+export type Revalidate = 'background' | { blockingMs: number };
+
+/** A budget past this is a unit mistake (seconds for milliseconds), not a start anyone waits for. */
+export const MAX_REVALIDATE_BLOCKING_MS = 30_000;
+
 export interface ResolvedOptions {
   appId: string;
   serverUrl: string;
@@ -90,6 +103,7 @@ export interface ResolvedOptions {
   refreshIntervalMs: number;
   offlineBackoffMs: number;
   refreshOnStart: boolean;
+  revalidate: Revalidate;
   startupDelayMs: number;
   clockToleranceMs: number;
   fingerprintTimeoutMs: number;
@@ -134,6 +148,7 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
     refreshIntervalMs: positive('refreshIntervalMs', 3_600_000),
     offlineBackoffMs: positive('offlineBackoffMs', 30_000),
     refreshOnStart: options.refreshOnStart ?? true,
+    revalidate: revalidation(options.revalidate, options.refreshOnStart, fail),
     startupDelayMs: positive('startupDelayMs', 2_000, true),
     clockToleranceMs: positive('clockToleranceMs', 300_000, true),
     fingerprintTimeoutMs: positive('fingerprintTimeoutMs', 3_000),
@@ -148,6 +163,17 @@ export function positiveOption(value: unknown, name: string, fallback: number, a
   const chosen = value ?? fallback;
   if (typeof chosen !== 'number' || !Number.isFinite(chosen) || chosen < 0 || (!allowZero && chosen === 0)) fail(`${name} must be a positive number`);
   return chosen as number;
+}
+
+function revalidation(value: unknown, refreshOnStart: boolean | undefined, fail: (message: string) => never): Revalidate {
+  if (value === undefined || value === 'background') return 'background';
+  const keys = value && typeof value === 'object' ? Object.keys(value) : [];
+  const blockingMs = (value as { blockingMs?: unknown } | null)?.blockingMs;
+  if (keys.length !== 1 || typeof blockingMs !== 'number' || !Number.isInteger(blockingMs) || blockingMs <= 0 || blockingMs > MAX_REVALIDATE_BLOCKING_MS) {
+    return fail(`revalidate must be 'background' or { blockingMs } with a whole number of milliseconds from 1 to ${MAX_REVALIDATE_BLOCKING_MS}`);
+  }
+  if (refreshOnStart === false) return fail('revalidate { blockingMs } refreshes at start: it cannot be combined with refreshOnStart: false');
+  return { blockingMs };
 }
 
 /** The app's own loader, memoised, its failure turned into the reason the probes are degraded. */

@@ -1,0 +1,75 @@
+/**
+ * Issue 20 item 5: nothing the SDK starts keeps a command-line app alive. The app starts from its
+ * cached license while the authority accepts the connection and never answers; once the app's last
+ * line ran, the process must be gone at once (the bench `sdk-exit` measures how fast), not after
+ * the request's timeouts and retries.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../runtime-sdk/index.js';
+import { FakeAuthority } from './support/fake-authority.js';
+import { tempDir } from './support/fake-machine.js';
+import { runNetworkApp, startNetworkApp } from './support/network-app-process.js';
+import { SilentServer } from './support/silent-server.js';
+
+const KEY = 'EX1T-2345-6789-ABCD';
+/** Generous: the request alone would hold the app 10 s per attempt. */
+const EXIT_BOUND_MS = 2_000;
+let authority: FakeAuthority;
+let silent: SilentServer;
+let cacheDir: string;
+
+const options = (serverUrl: string, extra: Record<string, unknown> = {}) => ({
+  appId: authority.appId,
+  serverUrl,
+  publicKeys: authority.publicKeys,
+  fingerprintSalt: 'salt-exit',
+  appVersion: '1.0.0',
+  cacheDir,
+  memoryProtection: 'masked',
+  // The start-up refresh goes out at once, so it is in flight when the app ends; the defaults
+  // (10 s per attempt, 2 retries) are what would hold the process.
+  startupDelayMs: 0,
+  ...extra,
+});
+
+beforeAll(async () => {
+  authority = await new FakeAuthority(systemClock).start();
+  authority.addLicense(KEY);
+  silent = await new SilentServer().start();
+  cacheDir = tempDir();
+  expect(await runNetworkApp({ action: 'activate', options: options(authority.url), key: KEY })).toContain('valid');
+});
+afterAll(async () => {
+  await authority.close();
+  await silent.close();
+});
+
+/** Starts the app against the silent server, lets it end once its request hangs there, and answers how long the exit took. */
+async function exitAfterLastLine(extra: Record<string, unknown>, dispose: boolean): Promise<number> {
+  const before = silent.connections;
+  const app = startNetworkApp({ action: 'start', options: options(silent.url, extra), dispose });
+  await app.line('waiting');
+  while (silent.connections === before) await new Promise((resolve) => setTimeout(resolve, 20));
+  app.child.stdin.end();
+  const lastLine = await app.line('last line');
+  const exit = await app.exit(10_000);
+  expect(exit, app.output()).not.toBe('still running');
+  if (exit === 'still running') return Number.POSITIVE_INFINITY;
+  expect(exit.code, app.output()).toBe(0);
+  expect(app.output()).toMatch(/^valid$/m);
+  return exit.at - lastLine;
+}
+
+describe('a command-line app with the SDK, the authority never answering', () => {
+  it('exits right after its last line when it never disposes the client', async () => {
+    expect(await exitAfterLastLine({}, false)).toBeLessThan(EXIT_BOUND_MS);
+  });
+
+  it('exits right after its last line when it disposes the client (the request is aborted)', async () => {
+    expect(await exitAfterLastLine({}, true)).toBeLessThan(EXIT_BOUND_MS);
+  });
+
+  it('exits right after its last line with a blocking start-up revalidation that ran out of budget', async () => {
+    expect(await exitAfterLastLine({ revalidate: { blockingMs: 200 } }, false)).toBeLessThan(EXIT_BOUND_MS);
+  });
+});
