@@ -308,3 +308,7 @@ export interface TamperReportRequest {
 
 /** A device fingerprint as the authority accepts it: a SHA-256 (HMAC) output in lower-case hex. */
 export const FINGERPRINT_PATTERN = /^[0-9a-f]{64}$/;
+
+/** Component-tolerant device matching: the one rule the SDK and the authority both apply (docs/protocol.md, "Fingerprint"). */
+export { COMPONENT_NAMES, type ComponentHashes, type ComponentName } from './fingerprint/components.js';
+export { DEFAULT_MATCH_RULE, deviceMatches, type MatchRule } from './fingerprint/match.js';

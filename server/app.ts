@@ -125,6 +125,7 @@ export function createApp(deps: AppDeps) {
     keyring,
     limits: licenseLimits,
     releaseContentKey: createContentKeyRelease({ db, masterKey }),
+    matchRule: config.fingerprintMatch,
   });
   const authenticator = createAuthenticator(
     { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey, entitlementWebhook: entitlementWebhook.verify },

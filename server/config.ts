@@ -98,6 +98,8 @@ const ConfigSchema = z.object({
   LATCHKEY_RUN_JOBS: z.stringbool().default(true),
   /** Jobs one process runs at a time. */
   LATCHKEY_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Device matching (docs/protocol.md, Fingerprint): components besides the machine id that must match for a changed device to keep its seat. */
+  LATCHKEY_FINGERPRINT_MATCH_OTHERS: z.coerce.number().int().min(0).max(6).default(2),
   /** Jobs one tenant (developer) may have running at once across every process; a single-tenant server may raise it to its slots. */
   LATCHKEY_JOB_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /** Per-tenant quotas (docs/contract.md, Limits; server/quotas): licenses minted in a clock hour, by any route. */
@@ -175,6 +177,8 @@ export interface Config {
   nodeRuntimes: NodeRuntimeSource;
   runJobs: boolean;
   jobConcurrency: number;
+  /** Component-tolerant device matching on the authority (runtime-sdk fingerprint/match.ts). */
+  fingerprintMatch: { others: number };
   jobTenantConcurrency: number;
   quotas: TenantQuotas;
   trustProxy: TrustedProxies;
@@ -216,6 +220,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     nodeRuntimes: { dir: path.resolve(c.LATCHKEY_NODE_RUNTIMES_DIR ?? path.join(c.LATCHKEY_DATA_DIR, 'node-runtimes')), registry: c.LATCHKEY_NODE_REGISTRY },
     runJobs: c.LATCHKEY_RUN_JOBS,
     jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
+    fingerprintMatch: { others: c.LATCHKEY_FINGERPRINT_MATCH_OTHERS },
     jobTenantConcurrency: c.LATCHKEY_JOB_TENANT_CONCURRENCY,
     quotas: {
       licensesPerHour: c.LATCHKEY_QUOTA_LICENSES_PER_HOUR,

@@ -1,5 +1,5 @@
 import { DEVICE_KEY_PATTERN } from '@latchkey/runtime-sdk/engine';
-import { FINGERPRINT_PATTERN, TAMPER_KINDS, type TamperReportRequest } from '@latchkey/runtime-sdk/protocol';
+import { COMPONENT_NAMES, FINGERPRINT_PATTERN, TAMPER_KINDS, type ComponentHashes, type ComponentName, type TamperReportRequest } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { Platform } from '../apps/schemas.js';
 import { LicenseKeyInput } from '../licenses/license-key.js';
@@ -11,6 +11,23 @@ const Fingerprint = z
   .string()
   .regex(FINGERPRINT_PATTERN, 'must be the SDK fingerprint hash: 64 lower-case hex characters')
   .describe('Salted SHA-256 of the device, computed by the SDK; raw hardware identifiers are never sent');
+
+/**
+ * The salted hash of each component the fingerprint was made of. Names this server does not know (a
+ * newer SDK) are dropped rather than refused, like unknown fields; at most 16 entries.
+ */
+const FingerprintComponents = z
+  .record(z.string().regex(/^[a-z][a-z._]{0,31}$/), z.string().regex(FINGERPRINT_PATTERN, 'must be a salted component hash: 64 lower-case hex characters'))
+  .refine((components) => Object.keys(components).length <= 16, 'at most 16 components')
+  .transform((components): ComponentHashes => {
+    const known: ComponentHashes = {};
+    for (const name of COMPONENT_NAMES) if (components[name] !== undefined) known[name as ComponentName] = components[name];
+    return known;
+  })
+  .describe(
+    'Optional, beside device_fingerprint: the salted hash of each component (os.machine_id, system.uuid, board.serial, disk.serial, cpu, ...). ' +
+      'A device not on record by its fingerprint is recognised as one that is when the machine id and at least two other components match (docs/protocol.md, Fingerprint)',
+  );
 
 const DeviceKey = z
   .string()
@@ -32,6 +49,7 @@ export type DeviceReport = z.infer<typeof DeviceReport>;
 export const ActivateBody = DeviceReport.extend({
   license_key: LicenseKeyInput,
   device_fingerprint: Fingerprint,
+  fingerprint_components: FingerprintComponents.optional(),
   build_id: BuildIdField.nullable().default(null).describe('null: an app embedding the SDK without a protected build'),
   device_key: DeviceKey.optional(),
 });
@@ -43,14 +61,15 @@ export const RefreshBody = DeviceReport.extend({
   token: z.string().min(1).max(MAX_TOKEN_CHARS).optional().describe('The current runtime token; an expired one is accepted if genuine'),
   license_key: LicenseKeyInput.optional(),
   device_fingerprint: Fingerprint.optional(),
+  fingerprint_components: FingerprintComponents.optional().describe('With license_key and device_fingerprint, as at activation; ignored with a token'),
   build_id: BuildIdField.nullable().default(null).describe('The running build, whose content key the answer carries when it is a protected build'),
   device_key: DeviceKey.optional().describe('With a token, recorded only for a device that has none yet; with the license key, it replaces the one on record'),
 })
-  .transform(({ token, license_key, device_fingerprint, build_id, device_key, ...report }, ctx) => {
+  .transform(({ token, license_key, device_fingerprint, fingerprint_components, build_id, device_key, ...report }, ctx) => {
     const content = { buildId: build_id, deviceKey: device_key };
     if (token !== undefined) return { credential: { kind: 'token' as const, token }, report, content };
     if (license_key !== undefined && device_fingerprint !== undefined) {
-      return { credential: { kind: 'license_key' as const, license_key, device_fingerprint }, report, content };
+      return { credential: { kind: 'license_key' as const, license_key, device_fingerprint, fingerprint_components }, report, content };
     }
     ctx.addIssue({ code: 'custom', message: 'send either token, or license_key and device_fingerprint' });
     return z.NEVER;

@@ -1,3 +1,4 @@
+import { deviceMatches, type ComponentHashes, type MatchRule } from '@latchkey/runtime-sdk/protocol';
 import type { Clock } from '../clock.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
@@ -24,8 +25,23 @@ export function createActivationsService(deps: {
   keyring: Keyring;
   limits: LicenseLimits;
   releaseContentKey: ContentKeyRelease;
+  /** How many components besides the machine id a changed device must still share (config LATCHKEY_FINGERPRINT_MATCH_OTHERS). */
+  matchRule: MatchRule;
 }) {
-  const { store, clock, keyring, limits, releaseContentKey } = deps;
+  const { store, clock, keyring, limits, releaseContentKey, matchRule } = deps;
+
+  /**
+   * A device not on record by its fingerprint that matches one on record by its components (docs/protocol.md,
+   * Fingerprint) takes that device's row: it keeps its seat instead of taking another. Renaming a row
+   * never adds one, so the slot count and its limit are untouched; a concurrent activation of the same
+   * new fingerprint makes the rename a no-op (then the rules below see the device as known or new).
+   */
+  async function recogniseChangedDevice(by: { id: string } | { key: string }, device: string, components: ComponentHashes | undefined): Promise<void> {
+    if (!components) return;
+    const candidates = await store.devicesToMatch(by, device);
+    const same = candidates.find((recorded) => deviceMatches(recorded.component_hashes, components, matchRule));
+    if (same) await store.renameDevice(same.license_id, same.fingerprint_hash, device, components);
+  }
 
   /**
    * A usable non-trial license the activation statement did not activate the device on: the
@@ -66,7 +82,8 @@ export function createActivationsService(deps: {
      */
     async activate(input: ActivateInput, report: RateLimitReport): Promise<ActivationResult> {
       const now = clock.now();
-      const { device_fingerprint: device, license_key: licenseKey, build_id: buildId, device_key: deviceKey, ...deviceReport } = input;
+      const { device_fingerprint: device, fingerprint_components: components, license_key: licenseKey, build_id: buildId, device_key: deviceKey, ...deviceReport } = input;
+      await recogniseChangedDevice({ key: licenseKey }, device, components);
       const velocity = limits.window('activation');
       const activation = { licenseKey, buildId, device, report: deviceReport };
       let found: ActivationLookup | undefined;
@@ -90,6 +107,7 @@ export function createActivationsService(deps: {
       if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
       else if (!found.device_known && !found.device_added) await refuseOrTouch(found, device, deviceReport, now);
       const contentKey = await releaseContentKey({ licenseId: license.id, appId: license.app_id, device, buildId, presentedKey: deviceKey, mayReplaceKey: true });
+      if (components) await store.recordComponents(license.id, device, components);
       return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now, contentKey);
     },
 
@@ -110,6 +128,7 @@ export function createActivationsService(deps: {
       } else {
         by = { key: credential.license_key };
         device = credential.device_fingerprint;
+        await recogniseChangedDevice(by, device, credential.fingerprint_components);
       }
       const refreshes = limits.window('refresh');
       const license = await store.refresh(by, device, deviceReport, refreshes, now);
@@ -128,6 +147,7 @@ export function createActivationsService(deps: {
         presentedKey: content.deviceKey,
         mayReplaceKey: credential.kind === 'license_key',
       });
+      if (credential.kind === 'license_key' && credential.fingerprint_components) await store.recordComponents(license.id, device, credential.fingerprint_components);
       return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey);
     },
 

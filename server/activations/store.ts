@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { hotQuery, type Db } from '../db/knex.js';
+import type { ComponentHashes } from '@latchkey/runtime-sdk/protocol';
+import { hotQuery, isUniqueViolation, type Db } from '../db/knex.js';
 import { countHitCte, type LicenseLimitWindow } from '../http/license-limits.js';
 import { EFFECTIVE_STATUS_SQL } from '../licenses/rules.js';
 import type { LicenseRead } from '../licenses/store.js';
@@ -178,6 +179,47 @@ export function createActivationsStore(db: Db) {
         .insert({ app_id: appId, fingerprint_hash: fingerprintHash, license_id: licenseId, started_at: now })
         .onConflict(['app_id', 'fingerprint_hash', 'license_id'])
         .ignore(),
+
+    /**
+     * The devices of the license (by key or id) that carry component hashes, when `device` itself is
+     * not on record: the candidates a changed device may be (service.ts matches them by the rule).
+     * None for a revoked license, so its devices stay as they are.
+     */
+    devicesToMatch: async (by: { id: string } | { key: string }, device: string) =>
+      hotQuery<{ license_id: string; fingerprint_hash: string; component_hashes: ComponentHashes }>(
+        db,
+        `SELECT d.license_id, d.fingerprint_hash, d.component_hashes FROM devices d JOIN licenses l ON l.id = d.license_id
+         WHERE l.${'id' in by ? 'id' : 'license_key'} = $1 AND l.status <> 'REVOKED' AND d.component_hashes IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM devices known WHERE known.license_id = l.id AND known.fingerprint_hash = $2)
+         ORDER BY d.last_seen_at DESC`,
+        ['id' in by ? by.id : by.key, device],
+      ),
+
+    /**
+     * The device on record as `from` is now `to` (its components changed): same row, same slot, same
+     * device key. False when `from` is gone or `to` got a row meanwhile (a concurrent activation).
+     */
+    renameDevice: async (licenseId: string, from: string, to: string, components: ComponentHashes) => {
+      try {
+        const renamed = await hotQuery(
+          db,
+          `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4 WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`,
+          [licenseId, from, to, JSON.stringify(components)],
+        );
+        return renamed.length === 1;
+      } catch (err) {
+        if (isUniqueViolation(err)) return false;
+        throw err;
+      }
+    },
+
+    /** Keeps the component hashes a device last presented, which later matches compare against. */
+    recordComponents: (licenseId: string, device: string, components: ComponentHashes) =>
+      hotQuery(
+        db,
+        `UPDATE devices SET component_hashes = $3 WHERE license_id = $1 AND fingerprint_hash = $2 AND component_hashes IS DISTINCT FROM $3::jsonb`,
+        [licenseId, device, JSON.stringify(components)],
+      ),
 
     /** One statement: counted only for a device activated on the license and a build of its app. */
     recordTamperReport: (licenseId: string, fingerprintHash: string, buildId: string, now: Date) =>

@@ -22,6 +22,7 @@ import { tenantFairnessAndQuotas } from './021_tenant_fairness_and_quotas.js';
 import { launcherArchiveFormat } from './024_launcher_archive_format.js';
 import { licenseBoundEncryption } from './022_license_bound_encryption.js';
 import { buildEntry } from './023_build_entry.js';
+import { deviceFingerprintComponents } from './026_device_fingerprint_components.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, uploadSessions, tenantFairnessAndQuotas, licenseBoundEncryption, buildEntry, launcherArchiveFormat];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, uploadSessions, tenantFairnessAndQuotas, licenseBoundEncryption, buildEntry, launcherArchiveFormat, deviceFingerprintComponents];
