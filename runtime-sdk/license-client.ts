@@ -4,10 +4,11 @@
  * `refresh` and the background refresh, whose outcomes arrive as `change` events.
  */
 import path from 'node:path';
-import { APP_AWAITS, createAuthorityClient, SDK_STARTED, type AuthorityClient, type CallOptions, type DeviceIdentity, type GrantContext } from './authority/authority-client.js';
+import { createAuthorityClient, type AuthorityClient, type DeviceIdentity, type GrantContext } from './authority/authority-client.js';
 import { normalizeLicenseKey } from './authority/license-key.js';
 import { unwrapContentKey } from './engine/content-key.js';
 import { LicenseError, type LicenseErrorCode } from './errors.js';
+import { holdingProcess } from './network/process-hold.js';
 import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events.js';
 import { MAX_CLOCK_SKEW_MS } from './grace/anchor.js';
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
@@ -88,13 +89,13 @@ export class LicenseClient {
   async activate(licenseKey: string): Promise<LicenseStatus> {
     this.assertOpen();
     const key = normalizeLicenseKey(licenseKey);
-    return this.exclusive(async () => {
+    return holdingProcess(() => this.exclusive(async () => {
       const device = await this.verifiedFingerprint();
-      const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() }, APP_AWAITS);
+      const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() });
       await this.acceptGrant(grant.token, device, key);
       this.scheduler.reset('ok');
       return this.evaluate();
-    });
+    }));
   }
 
   /**
@@ -104,7 +105,7 @@ export class LicenseClient {
   async refresh(): Promise<LicenseStatus> {
     this.assertOpen();
     try {
-      const status = await this.exclusive(() => this.refreshOnce(APP_AWAITS));
+      const status = await holdingProcess(() => this.exclusive(() => this.refreshOnce()));
       this.scheduler.reset('ok');
       return status;
     } catch (err) {
@@ -152,7 +153,7 @@ export class LicenseClient {
   /** @internal for the engine: tells the authority a modified copy of `buildId` tried to start here. */
   async reportTamper(buildId: string, kind: TamperKind): Promise<void> {
     const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
-    if (token !== undefined) await this.authority.reportTamper({ token, build_id: buildId, kind }, APP_AWAITS);
+    if (token !== undefined) await holdingProcess(() => this.authority.reportTamper({ token, build_id: buildId, kind }));
   }
 
   /** @internal called once by `createLicenseClient`; with a blocking revalidation, resolves once it is answered or its budget is spent. */
@@ -191,10 +192,10 @@ export class LicenseClient {
     clearTimeout(budget);
   }
 
-  private async refreshOnce(call: CallOptions): Promise<LicenseStatus> {
+  private async refreshOnce(): Promise<LicenseStatus> {
     if (!this.vault.hasToken && !this.vault.hasLicenseKey) throw new LicenseError('NOT_ACTIVATED');
     try {
-      const grant = await this.requestRefresh(call);
+      const grant = await this.requestRefresh();
       await this.acceptGrant(grant.token, grant.device);
     } catch (err) {
       const verdict = err instanceof LicenseError ? VERDICTS[err.code] : undefined;
@@ -208,12 +209,12 @@ export class LicenseClient {
    * By token while one is held (the authority accepts an expired one), so the key stays off the wire;
    * by license key and probed fingerprint when there is no token or the authority no longer knows it.
    */
-  private async requestRefresh(call: CallOptions): Promise<{ token: string; device: string }> {
+  private async requestRefresh(): Promise<{ token: string; device: string }> {
     const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
     if (token !== undefined) {
       const device = this.vault.fingerprint.hash;
       try {
-        return { token: (await this.authority.refresh({ token, ...this.grantContext() }, call)).token, device };
+        return { token: (await this.authority.refresh({ token, ...this.grantContext() })).token, device };
       } catch (err) {
         if (!(err instanceof LicenseError && err.code === 'TOKEN_NOT_RECOGNISED' && this.vault.hasLicenseKey)) throw err;
       }
@@ -221,7 +222,7 @@ export class LicenseClient {
     const device = await this.verifiedFingerprint();
     const licenseKey = this.vault.readLicenseKey((k) => k);
     if (licenseKey === undefined) throw new LicenseError('NOT_ACTIVATED', 'the device changed since activation; the key must be entered again');
-    return { token: (await this.authority.refresh({ license_key: licenseKey, ...this.deviceIdentity(device), ...this.grantContext() }, call)).token, device };
+    return { token: (await this.authority.refresh({ license_key: licenseKey, ...this.deviceIdentity(device), ...this.grantContext() })).token, device };
   }
 
   /** The fingerprint and the hash of each of its components, which the authority matches a changed device by. */
@@ -261,7 +262,7 @@ export class LicenseClient {
   private async backgroundRefresh(): Promise<RefreshOutcome> {
     if (this.disposed || (!this.vault.hasToken && !this.vault.hasLicenseKey)) return 'stop';
     try {
-      await this.exclusive(() => this.refreshOnce(SDK_STARTED));
+      await this.exclusive(() => this.refreshOnce());
       return 'ok';
     } catch (err) {
       if (this.disposed) return 'stop';

@@ -28,18 +28,6 @@ export interface AuthorityOptions {
 }
 
 /**
- * Whether the app awaits this call. Work the SDK starts on its own (the background refresh, the
- * start-up revalidation, the update check) does not, and must never keep the process alive; a call
- * the app awaits does, so a top-level `await license.activate(key)` is not cut short by Node exiting.
- */
-export interface CallOptions {
-  holdsProcess: boolean;
-}
-
-export const APP_AWAITS: CallOptions = { holdsProcess: true };
-export const SDK_STARTED: CallOptions = { holdsProcess: false };
-
-/**
  * What each grant request says of the installation: the running build and the public half of its
  * X25519 key pair, to which the authority wraps that build's content key (docs/protocol.md).
  */
@@ -54,14 +42,14 @@ export interface Grant {
   token: string;
 }
 
-/** Every call is SDK-started unless `call` says the app awaits it. */
+/** No call keeps the process alive on its own: one the app awaits is held by the license client (process-hold.ts). */
 export interface AuthorityClient {
-  activate(body: ActivateBody, call?: CallOptions): Promise<Grant>;
-  refresh(body: RefreshBody, call?: CallOptions): Promise<Grant>;
+  activate(body: ActivateBody): Promise<Grant>;
+  refresh(body: RefreshBody): Promise<Grant>;
   /** The compact JWS manifest of the push that applies to this device (unverified), or null when none does (204). */
-  checkUpdate(body: UpdateCheckRequest, call?: CallOptions): Promise<string | null>;
-  reportUpdate(body: UpdateReportRequest, call?: CallOptions): Promise<void>;
-  reportTamper(body: TamperReportRequest, call?: CallOptions): Promise<void>;
+  checkUpdate(body: UpdateCheckRequest): Promise<string | null>;
+  reportUpdate(body: UpdateReportRequest): Promise<void>;
+  reportTamper(body: TamperReportRequest): Promise<void>;
   /** Aborts every call in flight and refuses new ones (`DISPOSED`): the license client is closing. */
   close(): void;
 }
@@ -89,10 +77,10 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
   };
 
   /** A 2xx answer; anything else becomes the LicenseError it means. */
-  async function post(path: string, json: object, call: CallOptions = SDK_STARTED): Promise<{ status: number; text: string }> {
+  async function post(path: string, json: object): Promise<{ status: number; text: string }> {
     let answer: HttpAnswer;
     try {
-      answer = await postJson(new URL(`${base}${path}`), json, { ...postOptions, holdsProcess: call.holdsProcess });
+      answer = await postJson(new URL(`${base}${path}`), json, postOptions);
     } catch (err) {
       if (closing.signal.aborted) throw new LicenseError('DISPOSED', 'the license client was disposed during the request', { cause: err });
       if (err instanceof NetworkError) throw new LicenseError('OFFLINE', err.message, { cause: err });
@@ -103,17 +91,17 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
   }
 
   // Activation and refresh carry the device report; the update bodies have their own version, platform and engine version.
-  const grant = async (path: string, body: object, call?: CallOptions) => ({ token: stringField((await post(path, { ...options.report, ...body }, call)).text, 'token') });
+  const grant = async (path: string, body: object) => ({ token: stringField((await post(path, { ...options.report, ...body })).text, 'token') });
 
   return {
-    activate: (body, call) => grant('/v1/licenses/activate', body, call),
-    refresh: (body, call) => grant('/v1/licenses/refresh', body, call),
-    async checkUpdate(body, call) {
-      const { status, text } = await post('/v1/updates/check', body, call);
+    activate: (body) => grant('/v1/licenses/activate', body),
+    refresh: (body) => grant('/v1/licenses/refresh', body),
+    async checkUpdate(body) {
+      const { status, text } = await post('/v1/updates/check', body);
       return status === 204 ? null : stringField(text, 'manifest');
     },
-    reportUpdate: async (body, call) => void (await post('/v1/updates/report', body, call)),
-    reportTamper: async (body, call) => void (await post('/v1/licenses/tamper-report', body, call)),
+    reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
+    reportTamper: async (body) => void (await post('/v1/licenses/tamper-report', body)),
     close: () => closing.abort(),
   };
 }

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { agentFor, ProxyError, releaseUnlessHeld } from '../network/agents.js';
+import { agentFor, ProxyError } from '../network/agents.js';
 import type { ProxyEnv } from '../network/proxy-rules.js';
 
 export interface JsonPostOptions {
@@ -17,8 +17,6 @@ export interface JsonPostOptions {
   retryBaseDelayMs: number;
   /** Where `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` are read. */
   env: ProxyEnv;
-  /** False when the app is not waiting for the answer: neither the socket nor a retry's wait keeps the process alive. */
-  holdsProcess: boolean;
   /** Ends the request and any retry at once (the client was disposed). */
   signal: AbortSignal;
 }
@@ -57,7 +55,7 @@ export async function postJson(url: URL, body: object, options: JsonPostOptions)
     } catch (err) {
       if (last || !(err instanceof NetworkError) || !RETRY_ERROR_CODES.has(err.code)) throw err;
     }
-    await sleep(retryDelay(attempt, options.retryBaseDelayMs), undefined, { signal: options.signal, ref: options.holdsProcess }).catch(() => {
+    await sleep(retryDelay(attempt, options.retryBaseDelayMs), undefined, { signal: options.signal, ref: false }).catch(() => {
       throw new NetworkError('ABORT_ERR', 'the request was aborted');
     });
   }
@@ -74,7 +72,7 @@ function postOnce(url: URL, payload: string, options: JsonPostOptions): Promise<
     const fail = (code: string, message: string) => reject(new NetworkError(code, `${code}: ${message}`));
     let agent: http.Agent | undefined;
     try {
-      agent = agentFor(url, options);
+      agent = agentFor(url, { env: options.env, holdsProcess: false });
     } catch (err) {
       if (err instanceof ProxyError) return fail(err.code, err.message);
       throw err;
@@ -85,8 +83,8 @@ function postOnce(url: URL, payload: string, options: JsonPostOptions): Promise<
       signal: options.signal,
       ...(agent ? { agent } : {}),
     });
-    request.once('socket', (socket) => releaseUnlessHeld(socket, options.holdsProcess));
-    // Unref'd: while the request holds the process its socket keeps the timer running; otherwise neither does.
+    // Nothing here keeps the process alive: a call the app awaits holds it (process-hold.ts).
+    request.once('socket', (socket) => socket.unref());
     const timer = setTimeout(() => request.destroy(new NetworkError('ETIMEDOUT', `no answer within ${options.timeoutMs} ms`)), options.timeoutMs).unref();
     const settle = () => {
       clearTimeout(timer);

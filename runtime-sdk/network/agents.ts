@@ -42,7 +42,7 @@ export function agentFor(target: URL, options: RouteOptions): http.Agent | undef
 }
 
 /** Lets the process exit while `socket` is open, unless the request holds it. */
-export function releaseUnlessHeld(socket: net.Socket, holdsProcess: boolean): void {
+function releaseUnlessHeld(socket: net.Socket, holdsProcess: boolean): void {
   if (!holdsProcess) socket.unref();
 }
 

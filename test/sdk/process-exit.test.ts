@@ -9,6 +9,7 @@ import { systemClock } from '../../runtime-sdk/index.js';
 import { FakeAuthority } from './support/fake-authority.js';
 import { tempDir } from './support/fake-machine.js';
 import { runNetworkApp, startNetworkApp } from './support/network-app-process.js';
+import { RecordingProxy } from './support/recording-proxy.js';
 import { SilentServer } from './support/silent-server.js';
 
 const KEY = 'EX1T-2345-6789-ABCD';
@@ -71,5 +72,21 @@ describe('a command-line app with the SDK, the authority never answering', () =>
 
   it('exits right after its last line with a blocking start-up revalidation that ran out of budget', async () => {
     expect(await exitAfterLastLine({ revalidate: { blockingMs: 200 } }, false)).toBeLessThan(EXIT_BOUND_MS);
+  });
+});
+
+describe('a call the app awaits', () => {
+  it('holds the process until answered, even when queued behind the refresh the SDK started, on a slow network', async () => {
+    const slow = await new RecordingProxy().start();
+    slow.upstream = authority.url;
+    slow.delayMs = 500;
+    try {
+      // The start-up refresh goes out first; the app's top-level `await license.refresh()` waits behind it.
+      const output = await runNetworkApp({ action: 'refresh', options: options(slow.url), settleMs: 100 });
+      expect(output).toMatch(/^valid$/m);
+      expect(slow.requests.map((r) => r.path)).toEqual(['/v1/licenses/refresh', '/v1/licenses/refresh']);
+    } finally {
+      await slow.close();
+    }
   });
 });

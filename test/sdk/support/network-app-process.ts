@@ -10,6 +10,7 @@ export interface AppRun {
   options: Record<string, unknown>;
   key?: string;
   dispose?: boolean;
+  settleMs?: number;
 }
 
 export interface AppProcess {

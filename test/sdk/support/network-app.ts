@@ -3,7 +3,7 @@
  * environment (proxy variables, trusted certificates). argv[2] is JSON: the client options and
  * what to do.
  * - `activate`: activates `key`, prints the state.
- * - `refresh`: prints the state after an explicit refresh.
+ * - `refresh`: prints the state after an explicit refresh (awaited at the top level: the process must wait for it).
  * - `start`: starts from the cache, prints the state and `waiting`, then waits for stdin to end
  *   (the test ends it once the authority holds the SDK's request) and prints `last line`: from
  *   there the process has nothing left to do but exit. With `dispose`, it disposes first.
@@ -15,6 +15,8 @@ interface Run {
   options: LicenseClientOptions;
   key?: string;
   dispose?: boolean;
+  /** Waits this long before acting: the SDK's own start-up refresh goes out first. */
+  settleMs?: number;
 }
 
 const run = JSON.parse(process.argv[2]!) as Run;
@@ -26,6 +28,7 @@ const license = await createLicenseClient({
   // One computer, whatever probes this host has: the test is about the network.
   fingerprintProbes: [async () => ({ 'system.uuid': 'network-app-uuid', 'os.machine_id': 'network-app-machine' })],
 });
+await new Promise((resolve) => setTimeout(resolve, run.settleMs ?? 0));
 if (run.action === 'activate') {
   say((await license.activate(run.key!)).state);
   await license.dispose();

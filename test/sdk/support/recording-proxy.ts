@@ -10,6 +10,8 @@ import { closeNow, listenOnLoopback } from '../../support/local-http.js';
 export class RecordingProxy {
   readonly requests: RecordedRequest[] = [];
   upstream: string | null = null;
+  /** How long each request waits before it is forwarded: a slow network. */
+  delayMs = 0;
   url = '';
   private server = http.createServer((req, res) => void this.forward(req, res));
 
@@ -27,6 +29,7 @@ export class RecordingProxy {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
     this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     if (!this.upstream) {
       req.socket.destroy();
       return;
