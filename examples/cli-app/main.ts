@@ -44,16 +44,15 @@ function runApp(status: LicenseStatus): void {
   say(`Notes Pro ${APP_VERSION} is licensed${offline}. Features: ${JSON.stringify(status.features)}`);
 }
 
-// A command-line run is over before a background refresh would finish: it checks in with the
-// server itself on the way out instead (failing fast when offline), so a revocation or renewal
-// takes effect on the next run.
-const license = await createLicenseClient({ ...licenseConfig(), appVersion: APP_VERSION, logger: console, refreshOnStart: false, retryLimit: 0, requestTimeoutMs: 5_000 });
+// A command-line run is over before a background refresh would answer: the start asks the server
+// itself, for 1.5 s at most, so a revocation or renewal takes effect on this run; offline or slow,
+// the run goes on from the cache. Nothing the SDK left in flight holds the exit.
+const license = await createLicenseClient({ ...licenseConfig(), appVersion: APP_VERSION, logger: console, revalidate: { blockingMs: 1_500 } });
 try {
   let status = await license.check();
   if (!status.usable) status = await unlock(license, status);
   if (status.usable) {
     runApp(status);
-    await license.refresh().catch(() => undefined);
   } else {
     process.exitCode = 2;
   }
