@@ -69,7 +69,16 @@ export async function buildDeliverable(job: DeliverableJob): Promise<Deliverable
     if (unavailable) throw new DeliverableUnavailableError(unavailable);
     if (!host) throw new DeliverableUnavailableError(`no pinned Node runtime runs on this server (${process.platform}-${process.arch})`);
     const blobWriter = await nodeRuntime(host, job.runtimes.dir, job.runtimes.registry);
-    await buildSingleExecutable({ script: job.script, assets: job.assets, nodeBinary, blobWriter, format: delivery.executable!, output: file, workDir: job.workDir });
+    await buildSingleExecutable({
+      script: job.script,
+      assets: job.assets,
+      nodeBinary,
+      blobWriter,
+      useCodeCache: host === job.platform,
+      format: delivery.executable!,
+      output: file,
+      workDir: job.workDir,
+    });
   }
   return { file, format: delivery.format, extension: delivery.extension };
 }

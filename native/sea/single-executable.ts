@@ -33,6 +33,12 @@ export interface SingleExecutableJob {
    * whose layout is the version's own.
    */
   blobWriter: string;
+  /**
+   * Ship V8's compiled code of the script in the blob, so a start does not compile it again. Only
+   * when the blob writer is the target itself: the cache is the writing V8's, and Node's
+   * documentation has it off for a blob made for another platform.
+   */
+  useCodeCache: boolean;
   format: ExecutableFormat;
   /** Where the executable is written. */
   output: string;
@@ -55,7 +61,7 @@ export function singleExecutableUnavailable(): string | null {
 export async function buildSingleExecutable(job: SingleExecutableJob): Promise<void> {
   const blob = path.join(job.workDir, 'sea-prep.blob');
   const config = path.join(job.workDir, 'sea-config.json');
-  await fs.writeFile(config, JSON.stringify({ main: job.script, output: blob, disableExperimentalSEAWarning: true, assets: job.assets ?? {} }));
+  await fs.writeFile(config, JSON.stringify({ main: job.script, output: blob, disableExperimentalSEAWarning: true, useCodeCache: job.useCodeCache, assets: job.assets ?? {} }));
   // The blob writer gets nothing of the server's environment but PATH: NODE_OPTIONS and the like are the server's business.
   await run(job.blobWriter, ['--experimental-sea-config', config], { cwd: job.workDir, env: { PATH: process.env.PATH ?? '' } });
   await fs.copyFile(job.nodeBinary, job.output);

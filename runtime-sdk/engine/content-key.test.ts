@@ -52,6 +52,6 @@ describe('the vault', () => {
     const altered = Buffer.from(sealed);
     altered[altered.length - 1]! ^= 1;
     expect(openVault(altered, key, 'bld_1')).toBeNull();
-    expect(openVault(Buffer.from('LKV1'), key, 'bld_1')).toBeNull();
+    expect(openVault(Buffer.from('LKV2'), key, 'bld_1')).toBeNull();
   });
 });

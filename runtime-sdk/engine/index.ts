@@ -16,7 +16,7 @@ import { ENGINE_VERSION } from './version.js';
 import { installVirtualFs } from './virtual-fs.js';
 
 export { ENGINE_VERSION } from './version.js';
-export { sealVault, type VaultFiles } from './vault.js';
+export { sealVault, VAULT_ASSET, type VaultFiles } from './vault.js';
 export { CONTENT_KEY_BYTES, DEVICE_KEY_PATTERN, wrapContentKey, type ContentKeyContext } from './content-key.js';
 
 /** The vault entry holding the app's code, bundled into one ES module; every other entry is a file of the app. */
@@ -47,8 +47,11 @@ export interface ProtectedEntry {
   config: EngineConfig;
   /** The file the protected code is in: the bundle, or the single executable. */
   ownFile: string;
-  /** The app's code and files, sealed under the build's content key (vault.ts), base64. */
-  vault: string;
+  /**
+   * The app's code and files, sealed under the build's content key (vault.ts): a single
+   * executable's asset (read in place), the file beside a launcher's script, or a bundle's literal.
+   */
+  vault: Buffer;
 }
 
 const MODIFIED = 'This app has been modified and cannot start. Install it again from its vendor.';
@@ -130,14 +133,14 @@ export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry
  * The app's files: the content key comes from the held token, or from the authority when the token
  * carries none for this build (the first start of a build installed since the last refresh).
  */
-async function unlockApp(license: LicenseClient, buildId: string, vault: string): Promise<VaultFiles | 'no_key' | 'altered'> {
+async function unlockApp(license: LicenseClient, buildId: string, vault: Buffer): Promise<VaultFiles | 'no_key' | 'altered'> {
   let key = license.contentKey(buildId);
   if (!key) {
     await license.refresh().catch(() => undefined);
     key = license.contentKey(buildId);
   }
   if (!key) return 'no_key';
-  const files = openVault(Buffer.from(vault, 'base64'), key, buildId);
+  const files = openVault(vault, key, buildId);
   key.fill(0);
   return files ?? 'altered';
 }

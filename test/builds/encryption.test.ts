@@ -4,9 +4,11 @@ import path from 'node:path';
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateDeviceKeyPair, unwrapContentKey } from '../../runtime-sdk/engine/content-key.js';
+import { VAULT_ASSET } from '../../runtime-sdk/engine/vault.js';
 import type { RuntimeTokenClaims } from '../../runtime-sdk/protocol.js';
 import { createLicense, setPlan } from '../support/fixtures.js';
 import { zipOf, type Entries } from './archives.js';
+import { inspectExecutable } from './executables.js';
 import { downloadPackage, owner, protectionWorld, runProtected, settled, uploadBuild } from './support.js';
 
 // License-bound encryption (docs/protocol.md, "Protected builds"): the app's code and files are in
@@ -172,6 +174,45 @@ describe('the encrypted app', () => {
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
   });
+});
+
+describe('the encrypted app as a linux-x64 single executable', () => {
+  let executable: string;
+  let licenseKey: string;
+
+  beforeAll(async () => {
+    const build = await settled(o, (await uploadBuild(o, { data: new Uint8Array(await zipOf(CJS_APP)), name: 'app.zip' }, { platform: 'linux-x64' })).id);
+    expect(build, build.failure_reason).toMatchObject({ status: 'READY', package_format: 'single_executable', protection_level: 'encrypted' });
+    executable = await downloadPackage(o, build as any, work);
+    licenseKey = (await createLicense(o.call, o.dev, { app_id: o.app.id })).license_key;
+  }, 120_000);
+
+  it('holds none of the app in the clear, its vault an asset beside the runtime', () => {
+    const bytes = fs.readFileSync(executable);
+    // What protection added is the blob: its base64 runs and compressed streams are searched; the file as a whole for the plain strings.
+    const { seaBlob } = inspectExecutable(bytes);
+    for (const secret of SECRETS) {
+      expect(bytes.includes(Buffer.from(secret))).toBe(false);
+      for (const view of readableViews(seaBlob!)) expect(view.includes(Buffer.from(secret))).toBe(false);
+    }
+  });
+
+  it('runs the app with a license, and refuses when a byte of its vault was changed', async () => {
+    const first = await runProtected(executable, { home: home(), env: { LATCHKEY_LICENSE_KEY: licenseKey } });
+    expect(first).toMatchObject({ code: 0, stdout: runPlain(CJS_APP, 'lib/main.js') });
+
+    const bytes = fs.readFileSync(executable);
+    // The SEA blob lists its assets after the script: the last occurrence of the name is the asset's, the vault follows it.
+    const vault = bytes.indexOf('LKV2', bytes.lastIndexOf(VAULT_ASSET));
+    expect(vault).toBeGreaterThan(0);
+    bytes[vault + 200]! ^= 0x01;
+    const patched = path.join(work, 'patched-app');
+    fs.writeFileSync(patched, bytes, { mode: 0o755 });
+    const run = await runProtected(patched, { home: home(), env: { LATCHKEY_LICENSE_KEY: licenseKey } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('This app has been modified and cannot start');
+    expect(run.stdout).toBe('');
+  }, 60_000);
 });
 
 describe('the content key in the runtime token', () => {

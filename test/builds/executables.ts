@@ -13,6 +13,8 @@ export interface ExecutableFacts {
   seaBlobBytes: number | null;
   /** `NODE_SEA_FUSE_…:1`: Node starts the injected script instead of behaving as `node`. */
   fuseFlipped: boolean;
+  /** ELF only: the blob's bytes (what protection added to the runtime). */
+  seaBlob?: Buffer;
   /** Mach-O only: an LC_CODE_SIGNATURE load command. */
   codeSignature?: boolean;
 }
@@ -26,12 +28,12 @@ export function inspectExecutable(bytes: Buffer): ExecutableFacts {
 }
 
 /** 64-bit little-endian ELF: e_machine, then the notes of every PT_NOTE segment. */
-function elf(b: Buffer): Pick<ExecutableFacts, 'machine' | 'seaBlobBytes'> {
+function elf(b: Buffer): Pick<ExecutableFacts, 'machine' | 'seaBlobBytes' | 'seaBlob'> {
   const machine = ({ 0x3e: 'x64', 0xb7: 'arm64' } as const)[b.readUInt16LE(18) as 0x3e | 0xb7] ?? 'other';
   const phoff = Number(b.readBigUInt64LE(32));
   const phentsize = b.readUInt16LE(54);
   const phnum = b.readUInt16LE(56);
-  let seaBlobBytes: number | null = null;
+  let seaBlob: Buffer | undefined;
   for (let i = 0; i < phnum; i++) {
     const ph = phoff + i * phentsize;
     if (b.readUInt32LE(ph) !== 4) continue; // PT_NOTE
@@ -41,11 +43,12 @@ function elf(b: Buffer): Pick<ExecutableFacts, 'machine' | 'seaBlobBytes'> {
       const namesz = b.readUInt32LE(at);
       const descsz = b.readUInt32LE(at + 4);
       const name = b.toString('latin1', at + 12, at + 12 + namesz).replace(/\0+$/, '');
-      if (name === SEA_RESOURCE) seaBlobBytes = descsz;
+      const desc = at + 12 + align(namesz, 4);
+      if (name === SEA_RESOURCE) seaBlob = b.subarray(desc, desc + descsz);
       at += 12 + align(namesz, 4) + align(descsz, 4);
     }
   }
-  return { machine, seaBlobBytes };
+  return { machine, seaBlobBytes: seaBlob?.length ?? null, seaBlob };
 }
 
 /** PE32+: the COFF machine, then the resource directory: RT_RCDATA (10) holding an entry named NODE_SEA_BLOB. */

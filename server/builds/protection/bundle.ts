@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { APP_MODULE, APP_ROOT_KEY, sealVault, type EngineConfig, type VaultFiles } from '@latchkey/runtime-sdk/engine';
+import { APP_MODULE, APP_ROOT_KEY, sealVault, VAULT_ASSET, type EngineConfig, type VaultFiles } from '@latchkey/runtime-sdk/engine';
 import { DIGEST_PLACEHOLDER, fillSlot, protectedRegion, REGION_BEGIN, REGION_END, regionDigest } from '@latchkey/runtime-sdk/engine/integrity';
 import type { JavaScriptApp } from './javascript-app.js';
 
@@ -140,11 +140,28 @@ export interface BundleJob {
   outfile: string;
 }
 
-/** Where the engine finds the file its protected code is in: the bundle itself, or the single executable. */
-const OWN_FILE: Record<BundleFormat, { imports: string; expression: string }> = {
-  esm: { imports: "import { fileURLToPath } from 'node:url';\n", expression: 'fileURLToPath(import.meta.url)' },
-  cjs: { imports: '', expression: 'process.execPath' },
+/**
+ * How the generated entry hands the engine its own file (the file its protected code is in) and the
+ * vault. A bundle is one file: the vault is a base64 literal in it. The CommonJS script of an
+ * executable reads the vault as a file of its own instead, which costs nothing to parse at start:
+ * a single executable's asset, read in place (and `__filename` is the executable there), or the
+ * file beside the script in a launcher archive.
+ */
+const ENTRY_PARTS: Record<BundleFormat, { imports: string; ownFile: string; vault: (sealed: Buffer) => string }> = {
+  esm: {
+    imports: "import { fileURLToPath } from 'node:url';\n",
+    ownFile: 'fileURLToPath(import.meta.url)',
+    vault: (sealed) => `Buffer.from(${JSON.stringify(sealed.toString('base64'))}, 'base64')`,
+  },
+  cjs: {
+    imports: "import { isSea, getRawAsset } from 'node:sea';\nimport { readFileSync } from 'node:fs';\nimport { join } from 'node:path';\n",
+    ownFile: '__filename',
+    vault: () => `isSea() ? Buffer.from(getRawAsset(${JSON.stringify(VAULT_ASSET)})) : readFileSync(join(__dirname, ${JSON.stringify(VAULT_ASSET)}))`,
+  },
 };
+
+/** Files the protected script reads beside its code, by name (see ENTRY_PARTS): none for a bundle. */
+export type BundleAssets = Record<string, string>;
 
 /**
  * Protects the app: its code bundled into one ES module and sealed with every file it carries into
@@ -152,18 +169,23 @@ const OWN_FILE: Record<BundleFormat, { imports: string; expression: string }> = 
  * The engine runs the license gate, gets the content key for this device, and runs the app from
  * memory. A hardened bundle is minified and carries the SHA-256 of its code (the engine's integrity.ts).
  */
-export async function bundleWithEngine(job: BundleJob): Promise<void> {
+export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
   const files = await appFiles(job.app.root);
   files.set(APP_MODULE, await bundleApp(job.app, job.hardened));
-  const vault = sealVault(files, job.contentKey, job.engine.buildId).toString('base64');
+  const sealed = sealVault(files, job.contentKey, job.engine.buildId);
+  const assets: BundleAssets = {};
+  if (job.format === 'cjs') {
+    assets[VAULT_ASSET] = path.join(job.workDir, VAULT_ASSET);
+    await fs.promises.writeFile(assets[VAULT_ASSET], sealed);
+  }
 
   const entry = path.join(job.workDir, 'latchkey-entry.mjs');
   const config: EngineConfig = { ...job.engine, integrity: job.hardened ? DIGEST_PLACEHOLDER : null };
-  const ownFile = OWN_FILE[job.format];
+  const parts = ENTRY_PARTS[job.format];
   await fs.promises.writeFile(
     entry,
-    `import { runProtectedApp } from ${JSON.stringify(ENGINE_MODULE)};\n${ownFile.imports}` +
-      `runProtectedApp({ config: ${JSON.stringify(config)}, ownFile: ${ownFile.expression}, vault: ${JSON.stringify(vault)} })` +
+    `import { runProtectedApp } from ${JSON.stringify(ENGINE_MODULE)};\n${parts.imports}` +
+      `runProtectedApp({ config: ${JSON.stringify(config)}, ownFile: ${parts.ownFile}, vault: ${parts.vault(sealed)} })` +
       `.catch((err) => { console.error(err); process.exitCode = 1; });\n`,
   );
   const prelude = job.format === 'esm' ? `\n${ESM_PRELUDE}` : '';
@@ -190,6 +212,7 @@ export async function bundleWithEngine(job: BundleJob): Promise<void> {
     throw new BundleError(`the runtime engine could not be bundled: ${(err as Error).message}`);
   }
   if (job.hardened) await bakeIntegrity(job.outfile, job.signIntegrity);
+  return assets;
 }
 
 /** The app's own code as one ES module, run from memory: it imports Node's built-ins and nothing else. */

@@ -4,7 +4,7 @@ import { RuntimeIntegrityError } from '@latchkey/native/runtimes';
 import type { EngineConfig } from '@latchkey/runtime-sdk/engine';
 import type { NodeRuntimeSource } from '../../config.js';
 import type { BuildPlatform, PackageFormat } from '../schemas.js';
-import { BundleError, bundleWithEngine, type IntegritySigner } from './bundle.js';
+import { BundleError, bundleWithEngine, type BundleAssets, type IntegritySigner } from './bundle.js';
 import type { JavaScriptApp } from './javascript-app.js';
 
 export interface ProtectionJob {
@@ -46,8 +46,9 @@ export async function protectJavaScriptApp(job: ProtectionJob): Promise<Protecte
     return { file, format: 'javascript_bundle' };
   }
   const script = path.join(job.workDir, 'protected.cjs');
+  let assets: BundleAssets;
   try {
-    await bundle('cjs', script);
+    assets = await bundle('cjs', script);
   } catch (err) {
     if (err instanceof BundleError && /Top-level await is currently not supported/.test(err.message)) {
       throw new BundleError(
@@ -58,7 +59,7 @@ export async function protectJavaScriptApp(job: ProtectionJob): Promise<Protecte
     throw err;
   }
   try {
-    const delivered = await buildDeliverable({ platform: job.platform, script, name: commandName(job.engine.appName), runtimes: job.nodeRuntimes, workDir: job.workDir });
+    const delivered = await buildDeliverable({ platform: job.platform, script, assets, name: commandName(job.engine.appName), runtimes: job.nodeRuntimes, workDir: job.workDir });
     return { file: delivered.file, format: delivered.format };
   } catch (err) {
     if (err instanceof RuntimeIntegrityError) throw new PackagingError(`the Node runtime for ${job.platform} could not be used: ${err.message}`);
