@@ -9,8 +9,10 @@ import { systemClock } from '../../runtime-sdk/index.js';
 import { FakeAuthority } from './support/fake-authority.js';
 import { tempDir } from './support/fake-machine.js';
 import { runNetworkApp, startNetworkApp } from './support/network-app-process.js';
+import { ConnectProxy } from './support/connect-proxy.js';
 import { RecordingProxy } from './support/recording-proxy.js';
 import { SilentServer } from './support/silent-server.js';
+import { TlsFront } from './support/tls-front.js';
 
 const KEY = 'EX1T-2345-6789-ABCD';
 /** Generous: the request alone would hold the app 10 s per attempt. */
@@ -46,9 +48,9 @@ afterAll(async () => {
 });
 
 /** Starts the app against the silent server, lets it end once its request hangs there, and answers how long the exit took. */
-async function exitAfterLastLine(extra: Record<string, unknown>, dispose: boolean): Promise<number> {
+async function exitAfterLastLine(extra: Record<string, unknown>, dispose: boolean, through?: { serverUrl: string; env: Record<string, string> }): Promise<number> {
   const before = silent.connections;
-  const app = startNetworkApp({ action: 'start', options: options(silent.url, extra), dispose });
+  const app = startNetworkApp({ action: 'start', options: options(through?.serverUrl ?? silent.url, extra), dispose }, through?.env);
   await app.line('waiting');
   while (silent.connections === before) await new Promise((resolve) => setTimeout(resolve, 20));
   app.child.stdin.end();
@@ -72,6 +74,19 @@ describe('a command-line app with the SDK, the authority never answering', () =>
 
   it('exits right after its last line with a blocking start-up revalidation that ran out of budget', async () => {
     expect(await exitAfterLastLine({ revalidate: { blockingMs: 200 } }, false)).toBeLessThan(EXIT_BOUND_MS);
+  });
+
+  it('exits right after its last line when the request hangs in an https tunnel through HTTPS_PROXY', async () => {
+    const front = await new TlsFront(silent.url).start();
+    const proxy = await new ConnectProxy().start();
+    try {
+      const env = { HTTPS_PROXY: proxy.url, NODE_EXTRA_CA_CERTS: front.certificateFile };
+      expect(await exitAfterLastLine({}, false, { serverUrl: front.url, env })).toBeLessThan(EXIT_BOUND_MS);
+      expect(proxy.requests).toEqual([expect.objectContaining({ method: 'CONNECT' })]);
+    } finally {
+      await proxy.close();
+      await front.close();
+    }
   });
 });
 
