@@ -3,10 +3,9 @@
  * machine's OS-level identity is read, and the running process the updater replaces and relaunches.
  * Tests pass their own platform to run every branch on Linux.
  */
-import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { isatty } from 'node:tty';
+import { appProcessOf } from './app-process.js';
 import { readMachineId } from './machine-id.js';
 
 export interface Platform {
@@ -23,24 +22,36 @@ export interface Platform {
   readonly process: AppProcess;
 }
 
+/**
+ * What runs the app: `node` with a script, a Node single executable, or Electron. `electron-source`
+ * is Electron started on an app's source folder (`electron .`, `process.defaultApp`): a developer's
+ * run, whose executable belongs to the electron package, not to the app.
+ */
+export type AppRuntime = 'node' | 'single-executable' | 'electron' | 'electron-source';
+
 /** What the updater needs of the running app: how it was started, and how to start again and leave. */
 export interface AppProcess {
   readonly pid: number;
-  /** The executable running: a single executable, or `node` running a script. */
+  readonly runtime: AppRuntime;
+  /** The executable running: a single executable, Electron's, or `node` running a script. */
   readonly execPath: string;
   /** Node's own flags (`--import ...`), repeated when a script is relaunched. */
   readonly execArgv: readonly string[];
-  /** The script `node` runs (`argv[1]`), or null inside a single executable. */
+  /** The script `node` runs (`argv[1]`, its real path), or null in a single executable and in Electron (whose `argv[1]` is the user's). */
   readonly script: string | null;
-  /** The user's arguments: what follows the executable (or `node` and the script). */
+  /** The user's arguments (a document to open, flags): what follows the executable (or `node` and the script). */
   readonly args: readonly string[];
   readonly env: NodeJS.ProcessEnv;
   /** The working directory the app was started in: a relaunch keeps it, so relative arguments still resolve. */
   readonly cwd: string;
-  /** Whether someone can answer a question typed at the terminal. */
-  readonly interactive: boolean;
   /** Starts a program that outlives this process, on this process's stdio; resolves once it runs. */
   spawnDetached(file: string, args: readonly string[], options?: { env?: NodeJS.ProcessEnv; cwd?: string }): Promise<void>;
+  /**
+   * Runs a program in this process's place: same stdio and terminal (foreground), this process
+   * waiting, its event loop held; answers the program's exit code (128 + n after signal n).
+   * Rejects only when it cannot be started.
+   */
+  runInForeground(file: string, args: readonly string[], options?: { env?: NodeJS.ProcessEnv; cwd?: string }): Promise<number>;
   exit(code: number): void;
 }
 
@@ -62,47 +73,11 @@ export function platformLabel(platform: Pick<Platform, 'name' | 'arch'>): string
   return os && (platform.arch === 'x64' || platform.arch === 'arm64') ? `${os}-${platform.arch}` : undefined;
 }
 
-/**
- * Whether this is a single executable, whose script is the executable itself. `node:sea` answers
- * (through getBuiltinModule, which also works in the CommonJS bundle a single executable runs);
- * a single executable repeats its own path in argv[1] otherwise.
- */
-function isSingleExecutable(): boolean {
-  const sea = process.getBuiltinModule?.('node:sea') as { isSea?: () => boolean } | undefined;
-  return sea?.isSea?.() ?? process.argv[1] === process.execPath;
-}
-
-const hostProcess: AppProcess = {
-  pid: process.pid,
-  execPath: process.execPath,
-  execArgv: process.execArgv,
-  script: isSingleExecutable() ? null : (process.argv[1] ?? null),
-  // A single executable's argv repeats the executable in argv[1]; a script's argv[1] is the script.
-  args: process.argv.slice(2),
-  env: process.env,
-  cwd: process.cwd(),
-  // isatty on the descriptors: touching process.stdin here would create its stream in every app.
-  interactive: isatty(0) && isatty(2),
-  spawnDetached: (file, args, options = {}) =>
-    new Promise((resolve, reject) => {
-      // Its own session on POSIX, so it survives our exit and a hangup of our process group. Windows
-      // keeps the console shared instead (`detached` would open a new console window); a child
-      // there is not ended with its parent anyway.
-      const child = spawn(file, args, { detached: process.platform !== 'win32', stdio: 'inherit', env: options.env ?? process.env, cwd: options.cwd ?? process.cwd() });
-      child.once('error', reject);
-      child.once('spawn', () => {
-        child.unref();
-        resolve();
-      });
-    }),
-  exit: (code) => process.exit(code),
-};
-
 export const hostPlatform: Platform = {
   name: process.platform,
   arch: process.arch,
   appDataDir: (appId) => appDataDirFor(process.platform, process.env, os.homedir(), appId),
   machineId: () => readMachineId(process.platform),
   cpuModel: () => os.cpus()[0]?.model.trim() ?? '',
-  process: hostProcess,
+  process: appProcessOf(process),
 };

@@ -230,13 +230,33 @@ export interface UpdateCheckRequest {
   engine_version: string;
 }
 
-/** Body of `POST /v1/updates/report`: what the user did with an offer, or what is now installed. */
+export const UPDATE_REPORT_EVENTS = ['installed', 'skipped', 'failed'] as const;
+export type UpdateReportEvent = (typeof UPDATE_REPORT_EVENTS)[number];
+
+/**
+ * Why an install of an offered build failed (`event: failed`), one closed list for runtime and server:
+ * - `download_failed`: the package could not be fetched (network, timeouts, 5xx, an expired link);
+ * - `package_rejected`: its bytes were not the signed ones (hash, length, an archive that does not unpack);
+ * - `disk_failed`: the updater's own files could not be written (space, permissions);
+ * - `install_failed`: a step of the swap was refused and undone (a locked file, a permission);
+ * - `rolled_back`: an install interrupted (crash, power cut) was rolled back at the next start.
+ */
+export const UPDATE_FAILURE_REASONS = ['download_failed', 'package_rejected', 'disk_failed', 'install_failed', 'rolled_back'] as const;
+export type UpdateFailureReason = (typeof UPDATE_FAILURE_REASONS)[number];
+
+/** Body of `POST /v1/updates/report`: what the user did with an offer, what is now installed, or what failed to install. */
 export interface UpdateReportRequest {
   license_key: string;
   device_fingerprint: string;
   app_id: string;
-  /** `installed`: sent on the first start of the new build (`build_id`, `version` are the running ones); `skipped`: the user chose Skip this version of `build_id`. */
-  event: 'installed' | 'skipped';
+  /**
+   * `installed`: sent on the first start of the new build (`build_id`, `version` are the running ones);
+   * `skipped`: the user chose Skip this version of `build_id`; `failed`: installing `build_id` failed
+   * (`version` is the running one, which runs on), `reason` says why.
+   */
+  event: UpdateReportEvent;
+  /** With `failed` only. */
+  reason?: UpdateFailureReason;
   build_id: string;
   version: string;
   platform?: string;

@@ -5,10 +5,15 @@
  * bytes verify. An interrupted download resumes with a Range request after re-hashing what is on
  * disk; a server that ignores the Range starts it over. Memory stays flat: the file is streamed.
  *
+ * The bytes go to a name of this download's own (`<sha256>.<pid>.<random>.partial`), and only a
+ * file whose SHA-256 matched is renamed to `<sha256>.package`: no other instance writes into the
+ * file, and a `.package` file is always whole. A resume first claims the partial file by renaming
+ * it, which only one instance can do.
+ *
  * Plain node:http rather than got: every retry here is a resume from the bytes on disk, which a
  * library's own stream retries (from zero) would defeat.
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -16,6 +21,8 @@ import https from 'node:https';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { agentFor, ProxyError } from '../network/agents.js';
+import type { ProxyEnv } from '../network/proxy-rules.js';
 import { asUpdateError, UpdateError } from './errors.js';
 
 export interface PackageRef {
@@ -34,9 +41,14 @@ export interface DownloadOptions {
   retryBaseDelayMs: number;
   userAgent: string;
   sleep?: (ms: number) => Promise<void>;
+  /** Where `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` are read; default: this process's environment. */
+  env?: ProxyEnv;
 }
 
-const DOWNLOAD_SUFFIX = '.download';
+const PARTIAL_SUFFIX = '.partial';
+const VERIFIED_SUFFIX = '.package';
+/** What SDKs before the verified rename left in the cache (one file, verified in place). */
+const LEGACY_SUFFIX = '.download';
 const MAX_REDIRECTS = 5;
 const REDIRECTS = [301, 302, 303, 307, 308];
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -50,30 +62,35 @@ const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** A failure worth another attempt (network, timeout, 5xx); anything else is final. */
 class TransientFailure extends Error {}
 
-/** Where `ref` is cached: named by its hash, so a resume can only continue the same package. */
-export function downloadPath(cacheDir: string, ref: Pick<PackageRef, 'sha256'>): string {
-  return path.join(cacheDir, `${ref.sha256}${DOWNLOAD_SUFFIX}`);
+/** Where `ref` is kept once verified: named by its hash. */
+export function verifiedPath(cacheDir: string, ref: Pick<PackageRef, 'sha256'>): string {
+  return path.join(cacheDir, `${ref.sha256}${VERIFIED_SUFFIX}`);
 }
 
 /** Downloads (or resumes) `ref` into the cache; answers the path of the verified file. */
 export async function downloadPackage(ref: PackageRef, options: DownloadOptions): Promise<string> {
-  const file = downloadPath(options.cacheDir, ref);
+  const verified = verifiedPath(options.cacheDir, ref);
+  let partial: string;
   try {
     await fs.mkdir(options.cacheDir, { recursive: true, mode: 0o700 });
-    await removeOtherDownloads(options.cacheDir, file);
+    await removeOtherPackages(options.cacheDir, ref);
+    // Fetched already (an install that failed after the download, another instance): used while it hashes right.
+    if (await isWhole(verified, ref)) return verified;
+    partial = await claimPartial(options.cacheDir, ref);
   } catch (err) {
     throw new UpdateError('DISK_FAILED', `the download cache is not usable: ${(err as Error).message}`, { cause: err });
   }
   const sleep = options.sleep ?? delay;
   for (let attempt = 0; ; attempt++) {
     try {
-      const existing = await hashExisting(file, ref.length);
-      const { size, hash } = existing.size === ref.length ? existing : await fetchInto(file, ref, existing, options);
+      const existing = await hashExisting(partial, ref.length);
+      const { size, hash } = existing.size === ref.length ? existing : await fetchInto(partial, ref, existing, options);
       // A clean end before `length` with no declared length: maybe a cut connection; a resume tells.
       if (size < ref.length) throw new TransientFailure(`the download ended after ${size} of ${ref.length} bytes`);
       const digest = hash.digest('hex');
-      if (digest !== ref.sha256) return await refuse(file, `the package hashes to ${digest}, not the signed ${ref.sha256}`);
-      return file;
+      if (digest !== ref.sha256) return await refuse(partial, `the package hashes to ${digest}, not the signed ${ref.sha256}`);
+      await fs.rename(partial, verified);
+      return verified;
     } catch (err) {
       // Not the network's doing: the bytes were refused, or the cache could not be read or written.
       if (!(err instanceof TransientFailure)) throw asUpdateError(err, 'DISK_FAILED');
@@ -88,11 +105,34 @@ async function refuse(file: string, reason: string): Promise<never> {
   throw new UpdateError('PACKAGE_REJECTED', reason);
 }
 
-/** Partial downloads of other packages (an offer replaced by a newer one) only take space. */
-async function removeOtherDownloads(cacheDir: string, keep: string): Promise<void> {
+const isCacheFile = (name: string) => [PARTIAL_SUFFIX, VERIFIED_SUFFIX, LEGACY_SUFFIX].some((suffix) => name.endsWith(suffix));
+
+/** Downloads of other packages (an offer replaced by a newer one) only take space. */
+async function removeOtherPackages(cacheDir: string, ref: PackageRef): Promise<void> {
   for (const name of await fs.readdir(cacheDir)) {
-    if (name.endsWith(DOWNLOAD_SUFFIX) && path.join(cacheDir, name) !== keep) await fs.rm(path.join(cacheDir, name), { force: true });
+    if (isCacheFile(name) && !name.startsWith(`${ref.sha256}.`)) await fs.rm(path.join(cacheDir, name), { force: true });
   }
+}
+
+/** Whether `file` holds the package whole; a file that does not is removed. */
+async function isWhole(file: string, ref: PackageRef): Promise<boolean> {
+  const { size, hash } = await hashExisting(file, ref.length);
+  if (size === 0) return false;
+  if (size === ref.length && hash.digest('hex') === ref.sha256) return true;
+  await fs.rm(file, { force: true });
+  return false;
+}
+
+/**
+ * A name of this download's own; what an interrupted download of the same package left (its
+ * partial file, or an older SDK's `.download`) is renamed to it to be resumed. Of two instances
+ * claiming one file, one rename wins; the other starts afresh.
+ */
+async function claimPartial(cacheDir: string, ref: PackageRef): Promise<string> {
+  const own = path.join(cacheDir, `${ref.sha256}.${process.pid}.${randomBytes(6).toString('hex')}${PARTIAL_SUFFIX}`);
+  const left = (await fs.readdir(cacheDir)).find((name) => name.startsWith(`${ref.sha256}.`) && (name.endsWith(PARTIAL_SUFFIX) || name.endsWith(LEGACY_SUFFIX)));
+  if (left) await fs.rename(path.join(cacheDir, left), own).catch(() => undefined);
+  return own;
 }
 
 interface Progress {
@@ -125,7 +165,7 @@ async function fetchInto(file: string, ref: PackageRef, existing: Progress, opti
   }
   const meter = new CappedHash(start === 0 ? createHash('sha256') : existing.hash, ref.length - start);
   try {
-    await pipeline(response, meter, createWriteStream(file, { flags: start === 0 ? 'w' : 'a', highWaterMark: CHUNK_BYTES }));
+    await pipeline(response, meter, createWriteStream(file, { flags: start === 0 ? 'w' : 'a', mode: 0o600, highWaterMark: CHUNK_BYTES }));
   } catch (err) {
     if (meter.overflowed) return refuse(file, `the server sent more than the signed ${ref.length} bytes`);
     const code = (err as NodeJS.ErrnoException).code ?? '';
@@ -160,8 +200,15 @@ function request(url: string, headers: Record<string, string>, options: Download
     const target = new URL(url);
     const client = target.protocol === 'https:' ? https : target.protocol === 'http:' ? http : undefined;
     if (!client) return reject(new UpdateError('DOWNLOAD_FAILED', `${target.protocol} downloads are not supported`));
+    let agent: http.Agent | undefined;
+    try {
+      agent = agentFor(target, { env: options.env ?? process.env, holdsProcess: true });
+    } catch (err) {
+      if (err instanceof ProxyError) return reject(new UpdateError('DOWNLOAD_FAILED', err.message));
+      throw err;
+    }
     // identity: the signed length and hash are of the bytes as served, never of a decoded body.
-    const req = client.get(target, { headers: { 'user-agent': options.userAgent, 'accept-encoding': 'identity', ...headers } }, (res) => {
+    const req = client.get(target, { headers: { 'user-agent': options.userAgent, 'accept-encoding': 'identity', ...headers }, ...(agent ? { agent } : {}) }, (res) => {
       // Errors while the caller is still deciding what to do with the answer end up in its pipeline;
       // without a listener until then, one would be an uncaught exception.
       res.on('error', () => undefined);

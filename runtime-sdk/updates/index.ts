@@ -31,13 +31,27 @@ export interface UpdaterOptions {
   /** Shown in the question; default the app id. */
   appName?: string;
   /**
-   * The file this app runs from: its single executable, or the JavaScript bundle node runs.
-   * Default: the executable in a single executable, else the script node was started with.
+   * The file this app runs from, to make sure of it: its executable, or the script node runs. Only
+   * that file is accepted (a link to it too); anything else is refused (APP_FILE_REFUSED) before
+   * anything is fetched or touched. Default: the executable (Electron: always its executable, or
+   * the AppImage on Linux; never `argv[1]`), else the script node was started with.
    */
   appFile?: string;
-  /** Windows: a one-folder install is replaced as a whole folder. Default `one-file`. */
+  /** Windows: a one-folder install is replaced as a whole folder. Default `one-folder` in Electron, else `one-file`. */
   windowsLayout?: WindowsLayout;
-  /** The question's UI; default the OS's dialog, else the terminal, else "not right now". */
+  /**
+   * The app has windows of its own: after an install the new version starts detached and this
+   * process exits. Otherwise it runs in this process's place, on its terminal and stdio, and this
+   * process waits and exits with its exit code. Default: true in Electron, else false.
+   */
+  gui?: boolean;
+  /**
+   * Keep the process up while `start()` and `checkInBackground()` run (the question and an install
+   * included), for a command-line app that awaits them. Default false: a check never delays the exit, and a
+   * short-lived app that does not wait for it is asked at a later, longer run.
+   */
+  holdProcess?: boolean;
+  /** The question's UI (the app's own, a window of a GUI app); default the OS's dialog, else the user's terminal (not stdin), else "not right now". */
   prompt?: UpdatePrompt;
   /** Called just before the new version starts and this process exits: save the user's work here. */
   beforeRestart?: () => Promise<void> | void;
@@ -62,6 +76,9 @@ export function createUpdater(options: UpdaterOptions): Updater {
     throw new LicenseError('INVALID_OPTIONS', message);
   };
   if (typeof options?.license?.updateChannel !== 'function') fail('license must be a client from createLicenseClient');
+  for (const flag of ['gui', 'holdProcess'] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') fail(`${flag} must be true or false`);
+  }
   const positive = (name: keyof UpdaterOptions, fallback: number, allowZero = false) => positiveOption(options[name], name, fallback, allowZero, fail);
   const channel = options.license.updateChannel();
   const { platform, appId, logger } = channel.settings;
@@ -70,7 +87,9 @@ export function createUpdater(options: UpdaterOptions): Updater {
     appName: options.appName ?? appId,
     ...(options.appFile === undefined ? {} : { appFile: options.appFile }),
     ...(options.windowsLayout === undefined ? {} : { windowsLayout: options.windowsLayout }),
-    prompt: options.prompt ?? systemPrompt({ os: platform.name, env: platform.process.env, commands, interactive: platform.process.interactive, logger }),
+    prompt: options.prompt ?? systemPrompt({ os: platform.name, env: platform.process.env, commands, logger }),
+    gui: options.gui ?? platform.process.runtime === 'electron',
+    holdProcess: options.holdProcess ?? false,
     fs: options.fs ?? nodeUpdateFs,
     commands,
     sleep: options.sleep ?? delay,

@@ -18,8 +18,9 @@ const HELPER_GRACE_MS = 5 * 60_000;
  * - `installed`: the new version is in place (now, or already at an earlier start).
  * - `rolled-back`: the old version is in place again; the leftovers are gone.
  * - `helper-pending`: the Windows helper has not finished yet.
+ * - `busy`: another instance of the app holds the install lock; it settles what there is.
  */
-export type Reconciled = 'none' | 'installed' | 'rolled-back' | 'helper-pending';
+export type Reconciled = 'none' | 'installed' | 'rolled-back' | 'helper-pending' | 'busy';
 
 export async function reconcile(fs: UpdateFs, state: UpdaterStateStore, now: number): Promise<Reconciled> {
   const journal = state.current.journal;

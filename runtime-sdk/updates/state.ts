@@ -1,10 +1,14 @@
 /**
  * What the updater remembers between runs, in one JSON file beside the license cache: the highest
  * manifest serial seen (replay protection), the versions the user skipped, reports still to send,
- * and the install journal. Written durably (sibling, fsync, rename); a file that does not parse is
- * read as a fresh state, never a crash.
+ * the install journal, the last failed install (its back-off) and the last install done. Written
+ * durably (sibling, fsync, rename); a file that does not parse is read as a fresh state, never a
+ * crash. Several instances of the app share the file: each change is applied to what is on disk
+ * at that moment, not to what this instance read earlier.
  */
+import { UPDATE_FAILURE_REASONS, type UpdateFailureReason } from '../protocol.js';
 import type { LicenseLogger } from '../options.js';
+import type { FailedInstall } from './backoff.js';
 import { UpdateError } from './errors.js';
 import { writeFileDurably, type UpdateFs } from './fs.js';
 
@@ -41,10 +45,14 @@ export interface InstallJournal {
   download: string;
 }
 
-export interface PendingReport {
-  event: 'installed' | 'skipped';
-  build_id: string;
-  version: string;
+export type PendingReport =
+  | { event: 'installed' | 'skipped'; build_id: string; version: string }
+  | { event: 'failed'; reason: UpdateFailureReason; build_id: string; version: string };
+
+/** The last build this updater installed, and where: an instance still running the old version learns it is done. */
+export interface LastInstalled {
+  buildId: string;
+  target: string;
 }
 
 export interface UpdaterState {
@@ -54,9 +62,11 @@ export interface UpdaterState {
   journal: InstallJournal | null;
   /** Old copies whose removal failed (still running on Windows): tried again later. */
   leftovers: string[];
+  failedInstall: FailedInstall | null;
+  lastInstalled: LastInstalled | null;
 }
 
-const freshState = (): UpdaterState => ({ highestSerialSeen: 0, skippedBuildIds: [], pendingReports: [], journal: null, leftovers: [] });
+const freshState = (): UpdaterState => ({ highestSerialSeen: 0, skippedBuildIds: [], pendingReports: [], journal: null, leftovers: [], failedInstall: null, lastInstalled: null });
 
 export class UpdaterStateStore {
   private writes: Promise<unknown> = Promise.resolve();
@@ -68,25 +78,23 @@ export class UpdaterStateStore {
   ) {}
 
   static async open(fs: UpdateFs, file: string, logger: LicenseLogger): Promise<UpdaterStateStore> {
-    let text: string | undefined;
-    try {
-      text = (await fs.readFile(file)).toString('utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger.debug?.('updater state unreadable; starting fresh', { error: String(err) });
-    }
-    const parsed = text === undefined ? undefined : parseState(text);
-    if (text !== undefined && !parsed) logger.debug?.('updater state is not valid; starting fresh');
-    return new UpdaterStateStore(fs, file, parsed ?? freshState());
+    return new UpdaterStateStore(fs, file, (await readState(fs, file, logger)) ?? freshState());
   }
 
   get current(): Readonly<UpdaterState> {
     return this.state;
   }
 
-  /** Applies `change` and waits until the result is on disk; updates run one at a time. */
+  /** Reads the file again: another instance may have changed it (under the install lock, it did). */
+  async reload(logger: LicenseLogger): Promise<void> {
+    await this.writes;
+    this.state = (await readState(this.fs, this.file, logger)) ?? this.state;
+  }
+
+  /** Applies `change` to the state on disk and waits until the result is there; updates run one at a time. */
   update(change: (state: UpdaterState) => void): Promise<void> {
     const run = this.writes.then(async () => {
-      const next = structuredClone(this.state);
+      const next = structuredClone((await readState(this.fs, this.file)) ?? this.state);
       change(next);
       try {
         await writeFileDurably(this.fs, this.file, JSON.stringify({ format: FORMAT, version: VERSION, ...next }));
@@ -104,12 +112,38 @@ export function rememberSkipped(state: UpdaterState, buildId: string): void {
   state.skippedBuildIds = [...state.skippedBuildIds.filter((id) => id !== buildId), buildId].slice(-MAX_SKIPPED);
 }
 
+/** The state on disk; undefined when there is none or it is unreadable (said at debug when `logger` is given). */
+async function readState(fs: UpdateFs, file: string, logger?: LicenseLogger): Promise<UpdaterState | undefined> {
+  let text: string;
+  try {
+    text = (await fs.readFile(file)).toString('utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger?.debug?.('updater state unreadable; starting fresh', { error: String(err) });
+    return undefined;
+  }
+  const parsed = parseState(text);
+  if (!parsed) logger?.debug?.('updater state is not valid; starting fresh');
+  return parsed;
+}
+
 const isString = (value: unknown): value is string => typeof value === 'string';
 const isStringList = (value: unknown): value is string[] => Array.isArray(value) && value.every(isString);
 
 function isReport(value: unknown): value is PendingReport {
-  const r = value as Partial<PendingReport> | null;
-  return typeof r === 'object' && r !== null && (r.event === 'installed' || r.event === 'skipped') && isString(r.build_id) && isString(r.version);
+  const r = value as Partial<Record<keyof PendingReport | 'reason', unknown>> | null;
+  if (typeof r !== 'object' || r === null || !isString(r.build_id) || !isString(r.version)) return false;
+  if (r.event === 'failed') return (UPDATE_FAILURE_REASONS as readonly unknown[]).includes(r.reason);
+  return r.event === 'installed' || r.event === 'skipped';
+}
+
+function isFailedInstall(value: unknown): value is FailedInstall {
+  const f = value as Partial<FailedInstall> | null;
+  return typeof f === 'object' && f !== null && isString(f.buildId) && Number.isSafeInteger(f.serial) && Number.isSafeInteger(f.failures) && (f.nextAttemptAt === null || Number.isFinite(f.nextAttemptAt));
+}
+
+function isLastInstalled(value: unknown): value is LastInstalled {
+  const l = value as Partial<LastInstalled> | null;
+  return typeof l === 'object' && l !== null && isString(l.buildId) && isString(l.target);
 }
 
 function isJournal(value: unknown): value is InstallJournal {
@@ -138,7 +172,10 @@ function parseState(text: string): UpdaterState | undefined {
     Array.isArray(raw.pendingReports) &&
     raw.pendingReports.every(isReport) &&
     (raw.journal === null || isJournal(raw.journal)) &&
-    isStringList(raw.leftovers);
+    isStringList(raw.leftovers) &&
+    // Absent in a file an earlier SDK wrote.
+    (raw.failedInstall === undefined || raw.failedInstall === null || isFailedInstall(raw.failedInstall)) &&
+    (raw.lastInstalled === undefined || raw.lastInstalled === null || isLastInstalled(raw.lastInstalled));
   if (!valid) return undefined;
   return {
     highestSerialSeen: raw.highestSerialSeen as number,
@@ -146,5 +183,7 @@ function parseState(text: string): UpdaterState | undefined {
     pendingReports: raw.pendingReports as PendingReport[],
     journal: raw.journal as InstallJournal | null,
     leftovers: raw.leftovers as string[],
+    failedInstall: (raw.failedInstall as FailedInstall | undefined) ?? null,
+    lastInstalled: (raw.lastInstalled as LastInstalled | undefined) ?? null,
   };
 }

@@ -1,8 +1,13 @@
 /**
  * What an update replaces on this host and how the new version is started again. A protected app
  * is a single executable (`<exe> <args>`) or a JavaScript bundle run by node (`node <execArgv>
- * <bundle> <args>`). The path replaced is that file, except for a macOS app (the whole `.app`, when
- * the file lives in `X.app/Contents/`) and a Windows one-folder install (the whole install folder).
+ * <bundle> <args>`); an Electron app is its executable, never `argv[1]` (the user's document). The
+ * path replaced is that file, except for a macOS app (the whole `.app`, when the file lives in
+ * `X.app/Contents/`), a Windows one-folder install (the whole install folder; Electron's default)
+ * and a Linux AppImage (the AppImage file, not the executable inside its read-only mount).
+ *
+ * An `appFile` the app names must be that same file: anything else (a document, node itself, a
+ * library) is refused before a byte is fetched, since an update writes over the path it is given.
  */
 import path from 'node:path';
 import type { AppProcess } from '../platform.js';
@@ -34,7 +39,7 @@ export interface AppTarget {
 }
 
 export interface TargetOptions {
-  /** The running app's file; default: the single executable, or the script node runs. */
+  /** The running app's own file, as a real path; default (and the only file accepted): the executable, or the script node runs. */
   appFile?: string;
   /** Windows only. Default `one-file`. */
   windowsLayout?: WindowsLayout;
@@ -49,13 +54,25 @@ function appBundleOf(file: string): string | undefined {
   return at > 0 ? parts.slice(0, at + 1).join(path.sep) : undefined;
 }
 
+/** The file that is this app: the AppImage it was started from, the executable, or the script node runs. */
+function ownFile(os: InstallerOs, proc: AppProcess): string {
+  if (proc.runtime === 'electron' && os === 'linux' && proc.env.APPIMAGE) return proc.env.APPIMAGE;
+  return proc.runtime === 'node' && proc.script ? proc.script : proc.execPath;
+}
+
 export function resolveTarget(os: NodeJS.Platform, proc: AppProcess, options: TargetOptions = {}): AppTarget {
   if (!isInstallerOs(os)) throw new UpdateError('TARGET_UNSUPPORTED', `updates are not installed on ${os}`);
-  const appFile = path.resolve(proc.cwd, options.appFile ?? proc.script ?? proc.execPath);
-  const kind = appFile === proc.execPath ? 'single-executable' : 'javascript-bundle';
+  if (proc.runtime === 'electron-source') throw new UpdateError('TARGET_UNSUPPORTED', 'an Electron app started from its source folder has no installed file to update');
+  const appFile = ownFile(os, proc);
+  if (options.appFile !== undefined && path.resolve(proc.cwd, options.appFile) !== appFile) {
+    throw new UpdateError('APP_FILE_REFUSED', `appFile ${options.appFile} is not this app's own file (${appFile}); it is never replaced`);
+  }
+  const kind = proc.runtime === 'node' ? 'javascript-bundle' : 'single-executable';
   const relaunch = kind === 'single-executable' ? { file: appFile, args: [...proc.args] } : { file: proc.execPath, args: [...proc.execArgv, appFile, ...proc.args] };
   const bundle = os === 'darwin' ? appBundleOf(appFile) : undefined;
   if (bundle) return { os, appFile, kind, replaced: bundle, packaging: 'app-bundle', relaunch };
-  if (os === 'win32' && options.windowsLayout === 'one-folder') return { os, appFile, kind, replaced: path.dirname(appFile), packaging: 'folder', relaunch };
+  // An Electron app on Windows is a folder of files around its executable.
+  const layout = options.windowsLayout ?? (proc.runtime === 'electron' ? 'one-folder' : 'one-file');
+  if (os === 'win32' && layout === 'one-folder') return { os, appFile, kind, replaced: path.dirname(appFile), packaging: 'folder', relaunch };
   return { os, appFile, kind, replaced: appFile, packaging: 'file', relaunch };
 }

@@ -26,6 +26,13 @@ export interface InstallContext {
   retryBaseDelayMs: number;
   /** The app's chance to save its work before this process exits. */
   beforeRestart?: () => Promise<void> | void;
+  /**
+   * How the new version starts: `foreground` in this process's place (same terminal and stdio, this
+   * process waits and exits with its code), `detached` on its own while this one exits (GUI apps).
+   */
+  relaunch: 'foreground' | 'detached';
+  /** Releases the install lock once the install is recorded: the new version takes it to settle. */
+  unlock(): Promise<void>;
 }
 
 /** A package whose bytes hash to the manifest's SHA-256, in the updater's cache. */
@@ -76,6 +83,8 @@ export function recordInstalled(ctx: Pick<InstallContext, 'state'>, journal: Ins
   return ctx.state.update((state) => {
     state.journal = { ...journal, phase: 'installed' };
     state.pendingReports.push({ event: 'installed', build_id: journal.buildId, version: journal.version });
+    state.lastInstalled = { buildId: journal.buildId, target: journal.target };
+    state.failedInstall = null;
   });
 }
 
@@ -181,16 +190,23 @@ async function setAside(plan: SwapPlan, rules: RenameRules, ctx: InstallContext)
   return 'renamed';
 }
 
-/** Starts the new version with this run's arguments and exits; if it cannot be started, this run goes on. */
+/**
+ * Starts the new version with this run's arguments and exits (with the new version's exit code when
+ * it ran in the foreground); if it cannot be started, this run goes on.
+ */
 async function restart(target: AppTarget, ctx: InstallContext): Promise<InstallResult> {
+  await ctx.unlock();
   await letAppSave(ctx);
+  const { file, args } = target.relaunch;
+  let code = 0;
   try {
-    await ctx.process.spawnDetached(target.relaunch.file, target.relaunch.args, { cwd: ctx.process.cwd });
+    if (ctx.relaunch === 'foreground') code = await ctx.process.runInForeground(file, args, { cwd: ctx.process.cwd });
+    else await ctx.process.spawnDetached(file, args, { cwd: ctx.process.cwd });
   } catch (err) {
     ctx.logger.debug?.('the new version is installed but could not be started; the next launch runs it', { error: String(err) });
     return 'installed';
   }
-  ctx.process.exit(0);
+  ctx.process.exit(code);
   return 'restarting';
 }
 

@@ -50,6 +50,9 @@ export const windowsFolderStrategy: InstallStrategy = {
       LATCHKEY_SWAP_CWD: ctx.process.cwd,
     };
     const powershell = windowsSystemProgram(ctx.process.env, WINDOWS_POWERSHELL);
+    // The helper starts the new version on its own, so a one-folder app is relaunched detached
+    // whatever `relaunch` says: this process must have exited before its folder can be renamed.
+    await ctx.unlock();
     await letAppSave(ctx);
     try {
       // Its working folder is outside the install folder, which it could otherwise not rename.

@@ -1,19 +1,19 @@
 /**
  * The default question: the OS's own dialog (osascript on macOS, PowerShell on Windows, zenity or
- * kdialog on a Linux desktop), else the terminal when someone is at it, else "not right now".
+ * kdialog on a Linux desktop), else the user's terminal (never the app's stdin) when the process has
+ * one, else "not right now".
  */
 import { WINDOWS_POWERSHELL, windowsSystemProgram, type CommandRunner } from '../commands.js';
 import { kdialogDialog, osascriptDialog, powershellDialog, zenityDialog, type DialogCommand } from './dialogs.js';
 import type { UpdateOffer, UpdatePrompt } from './offer.js';
-import { askAtTerminal, processTerminal, type TerminalIo } from './terminal.js';
+import { askAtTerminal, openTerminal, type TerminalIo } from './terminal.js';
 
 export interface SystemPromptOptions {
   os: NodeJS.Platform;
   env: NodeJS.ProcessEnv;
   commands: CommandRunner;
-  /** Someone can answer at the terminal (stdin and stderr are a TTY). */
-  interactive: boolean;
-  terminal?: TerminalIo;
+  /** Opens the terminal to ask on; undefined when there is none. Default: `/dev/tty`, or the console on Windows. */
+  terminal?: () => TerminalIo | undefined;
   logger?: { debug?(message: string, fields?: Record<string, unknown>): void };
 }
 
@@ -41,7 +41,8 @@ export function systemPrompt(options: SystemPromptOptions): UpdatePrompt {
           options.logger?.debug?.('the update dialog could not be started', { tool: dialog.file, error: String(err) });
         }
       }
-      return options.interactive ? askAtTerminal(offer, options.terminal ?? processTerminal) : 'later';
+      const terminal = (options.terminal ?? (() => openTerminal(options.os)))();
+      return terminal ? askAtTerminal(offer, terminal) : 'later';
     },
   };
 }

@@ -1,22 +1,55 @@
 /**
- * The question at the terminal, for a command-line app or a desktop without a dialog tool: on
- * stderr (stdout is the app's), one line read from stdin. Only asked where a person can answer.
+ * The question at the terminal, for a command-line app or a desktop without a dialog tool: asked on
+ * the user's terminal itself (`/dev/tty`, the console on Windows), never on the app's stdin and
+ * stdout, which may be a pipe or a file the app reads and writes: the answer is never taken out of
+ * the app's input, and the question never lands in its output. A process without a terminal (a GUI
+ * app started from the desktop, a service, cron) is not asked.
  */
+import { closeSync, createReadStream, openSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { isatty, ReadStream } from 'node:tty';
 import { BUTTON_LABELS, dialogTitle, headline, type PromptChoice, type UpdateOffer } from './offer.js';
 
 export interface TerminalIo {
   input: NodeJS.ReadableStream;
   write(text: string): void;
+  /** Gives the terminal back once answered. */
+  close(): void;
 }
 
-export const processTerminal: TerminalIo = {
-  // Read when asked: touching process.stdin creates its stream, which an app that never asks should not pay for.
-  get input() {
-    return process.stdin;
-  },
-  write: (text) => void process.stderr.write(text),
+/** Where the user's terminal is opened: the process's controlling terminal, or the Windows console. */
+const TERMINAL_DEVICES: Record<'posix' | 'win32', { input: string; output: string }> = {
+  posix: { input: '/dev/tty', output: '/dev/tty' },
+  win32: { input: '\\\\.\\CONIN$', output: '\\\\.\\CONOUT$' },
 };
+
+/** The user's terminal, or undefined when this process has none. */
+export function openTerminal(os: NodeJS.Platform): TerminalIo | undefined {
+  const devices = TERMINAL_DEVICES[os === 'win32' ? 'win32' : 'posix'];
+  let input: number;
+  let output: number;
+  try {
+    input = openSync(devices.input, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    output = openSync(devices.output, 'w');
+  } catch {
+    closeSync(input);
+    return undefined;
+  }
+  const stream = isatty(input) ? new ReadStream(input) : createReadStream('', { fd: input });
+  return {
+    input: stream,
+    write: (text) => void writeSync(output, text),
+    close() {
+      // Destroying the stream closes its descriptor.
+      stream.destroy();
+      closeSync(output);
+    },
+  };
+}
 
 /**
  * Control characters would be obeyed by the terminal (clear the screen, rewrite the question), not
@@ -39,7 +72,7 @@ export async function askAtTerminal(offer: UpdateOffer, io: TerminalIo): Promise
     // End of input: nobody answered.
     return 'later';
   } finally {
-    // Hands stdin back to the app.
     lines.close();
+    io.close();
   }
 }

@@ -41,6 +41,8 @@ export interface WorldOptions {
   executable?: boolean;
   /** More files of the install, relative to the install folder. */
   files?: Record<string, string>;
+  /** The running app, when not the default node-and-bundle or single executable (Electron, ...). */
+  process?: (appFile: string, installDir: string) => FakeProcess;
 }
 
 /** The v1 app as a test installs it: a shell script standing for an executable, or a bundle. */
@@ -68,9 +70,11 @@ export class UpdateWorld {
     this.executable = options.executable ?? false;
     this.appFile = path.join(this.installDir, options.app ?? 'app.mjs');
     const args = ['--open', 'notes.txt'];
-    this.process = this.executable
-      ? fakeProcess({ execPath: this.appFile, script: null, args, cwd: this.installDir })
-      : fakeProcess({ execPath: '/usr/bin/node', execArgv: ['--no-warnings'], script: this.appFile, args, cwd: this.installDir });
+    const standard = () =>
+      this.executable
+        ? fakeProcess({ execPath: this.appFile, script: null, args, cwd: this.installDir })
+        : fakeProcess({ execPath: '/usr/bin/node', execArgv: ['--no-warnings'], script: this.appFile, args, cwd: this.installDir });
+    this.process = options.process?.(this.appFile, this.installDir) ?? standard();
     this.platform = { ...this.machine.platform, name: options.os ?? 'linux', arch: options.arch ?? 'x64', process: this.process };
   }
 

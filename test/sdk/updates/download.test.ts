@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { downloadPackage, downloadPath, type DownloadOptions, type PackageRef } from '../../../runtime-sdk/updates/download.js';
+import { downloadPackage, verifiedPath, type DownloadOptions, type PackageRef } from '../../../runtime-sdk/updates/download.js';
 import { tempDir } from '../support/fake-machine.js';
 import { PackageServer } from '../support/package-server.js';
 import { sha256 } from '../support/updater-harness.js';
@@ -35,13 +35,26 @@ afterEach(async () => {
 });
 
 const cached = () => (fs.existsSync(cacheDir) ? fs.readdirSync(cacheDir) : []);
+/** A partial download an earlier run (pid 1234) left. */
+const leftPartial = () => path.join(cacheDir, `${ref.sha256}.1234.0a0b0c.partial`);
 
 describe('download', () => {
-  it('streams the package into the cache, named by its hash', async () => {
+  it('streams the package into the cache, named by its hash once verified, readable by its owner only', async () => {
     const file = await downloadPackage(ref, options());
-    expect(file).toBe(downloadPath(cacheDir, ref));
+    expect(file).toBe(verifiedPath(cacheDir, ref));
     expect(fs.readFileSync(file).equals(PACKAGE)).toBe(true);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(cached()).toEqual([path.basename(file)]);
     expect(server.ranges).toEqual([undefined]);
+  });
+
+  it('writes under a name of its own and never under the verified name before the hash matched', async () => {
+    // Cut off once: what is in the cache between the two attempts is the partial file.
+    server.cutAfter = 1_000_000;
+    let between: string[] = [];
+    await downloadPackage(ref, { ...options(), sleep: async () => void (between = cached()) });
+    expect(between).toEqual([expect.stringMatching(new RegExp(`^${ref.sha256}\\.${process.pid}\\.[0-9a-f]{12}\\.partial$`))]);
+    expect(cached()).toEqual([path.basename(verifiedPath(cacheDir, ref))]);
   });
 
   it('resumes a cut-off download with a Range request, after re-hashing what is on disk', async () => {
@@ -57,14 +70,15 @@ describe('download', () => {
 
   it('resumes a partial file left by an earlier run', async () => {
     fs.mkdirSync(cacheDir, { recursive: true });
-    fs.writeFileSync(downloadPath(cacheDir, ref), PACKAGE.subarray(0, 12_345));
+    fs.writeFileSync(leftPartial(), PACKAGE.subarray(0, 12_345));
     await downloadPackage(ref, options());
     expect(server.ranges).toEqual(['bytes=12345-']);
+    expect(cached()).toEqual([path.basename(verifiedPath(cacheDir, ref))]);
   });
 
   it('starts over when the server ignores the Range', async () => {
     fs.mkdirSync(cacheDir, { recursive: true });
-    fs.writeFileSync(downloadPath(cacheDir, ref), PACKAGE.subarray(0, 12_345));
+    fs.writeFileSync(leftPartial(), PACKAGE.subarray(0, 12_345));
     server.ignoreRange = true;
     const file = await downloadPackage(ref, options());
     expect(server.ranges).toEqual(['bytes=12345-']);
@@ -73,9 +87,19 @@ describe('download', () => {
 
   it('uses a complete file already in the cache without asking the server', async () => {
     fs.mkdirSync(cacheDir, { recursive: true });
-    fs.writeFileSync(downloadPath(cacheDir, ref), PACKAGE);
+    fs.writeFileSync(verifiedPath(cacheDir, ref), PACKAGE);
     await downloadPackage(ref, options());
     expect(server.ranges).toEqual([]);
+  });
+
+  it('fetches again over a cached package that no longer hashes right', async () => {
+    fs.mkdirSync(cacheDir, { recursive: true });
+    const altered = Buffer.from(PACKAGE);
+    altered[0]! ^= 1;
+    fs.writeFileSync(verifiedPath(cacheDir, ref), altered);
+    const file = await downloadPackage(ref, options());
+    expect(server.ranges).toEqual([undefined]);
+    expect(fs.readFileSync(file).equals(PACKAGE)).toBe(true);
   });
 
   it('retries a 5xx, then gives up after the bounded number of attempts and keeps the partial file', async () => {
@@ -100,8 +124,10 @@ describe('download', () => {
   it('removes partial downloads of packages no longer offered', async () => {
     fs.mkdirSync(cacheDir, { recursive: true });
     fs.writeFileSync(path.join(cacheDir, `${'0'.repeat(64)}.download`), 'stale');
+    fs.writeFileSync(path.join(cacheDir, `${'1'.repeat(64)}.99.abcdef.partial`), 'stale');
+    fs.writeFileSync(path.join(cacheDir, `${'2'.repeat(64)}.package`), 'stale');
     await downloadPackage(ref, options());
-    expect(cached()).toEqual([path.basename(downloadPath(cacheDir, ref))]);
+    expect(cached()).toEqual([path.basename(verifiedPath(cacheDir, ref))]);
   });
 });
 

@@ -25,7 +25,22 @@ describe('Linux install, for real on this filesystem', () => {
     expect(fs.statSync(world.appFile).mode & 0o7777).toBe(0o750);
     expect(listing()).toEqual(['notes', `notes.old.${stamp()}`]);
     expect(fs.readFileSync(path.join(world.installDir, `notes.old.${stamp()}`), 'utf8')).toBe(v1Content(true));
-    expect(world.process.spawned).toEqual([{ file: world.appFile, args: ['--open', 'notes.txt'], env: undefined, cwd: world.installDir }]);
+    expect(world.process.spawned).toEqual([{ file: world.appFile, args: ['--open', 'notes.txt'], env: undefined, cwd: world.installDir, mode: 'foreground' }]);
+    expect(world.process.exits).toEqual([0]);
+  });
+
+  it('a command-line app exits with the exit code of the new version it ran in its place', async () => {
+    await installedWorld({ app: 'notes', executable: true });
+    world.process.foregroundExitCode = 3;
+    expect(await (await world.launch({ prompt: new ScriptedPrompt(['install']) })).checkInBackground()).toMatchObject({ status: 'restarting' });
+    expect(world.process.spawned).toMatchObject([{ mode: 'foreground' }]);
+    expect(world.process.exits).toEqual([3]);
+  });
+
+  it('a GUI app starts the new version detached and exits at once', async () => {
+    await installedWorld({ app: 'notes', executable: true });
+    await (await world.launch({ prompt: new ScriptedPrompt(['install']), gui: true })).checkInBackground();
+    expect(world.process.spawned).toMatchObject([{ file: world.appFile, mode: 'detached' }]);
     expect(world.process.exits).toEqual([0]);
   });
 
@@ -75,7 +90,10 @@ describe('Linux install, for real on this filesystem', () => {
   it('lets the app save its work before restarting', async () => {
     await installedWorld({ app: 'notes', executable: true });
     const order: string[] = [];
-    world.process.spawnDetached = async () => void order.push('spawn');
+    world.process.runInForeground = async () => {
+      order.push('spawn');
+      return 0;
+    };
     const beforeRestart = async () => void order.push(`saved while ${fs.readFileSync(world.appFile, 'utf8').includes('v2') ? 'v2' : 'v1'} is in place`);
     await (await world.launch({ prompt: new ScriptedPrompt(['install']), beforeRestart })).checkInBackground();
     expect(order).toEqual(['saved while v2 is in place', 'spawn']);

@@ -24,7 +24,7 @@ describe('the choices', () => {
     const outcome = await (await world.launch({ prompt: new ScriptedPrompt(['install']) })).checkInBackground();
     expect(outcome).toMatchObject({ status: 'restarting', offer: { buildId: 'bld_v2' } });
     expect(fs.readFileSync(world.appFile, 'utf8')).toBe('console.log("v2")\n');
-    expect(world.process.spawned).toEqual([{ file: '/usr/bin/node', args: ['--no-warnings', world.appFile, '--open', 'notes.txt'], env: undefined, cwd: world.installDir }]);
+    expect(world.process.spawned).toEqual([{ file: '/usr/bin/node', args: ['--no-warnings', world.appFile, '--open', 'notes.txt'], env: undefined, cwd: world.installDir, mode: 'foreground' }]);
     expect(world.process.exits).toEqual([0]);
   });
 
@@ -71,7 +71,7 @@ describe('the choices', () => {
 const ok = (stdout: string, code = 0): CommandResult => ({ code, stdout, stderr: '' });
 
 function promptWith(os: NodeJS.Platform, commands: FakeCommands, extra: Partial<SystemPromptOptions> = {}) {
-  return systemPrompt({ os, env: { PATH: '/usr/bin', SystemRoot: 'C:\\Windows' }, commands, interactive: false, ...extra });
+  return systemPrompt({ os, env: { PATH: '/usr/bin', SystemRoot: 'C:\\Windows' }, commands, terminal: () => undefined, ...extra });
 }
 
 describe('the default dialog, per OS', () => {
@@ -149,7 +149,8 @@ describe('the default dialog, per OS', () => {
   ] as const)('falls back to the terminal: %s', async (_label, os, answer) => {
     const input = new PassThrough();
     let written = '';
-    const prompt = promptWith(os, new FakeCommands(answer, { zenity: '/usr/bin/zenity' }), { env: { DISPLAY: ':0' }, interactive: true, terminal: { input, write: (t) => void (written += t) } });
+    const terminal = () => ({ input, write: (t: string) => void (written += t), close: () => undefined });
+    const prompt = promptWith(os, new FakeCommands(answer, { zenity: '/usr/bin/zenity' }), { env: { DISPLAY: ':0' }, terminal });
     input.end('i\n');
     expect(await prompt.ask(OFFER)).toBe('install');
     expect(written).toContain('Install now [i], not right now [n], skip this version [s]? ');
@@ -168,7 +169,7 @@ describe('the terminal', () => {
     let written = '';
     if (typed === null) input.end();
     else input.end(typed);
-    return { choice: await askAtTerminal(offer, { input, write: (t) => void (written += t) }), written };
+    return { choice: await askAtTerminal(offer, { input, write: (t) => void (written += t), close: () => undefined }), written };
   };
 
   it.each([

@@ -1,19 +1,15 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../runtime-sdk/index.js';
 import { FakeAuthority } from '../support/fake-authority.js';
 import { tempDir } from '../support/fake-machine.js';
 import { PackageServer } from '../support/package-server.js';
+import { appSource, REPO_ROOT, runApp } from '../support/self-update-world.js';
 import type { SelfUpdateConfig } from '../support/self-updating-app.js';
 import { pushOf } from '../support/updater-harness.js';
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const RUNNER = path.join(REPO_ROOT, 'test/sdk/support/self-updating-app.ts');
 const KEY = 'SELF-2345-6789-ABCD';
-const appSource = (version: string, buildId: string) => `import { runVersion } from ${JSON.stringify(RUNNER)};\nawait runVersion(${JSON.stringify(version)}, ${JSON.stringify(buildId)});\n`;
 
 let authority: FakeAuthority;
 let packages: PackageServer;
@@ -40,17 +36,8 @@ describe('a real process that replaces and restarts itself', () => {
     const resultFile = path.join(dataDir, 'result.json');
     const config: SelfUpdateConfig = { serverUrl: authority.url, appId: authority.appId, publicKeys: authority.publicKeys, key: KEY, dataDir, resultFile };
 
-    const v1 = spawn(process.execPath, ['--import', 'tsx', appFile, 'first', 'second argument'], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, LATCHKEY_SELF_UPDATE: JSON.stringify(config) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    v1.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    v1.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exitCode = await new Promise<number | null>((resolve) => v1.once('exit', resolve));
-    // v2 inherited v1's output pipes: they close once v2 is done too.
-    await new Promise((resolve) => v1.stdout.once('close', resolve));
+    // v1 runs v2 in its place, on its own output pipes, and exits once v2 has.
+    const { code: exitCode, output } = await runApp(appFile, ['first', 'second argument'], config);
 
     expect(exitCode).toBe(0);
     expect(output).toContain('1.0.0 running with ["first","second argument"]');
@@ -68,5 +55,28 @@ describe('a real process that replaces and restarts itself', () => {
     expect(old).toHaveLength(1);
     expect(fs.readFileSync(path.join(installDir, old[0]!), 'utf8')).toBe(appSource('1.0.0', 'bld_v1'));
     expect(authority.updateReports).toMatchObject([{ event: 'installed', build_id: 'bld_v2', version: '2.0.0' }]);
+  });
+
+  it('a command-line app: the new version runs on the same stdin and stdout, and its exit code is the exit code', async () => {
+    const appFile = path.join(installDir, 'cli.mjs');
+    fs.writeFileSync(appFile, appSource('1.0.0', 'bld_v1'), { mode: 0o640 });
+    authority.push = pushOf(packages, Buffer.from(appSource('2.0.0', 'bld_v2')), { serial: 8 });
+    const config: SelfUpdateConfig = {
+      serverUrl: authority.url,
+      appId: authority.appId,
+      publicKeys: authority.publicKeys,
+      key: KEY,
+      dataDir: tempDir('latchkey-self-data-'),
+      resultFile: path.join(dataDir, 'cli-result.json'),
+      echoStdinThenExit: 7,
+    };
+    try {
+      const { code, output } = await runApp(appFile, ['--stdin'], config, 'the line typed for the app\n');
+      expect(code).toBe(7);
+      expect(output).toContain('2.0.0 running with ["--stdin"]');
+      expect(output).toContain('read from stdin: the line typed for the app');
+    } finally {
+      fs.rmSync(config.dataDir, { recursive: true, force: true });
+    }
   });
 });
