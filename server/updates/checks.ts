@@ -63,8 +63,9 @@ export function createUpdateChecks(deps: {
         if (row.adoption !== 'installed') await recordInstalled(row.license_id, input.device_fingerprint, row.build_id, now);
         return undefined;
       }
-      // Skipped (until a newer build is pushed), or installed already by an earlier report.
-      if (row.adoption !== null) return undefined;
+      // Skipped (until a newer build is pushed), or installed already by an earlier report. A failed
+      // install is offered again: the runtime backs off (1, 6, 24 hours) on its own.
+      if (row.adoption === 'installed' || row.adoption === 'skipped') return undefined;
       const iat = Math.floor(now.getTime() / 1000);
       const claims: UpdateManifestClaims = {
         iss: 'latchkey',

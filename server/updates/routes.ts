@@ -19,7 +19,8 @@ const pushView = (state: PushState | null): z.input<typeof s.ActivePush> | null 
     serial: state.push.serial,
     pushed_at: state.push.pushed_at.toISOString(),
     devices: state.devices,
-    complete: state.devices.pending === 0,
+    // A failed device tries again: it is not done with the push either.
+    complete: state.devices.pending === 0 && state.devices.failed === 0,
   };
 
 const licensePushView = (licenseId: string, { appId, state }: LicensePushState) => ({ license_id: licenseId, app_id: appId, push: pushView(state) });
@@ -104,12 +105,15 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
     }),
     defineRoute({
       ...runtime, method: 'post', path: '/v1/updates/report', operationId: 'reportUpdate',
-      summary: 'Adoption report of a protected app: a build installed (first start of it) or skipped (Skip this version)',
+      summary: 'Adoption report of a protected app: a build installed (first start of it), skipped (Skip this version) or failed to install',
       description:
         'Checks, first failure wins: the key as in the update check (401); reports past ' +
         `${describeLicenseLimit('update_report')} 429 (Retry-After), recording nothing; the device as in the update check (403); ` +
-        '`build_id` not a build of the app 404 BUILD_NOT_FOUND. Records `version` as the device\'s app version (the installed one, ' +
-        `with \`installed\`). Idempotent; a later install replaces a skip, never the reverse. ${RUNTIME_LIMITS_DESCRIPTION}`,
+        '`build_id` not a build of the app 404 BUILD_NOT_FOUND. `reason` is required with `failed` and refused with the other ' +
+        'events (400). Records `version` as the device\'s app version (the installed one, with `installed`). Idempotent; a later ' +
+        'install replaces a skip or a failure, a skip replaces a failure, a failure replaces an earlier one; nothing replaces an ' +
+        'install. A failed device is offered the build again at its checks (the runtime waits 1, 6 and 24 hours between ' +
+        `tries, then for a newer push). ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.UpdateReportBody, errors: [401, 403, 404],
       handler: ({ body, ctx }) => checks.report(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),

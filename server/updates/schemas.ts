@@ -1,4 +1,4 @@
-import { FINGERPRINT_PATTERN, type UpdateCheckRequest, type UpdateReportRequest } from '@latchkey/runtime-sdk/protocol';
+import { FINGERPRINT_PATTERN, UPDATE_FAILURE_REASONS, UPDATE_REPORT_EVENTS, type UpdateCheckRequest, type UpdateReportRequest } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { Platform } from '../apps/schemas.js';
 import { BUILD_PLATFORMS, Version } from '../builds/schemas.js';
@@ -45,6 +45,7 @@ const count = z.number().int();
 export const DeviceCounts = z.object({
   installed: count.describe('Devices that reported the target build installed, or checked while running it'),
   skipped: count.describe('Devices whose user chose Skip this version for the target build'),
+  failed: count.describe('Devices whose last install of the target build failed (they run their old version and try again after 1, 6 and 24 hours)'),
   pending: count.describe('Every other device: not asked yet, asked later, on another operating system than the build, or unable'),
   unable: count.describe(`Pending devices on a runtime engine older than ${MIN_UPDATE_ENGINE}: they are offered nothing until their customer installs a fresh build`),
 });
@@ -58,7 +59,7 @@ export const ActivePush = z.object({
   serial: count.describe('Monotonic across every push of the authority; a newer push has a higher serial'),
   pushed_at: z.iso.datetime(),
   devices: DeviceCounts.describe('Devices of the active licenses this push governs, by adoption state'),
-  complete: z.boolean().describe('No device is pending'),
+  complete: z.boolean().describe('No device is pending or failed (a failed device tries again)'),
 });
 export type ActivePush = z.infer<typeof ActivePush>;
 
@@ -93,17 +94,29 @@ export const UpdateCheckBody = z.object({
 }) satisfies z.ZodType<UpdateCheckRequest>;
 export type UpdateCheckInput = z.infer<typeof UpdateCheckBody>;
 
-export const ADOPTION_EVENTS = ['installed', 'skipped'] as const;
-export type AdoptionEvent = (typeof ADOPTION_EVENTS)[number];
+export type AdoptionEvent = (typeof UPDATE_REPORT_EVENTS)[number];
 
-export const UpdateReportBody = z.object({
-  ...runtimeCredential,
-  event: z.enum(ADOPTION_EVENTS).describe('installed: sent on the first start of the new build; skipped: the user chose Skip this version'),
-  build_id: BuildId.describe('installed: the running build; skipped: the build offered'),
-  version: Version.describe('The running app version; recorded as the installed version with `installed`'),
-  platform: Platform.optional(),
-  engine_version: EngineVersion.optional(),
-}) satisfies z.ZodType<UpdateReportRequest>;
+export const UpdateReportBody = z
+  .object({
+    ...runtimeCredential,
+    event: z
+      .enum(UPDATE_REPORT_EVENTS)
+      .describe('installed: sent on the first start of the new build; skipped: the user chose Skip this version; failed: installing the build offered failed'),
+    reason: z
+      .enum(UPDATE_FAILURE_REASONS)
+      .optional()
+      .describe(
+        'With failed only, and required there: download_failed, package_rejected (not the signed bytes), disk_failed, install_failed (a step refused and undone), rolled_back (an interrupted install undone at the next start)',
+      ),
+    build_id: BuildId.describe('installed: the running build; skipped and failed: the build offered'),
+    version: Version.describe('The running app version; recorded as the installed version with `installed`'),
+    platform: Platform.optional(),
+    engine_version: EngineVersion.optional(),
+  })
+  .refine((body) => (body.event === 'failed') === (body.reason !== undefined), {
+    path: ['reason'],
+    message: 'is required with event failed and not allowed with another event',
+  }) satisfies z.ZodType<UpdateReportRequest>;
 export type UpdateReportInput = z.infer<typeof UpdateReportBody>;
 
 export const UpdateManifest = z.object({

@@ -21,7 +21,7 @@ export interface LicensePushState {
 }
 
 function tally(groups: DeviceGroup[]): DeviceCounts {
-  const counts = { installed: 0, skipped: 0, pending: 0, unable: 0 };
+  const counts = { installed: 0, skipped: 0, failed: 0, pending: 0, unable: 0 };
   for (const group of groups) {
     if (group.state) {
       counts[group.state] += group.devices;

@@ -91,13 +91,14 @@ const PUSH_COLUMNS = [
 const STATUS_AT_$1 = EFFECTIVE_STATUS_SQL.replace('?', '$1');
 
 /**
- * A device's first report of a build wins, except that an install replaces a skip: a customer who
- * skipped a version and installed it later (from a download) counts as installed.
+ * A device's first report of a build wins, except that an install replaces a skip or a failure (a
+ * customer who skipped a version and installed it later, from a download, counts as installed), a
+ * skip replaces a failure, and a later failure replaces an earlier one (its reason and time).
  */
 const ADOPTION_UPSERT = `
   ON CONFLICT (license_id, fingerprint_hash, build_id)
-  DO UPDATE SET state = EXCLUDED.state, at = EXCLUDED.at
-  WHERE update_adoptions.state = 'skipped' AND EXCLUDED.state = 'installed'`;
+  DO UPDATE SET state = EXCLUDED.state, reason = EXCLUDED.reason, at = EXCLUDED.at
+  WHERE (update_adoptions.state, EXCLUDED.state) IN (('skipped', 'installed'), ('failed', 'installed'), ('failed', 'skipped'), ('failed', 'failed'))`;
 
 /** The license of the key, only for the app named: another app's key reads as unknown. $1 now, $2 key, $3 app. */
 const LICENSE_OF_APP = `
@@ -136,7 +137,7 @@ const CHECK_SQL = `
  * the device is activated on the license and the build is the app's; only when all three hold and
  * the report is within the limit, a launch of the device and the adoption are recorded.
  * $1 now, $2 key, $3 app, $4 fingerprint hash, $5 build, $6 event, $7 platform, $8 engine, $9 version,
- * $10/$11 the limit's bucket prefix and window, $12 the limit per seat.
+ * $10/$11 the limit's bucket prefix and window, $12 the limit per seat, $13 the failure's reason.
  */
 const REPORT_SQL = `
   WITH lic AS (${LICENSE_OF_APP}
@@ -153,8 +154,8 @@ const REPORT_SQL = `
     UPDATE devices SET last_seen_at = $1, platform = coalesce($7, platform), engine_version = coalesce($8, engine_version), app_version = $9
     WHERE license_id = (SELECT license_id FROM recorded) AND fingerprint_hash = $4
   ), adopted AS (
-    INSERT INTO update_adoptions (license_id, fingerprint_hash, build_id, state, at)
-    SELECT license_id, $4, build_id, $6, $1 FROM recorded
+    INSERT INTO update_adoptions (license_id, fingerprint_hash, build_id, state, reason, at)
+    SELECT license_id, $4, build_id, $6, $13, $1 FROM recorded
     ${ADOPTION_UPSERT}
   )
   SELECT lic.status, lic.device_limit, (SELECT hits FROM hit) AS hits,
@@ -303,6 +304,7 @@ export function createUpdatesStore(db: Db) {
           reports.bucketPrefix,
           reports.start,
           reports.limit,
+          input.reason ?? null,
         ])
       )[0],
 

@@ -26,16 +26,16 @@ describe('POST /v1/updates/report', () => {
     const skipper = await licensedDevice(a);
     const build = await readyBuild(a);
     await pushApp(a);
-    expect(await counts(a)).toEqual({ installed: 0, skipped: 0, pending: 2, unable: 0, complete: false });
+    expect(await counts(a)).toEqual({ installed: 0, skipped: 0, failed: 0, pending: 2, unable: 0, complete: false });
 
     expect((await report(a, skipper, 'skipped', build.id, { version: '1.0.0' })).status).toBe(204);
     expect(await offered(a, skipper)).toBeNull();
-    expect(await counts(a)).toEqual({ installed: 0, skipped: 1, pending: 1, unable: 0, complete: false });
+    expect(await counts(a)).toEqual({ installed: 0, skipped: 1, failed: 0, pending: 1, unable: 0, complete: false });
 
     const res = await report(a, installer, 'installed', build.id, { version: '2.0.0', engine_version: '1.0.0.0.0.180' });
     expect(res.status).toBe(204);
     expect(res.body).toBe('');
-    expect(await counts(a)).toEqual({ installed: 1, skipped: 1, pending: 0, unable: 0, complete: true });
+    expect(await counts(a)).toEqual({ installed: 1, skipped: 1, failed: 0, pending: 0, unable: 0, complete: true });
     expect((await devicesOf(a, installer.license_id))[0]).toMatchObject({ app_version: '2.0.0', engine_version: '1.0.0.0.0.180', platform: 'linux-x64' });
   });
 
@@ -77,7 +77,7 @@ describe('POST /v1/updates/report', () => {
     expect(await offered(a, device)).toBeNull();
     await pushApp(a, { target_build_id: build.id });
     expect(await offered(a, device)).toBeNull();
-    expect(await counts(a)).toEqual({ installed: 1, skipped: 0, pending: 0, unable: 0, complete: true });
+    expect(await counts(a)).toEqual({ installed: 1, skipped: 0, failed: 0, pending: 0, unable: 0, complete: true });
   });
 
   it('refuses a build of another app (404), an unknown device (403), a revoked or wrong key (401), and records nothing', async () => {
@@ -112,9 +112,49 @@ describe('POST /v1/updates/report', () => {
       ['installed', { engine_version: '1 0' }],
       ['installed', { device_fingerprint: 'F'.repeat(64) }],
       ['skipped', { build_id: '' }],
+      ['failed', {}],
+      ['failed', { reason: 'disk_full' }],
+      ['failed', { reason: null }],
+      ['installed', { reason: 'install_failed' }],
+      ['skipped', { reason: 'download_failed' }],
     ];
     for (const [event, overrides] of cases) expectError(await report(a, device, event as 'installed', build.id, overrides), 400, 'VALIDATION_FAILED');
     expect(await devicesOf(a, device.license_id)).toEqual(before);
     expect(await counts(a)).toMatchObject({ installed: 0, skipped: 0, pending: 1 });
+  });
+});
+
+describe('a failed install (event failed, with a reason)', () => {
+  it('counts the device as Failed, not done with the push, and keeps offering it the build: the runtime backs off on its own', async () => {
+    const a = await otherApp(o);
+    const failing = await licensedDevice(a);
+    // A second device, not asked yet: pending.
+    await licensedDevice(a);
+    const build = await readyBuild(a);
+    await pushApp(a);
+    expect((await report(a, failing, 'failed', build.id, { version: '1.0.0', reason: 'package_rejected' })).status).toBe(204);
+    expect(await counts(a)).toEqual({ installed: 0, skipped: 0, failed: 1, pending: 1, unable: 0, complete: false });
+    expect(await offered(a, failing)).toBe(build.id);
+    // Failing again is still one failed device.
+    expect((await report(a, failing, 'failed', build.id, { version: '1.0.0', reason: 'install_failed' })).status).toBe(204);
+    expect(await counts(a)).toMatchObject({ failed: 1, pending: 1 });
+    expect((await devicesOf(a, failing.license_id))[0]).toMatchObject({ app_version: '1.0.0' });
+  });
+
+  it('an install or a skip replaces a failure; a failure never replaces an install or a skip', async () => {
+    const a = await otherApp(o);
+    const installer = await licensedDevice(a);
+    const skipper = await licensedDevice(a);
+    const build = await readyBuild(a);
+    await pushApp(a);
+    for (const device of [installer, skipper]) expect((await report(a, device, 'failed', build.id, { reason: 'download_failed' })).status).toBe(204);
+    expect(await counts(a)).toMatchObject({ failed: 2, pending: 0, complete: false });
+    expect((await report(a, installer, 'installed', build.id)).status).toBe(204);
+    expect((await report(a, skipper, 'skipped', build.id)).status).toBe(204);
+    expect(await counts(a)).toEqual({ installed: 1, skipped: 1, failed: 0, pending: 0, unable: 0, complete: true });
+    for (const device of [installer, skipper]) expect((await report(a, device, 'failed', build.id, { reason: 'rolled_back' })).status).toBe(204);
+    expect(await counts(a)).toEqual({ installed: 1, skipped: 1, failed: 0, pending: 0, unable: 0, complete: true });
+    expect(await offered(a, installer)).toBeNull();
+    expect(await offered(a, skipper)).toBeNull();
   });
 });

@@ -73,14 +73,14 @@ describe('update check limit', () => {
     const refused = await check(a, device, { build_id: build.id, version: '9.9.9', engine_version: '1.0.0.0.0.300' });
     expectRefused(refused, CHECKS_PER_SEAT);
     expect(await devicesOf(a, device.license_id)).toEqual(before);
-    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, pending: 2, unable: 0 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, failed: 0, pending: 2, unable: 0 });
 
     // Per license: another license behind the same address is not held back.
     expect((await check(a, other)).status).toBe(200);
 
     server.clock.advance(WINDOW_MS);
     expect((await check(a, device, { build_id: build.id })).status).toBe(204);
-    expect((await appPush(a))!.devices).toEqual({ installed: 1, skipped: 0, pending: 1, unable: 0 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 1, skipped: 0, failed: 0, pending: 1, unable: 0 });
   });
 });
 
@@ -100,13 +100,13 @@ describe('update report limit', () => {
 
     expectRefused(await report(a, device, 'installed', build.id, { version: '2.0.0' }), REPORTS_PER_SEAT);
     expect(await devicesOf(a, device.license_id)).toEqual(before);
-    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 1, pending: 0, unable: 0 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 1, failed: 0, pending: 0, unable: 0 });
     // Checks have their own count: the device still checks.
     expect((await check(a, device)).status).toBe(204);
 
     server.clock.advance(WINDOW_MS);
     expect((await report(a, device, 'installed', build.id, { version: '2.0.0' })).status).toBe(204);
-    expect((await appPush(a))!.devices).toEqual({ installed: 1, skipped: 0, pending: 0, unable: 0 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 1, skipped: 0, failed: 0, pending: 0, unable: 0 });
   });
 });
 

@@ -41,7 +41,7 @@ describe('POST /v1/apps/{app_id}/push-update', () => {
       release_notes: 'Faster sync.\nFewer bugs.',
       serial: expect.any(Number),
       pushed_at: expect.any(String),
-      devices: { installed: 0, skipped: 0, pending: 1, unable: 0 },
+      devices: { installed: 0, skipped: 0, failed: 0, pending: 1, unable: 0 },
       complete: false,
     });
     expect(await appPush(a)).toEqual(push);
@@ -93,7 +93,7 @@ describe('POST /v1/apps/{app_id}/push-update', () => {
     server.clock.advance(120_000);
     expectError(await post(a), 409, 'NO_ACTIVE_LICENSE');
     await createLicense(a.call, a.dev, { app_id: a.app.id });
-    expect((await pushApp(a)).devices).toEqual({ installed: 0, skipped: 0, pending: 0, unable: 0 });
+    expect((await pushApp(a)).devices).toEqual({ installed: 0, skipped: 0, failed: 0, pending: 0, unable: 0 });
   });
 
   it('needs the Pro plan', async () => {

@@ -77,7 +77,7 @@ export async function offered(o: Owner, device: Device, overrides: Record<string
   return JSON.parse(Buffer.from(res.body.manifest.split('.')[1], 'base64url').toString()).build_id;
 }
 
-export function report(o: Owner, device: Device, event: 'installed' | 'skipped', buildId: string, overrides: Record<string, unknown> = {}): Promise<ApiResponse> {
+export function report(o: Owner, device: Device, event: 'installed' | 'skipped' | 'failed', buildId: string, overrides: Record<string, unknown> = {}): Promise<ApiResponse> {
   return o.call('POST', '/v1/updates/report', {
     body: { license_key: device.license_key, device_fingerprint: device.fingerprint, app_id: o.app.id, event, build_id: buildId, version: '2.0.0', ...overrides },
   });

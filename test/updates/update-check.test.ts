@@ -117,11 +117,11 @@ describe('POST /v1/updates/check', () => {
     for (const engine_version of ['1.0.0.0.0.177', '1.0.0.0.0.76', '0.9.9.9.9.999', '1.0.0.0.178', 'beta', '1.0.0.0.0.178-rc1']) {
       expect(await offered(a, device, { engine_version }), engine_version).toBeNull();
     }
-    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, pending: 1, unable: 1 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, failed: 0, pending: 1, unable: 1 });
     for (const engine_version of ['1.0.0.0.0.178', '1.0.0.0.1.0', '2.0.0.0.0.0']) {
       expect(await offered(a, device, { engine_version }), engine_version).toBe(build.id);
     }
-    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, pending: 1, unable: 0 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, failed: 0, pending: 1, unable: 0 });
   });
 
   it('treats a device running the target build as installed, and offers it nothing', async () => {
@@ -159,7 +159,7 @@ describe('POST /v1/updates/check', () => {
     expectError(await check(elsewhere, device), 401, 'INVALID_LICENSE_KEY');
     expectError(await check(a, { ...device, fingerprint: randomFingerprint() }), 403, 'DEVICE_NOT_ACTIVATED');
     // The push governs the devices of active licenses only.
-    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, pending: 1, unable: 0 });
+    expect((await appPush(a))!.devices).toEqual({ installed: 0, skipped: 0, failed: 0, pending: 1, unable: 0 });
     expect((await check(a, device)).status).toBe(200);
   });
 
@@ -211,7 +211,7 @@ describe('which push applies', () => {
     expect(res.body).toEqual({
       license_id: chosen.license_id,
       app_id: a.app.id,
-      push: expect.objectContaining({ target_build_id: beta.id, release_notes: 'Just for you', devices: { installed: 0, skipped: 0, pending: 1, unable: 0 } }),
+      push: expect.objectContaining({ target_build_id: beta.id, release_notes: 'Just for you', devices: { installed: 0, skipped: 0, failed: 0, pending: 1, unable: 0 } }),
     });
     expect(res.body.push.serial).toBeGreaterThan(appLevel.serial);
     expect(await offered(a, chosen)).toBe(beta.id);

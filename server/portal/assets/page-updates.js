@@ -4,18 +4,20 @@ import { barChart } from './charts.js';
 import { confirmButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
 
-/** Installed, Skipped, Pending (able to update) and Unable: together every device the push governs. */
+/** Installed, Skipped, Failed, Pending (able to update) and Unable: together every device the push governs. */
 export function adoptionChart(devices, id = 'adoption-chart') {
   const waiting = Math.max(0, devices.pending - devices.unable);
-  const total = devices.installed + devices.skipped + devices.pending;
+  const total = devices.installed + devices.skipped + devices.failed + devices.pending;
   return h('div', null,
     barChart([
       { key: 'installed', label: 'Installed', value: devices.installed, color: '#2e7d32' },
       { key: 'skipped', label: 'Skipped', value: devices.skipped, color: '#b26a00' },
+      { key: 'failed', label: 'Failed', value: devices.failed, color: '#c62828' },
       { key: 'pending', label: 'Pending', value: waiting, color: '#0b5fff' },
       { key: 'unable', label: 'Unable (old engine)', value: devices.unable, color: '#9e9e9e' },
     ], { id, title: `Adoption of the push: ${total} devices` }),
     h('p', { class: 'hint' }, `${total} devices in all. Pending: not asked yet, asked later, or on another platform. ` +
+      'Failed: the install failed and the old version runs on; the device tries again after 1, 6 and 24 hours. ' +
       'Unable: their runtime engine is too old to update; their customers need a fresh download once.'));
 }
 
@@ -27,7 +29,7 @@ export function pushFacts(push) {
     ['Serial', String(push.serial)],
     ['Pushed', formatDate(push.pushed_at)],
     ['Release notes', push.release_notes ? h('span', { class: 'notes' }, push.release_notes) : '—'],
-    ['Complete', push.complete ? 'Yes: no device is pending' : 'No'],
+    ['Complete', push.complete ? 'Yes: no device is pending or failed' : 'No'],
   ]);
 }
 
