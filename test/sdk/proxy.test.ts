@@ -4,13 +4,17 @@
  * app runs in a child process with its real environment, trusting the authority's certificate
  * through NODE_EXTRA_CA_CERTS); http is forwarded by absolute URL.
  */
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock, type LicenseClient } from '../../runtime-sdk/index.js';
+import { downloadPackage } from '../../runtime-sdk/updates/download.js';
 import { ConnectProxy } from './support/connect-proxy.js';
 import { FakeAuthority } from './support/fake-authority.js';
 import { FakeClock } from './support/fake-clock.js';
 import { fakeMachine, tempDir } from './support/fake-machine.js';
 import { fakeProcess } from './support/fake-process.js';
+import { PackageServer } from './support/package-server.js';
 import { runNetworkApp, startNetworkApp } from './support/network-app-process.js';
 import { clientOn } from './support/sdk-client.js';
 import { TlsFront } from './support/tls-front.js';
@@ -115,5 +119,30 @@ describe('http through HTTP_PROXY (absolute URL), the environment through the pl
     const misconfigured = await start({ HTTP_PROXY: 'socks5://127.0.0.1:1080' });
     await expect(misconfigured.activate(KEY_HTTP)).rejects.toMatchObject({ code: 'OFFLINE', message: expect.stringContaining('HTTP_PROXY') });
     expect(authority.requests).toEqual([]);
+  });
+});
+
+describe('update downloads', () => {
+  const packages = new PackageServer();
+  beforeAll(() => packages.start());
+  afterAll(() => packages.close());
+
+  const download = (env: Record<string, string>) => {
+    packages.bytes = randomBytes(64 * 1024);
+    const ref = { url: packages.url, sha256: createHash('sha256').update(packages.bytes).digest('hex'), length: packages.bytes.length };
+    return downloadPackage(ref, { cacheDir: tempDir(), idleTimeoutMs: 5_000, retries: 0, retryBaseDelayMs: 1, userAgent: 'test', env });
+  };
+
+  it('go through HTTP_PROXY, and direct to the hosts NO_PROXY names', async () => {
+    const file = await download({ HTTP_PROXY: proxy.url });
+    expect(fs.readFileSync(file)).toEqual(packages.bytes);
+    expect(proxy.requests).toEqual([expect.objectContaining({ method: 'GET', target: packages.url })]);
+
+    expect(fs.readFileSync(await download({ http_proxy: proxy.url, no_proxy: '127.0.0.1' }))).toEqual(packages.bytes);
+    expect(proxy.requests).toHaveLength(1);
+  });
+
+  it('fail (never slip past the proxy) when the proxy variable is unusable', async () => {
+    await expect(download({ HTTP_PROXY: 'socks5://127.0.0.1:1080' })).rejects.toMatchObject({ code: 'DOWNLOAD_FAILED', message: expect.stringContaining('HTTP_PROXY') });
   });
 });
