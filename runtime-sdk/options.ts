@@ -78,6 +78,12 @@ export interface LicenseClientOptions {
   loadSystemInformation?: () => Promise<unknown>;
   /** `auto`: sodium-native secure memory when it loads (right after start), else masked. Default `auto`. */
   memoryProtection?: 'auto' | 'masked';
+  /**
+   * Bind the license cache to a secret in the OS's store where there is one (Secret Service via
+   * `secret-tool`, the macOS Keychain, DPAPI); otherwise, or when false, to the fingerprint and the
+   * installation. Default true.
+   */
+  osKeyStore?: boolean;
 }
 
 export type Revalidate = 'background' | { blockingMs: number };
@@ -110,6 +116,7 @@ export interface ResolvedOptions {
   fingerprintProbes: Probe[] | undefined;
   loadSystemInformation: SystemInformationLoader;
   memoryProtection: 'auto' | 'masked';
+  osKeyStore: boolean;
 }
 
 const CACHE_FILE_NAME = 'license.cache';
@@ -155,6 +162,7 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
     fingerprintProbes: options.fingerprintProbes,
     loadSystemInformation: options.loadSystemInformation ? systemInformationFrom(options.loadSystemInformation) : importSystemInformation,
     memoryProtection: options.memoryProtection ?? 'auto',
+    osKeyStore: options.osKeyStore ?? true,
   };
 }
 

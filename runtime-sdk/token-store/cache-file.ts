@@ -5,11 +5,13 @@
  *   device" (useless, so unlicensed) apart from "edited" (authentication fails, so tampered).
  * - `components`: the names (never the values) of the components the fingerprint is made of, so a
  *   cold start computes it the same way. Editing them only yields another key.
+ * - `binding`: what both keys are bound to besides (the OS store's secret or the install id).
  */
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { COMPONENT_NAMES, type ComponentName } from '../fingerprint/index.js';
+import { isBindingRecord, type BindingRecord } from './cache-binding.js';
 import { keyCheck } from './cache-keys.js';
 import type { SecretBuffer } from './secret-memory.js';
 
@@ -22,6 +24,8 @@ export interface CacheEnvelope {
   format: typeof FORMAT;
   version: typeof VERSION;
   components: ComponentName[];
+  /** What the keys are bound to besides the fingerprint (cache-binding.ts); absent in caches of earlier SDKs. */
+  binding?: BindingRecord;
   memo?: string;
   keyCheck: string;
   body: string;
@@ -48,7 +52,8 @@ export async function readEnvelope(file: string): Promise<EnvelopeRead> {
       typeof parsed.body === 'string' &&
       Array.isArray(parsed.components) &&
       parsed.components.every((name) => COMPONENT_NAMES.includes(name)) &&
-      (parsed.memo === undefined || typeof parsed.memo === 'string');
+      (parsed.memo === undefined || typeof parsed.memo === 'string') &&
+      (parsed.binding === undefined || isBindingRecord(parsed.binding));
     return wellFormed ? { kind: 'present', envelope: parsed as CacheEnvelope } : { kind: 'corrupt' };
   } catch {
     return { kind: 'corrupt' };
@@ -69,6 +74,7 @@ export function openBody(envelope: CacheEnvelope, cacheKey: SecretBuffer, aad: s
 
 export function sealEnvelope(parts: {
   components: ComponentName[];
+  binding: BindingRecord | undefined;
   memo?: { plaintext: Buffer; key: SecretBuffer };
   body: Buffer;
   cacheKey: SecretBuffer;
@@ -78,6 +84,7 @@ export function sealEnvelope(parts: {
     format: FORMAT,
     version: VERSION,
     components: parts.components,
+    ...(parts.binding ? { binding: parts.binding } : {}),
     ...(parts.memo ? { memo: encrypt(parts.memo.plaintext, parts.memo.key, `${parts.aad}/memo`) } : {}),
     keyCheck: parts.cacheKey.read((key) => keyCheck(key)).toString('base64'),
     body: encrypt(parts.body, parts.cacheKey, `${parts.aad}/body`),

@@ -3,6 +3,7 @@
  * the times grace depends on, and a sticky verdict (revoked, expired, tampered) that only the
  * authority can lift. Loads from and saves to the encrypted cache file; writes are serialised.
  */
+import path from 'node:path';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
 import { computeFingerprint, type ComponentHashes, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
@@ -12,8 +13,10 @@ import { timesMatchToken } from '../grace/anchor.js';
 import type { ResolvedOptions } from '../options.js';
 import { verifyRuntimeToken, type RuntimeTokenClaims } from '../protocol.js';
 import type { LicenseState, StatusReason } from '../status.js';
+import { resolveBinding, type BindingRecord } from './cache-binding.js';
 import { deriveCacheKey, deriveMemoKey } from './cache-keys.js';
 import { openBody, openMemo, readEnvelope, removeEnvelope, sealEnvelope, writeEnvelope, type EnvelopeRead } from './cache-file.js';
+import { findOsKeyStore } from './os-key-store.js';
 import type { MemoryProtection, SecretBuffer, SecretMemory } from './secret-memory.js';
 
 export interface Verdict {
@@ -73,8 +76,10 @@ export class LicenseVault {
     private memory: SecretMemory,
     private memoKey: SecretBuffer | undefined,
     public fingerprint: DeviceFingerprint,
+    private readonly binding: BindingRecord | undefined,
+    private bindingKey: SecretBuffer | undefined,
   ) {
-    this.cacheKey = memory.store(deriveCacheKey(fingerprint.hash, options.fingerprintSalt, options.appId));
+    this.cacheKey = this.deriveCacheKey(fingerprint.hash);
     this.deviceKey = storeKeyPair(memory, generateDeviceKeyPair());
   }
 
@@ -86,8 +91,11 @@ export class LicenseVault {
       }),
       quickAnchor(options.platform),
     ]);
-    const memoKey = anchor ? memory.store(deriveMemoKey(anchor, options.fingerprintSalt, options.appId)) : undefined;
     const envelope = read.kind === 'present' ? read.envelope : undefined;
+    const osKeyStore = options.osKeyStore ? await findOsKeyStore(options.platform.name, process.env, options.appId, path.dirname(options.cacheFile)) : undefined;
+    const binding = await resolveBinding(envelope ? envelope.binding : null, osKeyStore);
+    const bindingKey = binding.material ? keep(memory, binding.material) : undefined;
+    const memoKey = anchor ? keep(memory, deriveBoundKey(bindingKey, (b) => deriveMemoKey(anchor, options.fingerprintSalt, options.appId, b))) : undefined;
     const remembered = envelope && memoKey ? parseMemo(openMemo(envelope, memoKey, aadFor(options))) : undefined;
     let fingerprint: DeviceFingerprint;
     if (envelope && remembered) {
@@ -96,7 +104,7 @@ export class LicenseVault {
       const probed = await probeFingerprint(options, envelope?.components);
       fingerprint = { hash: probed.hash, components: probed.components, componentHashes: probed.componentHashes, source: 'probe', verified: probed.complete };
     }
-    const vault = new LicenseVault(options, memory, memoKey, fingerprint);
+    const vault = new LicenseVault(options, memory, memoKey, fingerprint, binding.record, bindingKey);
     vault.load(read);
     if (!vault.record && envelope) {
       // Read with the component set of a cache that did not open: a new activation reads them all.
@@ -123,6 +131,7 @@ export class LicenseVault {
     this.token = move(this.token);
     this.licenseKey = move(this.licenseKey);
     this.memoKey = move(this.memoKey);
+    this.bindingKey = move(this.bindingKey);
     this.cacheKey = move(this.cacheKey)!;
     this.deviceKey = move(this.deviceKey)!;
     this.memory = memory;
@@ -186,7 +195,7 @@ export class LicenseVault {
     if (previous.source === 'memo' && !probed.complete) return 'kept';
     this.fingerprint = { hash: probed.hash, components: probed.components, componentHashes: probed.componentHashes, source: 'probe', verified: probed.complete };
     this.cacheKey.dispose();
-    this.cacheKey = this.memory.store(deriveCacheKey(probed.hash, this.options.fingerprintSalt, this.options.appId));
+    this.cacheKey = this.deriveCacheKey(probed.hash);
     this.forgetSecrets();
     if (previous.source === 'probe') {
       await this.flush();
@@ -201,10 +210,10 @@ export class LicenseVault {
   /** A grant the authority just signed: the online moment resets grace, the high-water mark and any verdict. */
   async storeGrant(grant: { token: string; claims: RuntimeTokenClaims; licenseKey?: string; now: number }): Promise<void> {
     this.token?.dispose();
-    this.token = this.memory.store(Buffer.from(grant.token, 'utf8'));
+    this.token = keep(this.memory, Buffer.from(grant.token, 'utf8'));
     if (grant.licenseKey !== undefined) {
       this.licenseKey?.dispose();
-      this.licenseKey = this.memory.store(Buffer.from(grant.licenseKey, 'utf8'));
+      this.licenseKey = keep(this.memory, Buffer.from(grant.licenseKey, 'utf8'));
     }
     this.claims = grant.claims;
     this.record = { lastOnlineAt: grant.now, serverSkewMs: grant.claims.iat * 1000 - grant.now, highWaterAt: grant.now };
@@ -241,6 +250,12 @@ export class LicenseVault {
     this.cacheKey.dispose();
     this.deviceKey.dispose();
     this.memoKey?.dispose();
+    this.bindingKey?.dispose();
+  }
+
+  /** The body's key for fingerprint `hash`, bound as this cache is (cache-binding.ts), kept in secret memory only. */
+  private deriveCacheKey(hash: string): SecretBuffer {
+    return keep(this.memory, deriveBoundKey(this.bindingKey, (b) => deriveCacheKey(hash, this.options.fingerprintSalt, this.options.appId, b)));
   }
 
   private load(read: EnvelopeRead): void {
@@ -261,8 +276,8 @@ export class LicenseVault {
       this.verdict = { state: 'tampered', reason: 'cache_modified' };
       return;
     }
-    this.token = this.memory.store(Buffer.from(payload.token, 'utf8'));
-    this.licenseKey = this.memory.store(Buffer.from(payload.licenseKey, 'utf8'));
+    this.token = keep(this.memory, Buffer.from(payload.token, 'utf8'));
+    this.licenseKey = keep(this.memory, Buffer.from(payload.licenseKey, 'utf8'));
     this.record = { lastOnlineAt: payload.lastOnlineAt, serverSkewMs: payload.serverSkewMs, highWaterAt: payload.highWaterAt };
     this.savedHighWaterAt = payload.highWaterAt;
     this.verdict = payload.verdict;
@@ -293,6 +308,7 @@ export class LicenseVault {
       );
       const text = sealEnvelope({
         components: this.fingerprint.components,
+        binding: this.binding,
         // Remembered whenever it is this machine's: verified, or itself remembered (an early refresh must not drop it).
         ...(this.memoKey && (this.fingerprintVerified || this.fingerprint.source === 'memo') ? { memo: { plaintext: memoOf(this.fingerprint), key: this.memoKey } } : {}),
         body: Buffer.from(payload, 'utf8'),
@@ -351,8 +367,20 @@ function parseMemo(plaintext: Buffer | undefined): Pick<DeviceFingerprint, 'hash
   }
 }
 
+/** Moves freshly derived key bytes into secret memory and zeroes them: the secret memory holds the one copy. */
+function keep(memory: SecretMemory, bytes: Uint8Array): SecretBuffer {
+  const kept = memory.store(bytes);
+  bytes.fill(0);
+  return kept;
+}
+
+/** Runs `derive` with the binding's bytes lent from secret memory (or none, for a cache of an earlier SDK). */
+function deriveBoundKey(bindingKey: SecretBuffer | undefined, derive: (binding: Uint8Array | undefined) => Uint8Array): Uint8Array {
+  return bindingKey ? bindingKey.read((binding) => derive(binding)) : derive(undefined);
+}
+
 function storeKeyPair(memory: SecretMemory, pair: DeviceKeyPair): SecretBuffer {
-  return memory.store(Buffer.from(JSON.stringify(pair), 'utf8'));
+  return keep(memory, Buffer.from(JSON.stringify(pair), 'utf8'));
 }
 
 /** Binds both boxes to the file format and the app, so one app's cache cannot stand in for another's. */

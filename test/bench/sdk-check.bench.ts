@@ -146,7 +146,8 @@ export default defineBench({
         await timed(async () => {
           const read = await readEnvelope(path.join(cacheDir, 'license.cache'));
           const anchor = await quickAnchor(hostPlatform);
-          const key = maskedMemory.store(deriveMemoKey(anchor!, options.fingerprintSalt, options.appId));
+          const binding = read.kind === 'present' && read.envelope.binding?.kind === 'install' ? Buffer.from(read.envelope.binding.id, 'base64') : undefined;
+          const key = maskedMemory.store(deriveMemoKey(anchor!, options.fingerprintSalt, options.appId, binding));
           const hash = read.kind === 'present' ? openMemo(read.envelope, key, `latchkey-license-cache/v1/${options.appId}`) : undefined;
           key.dispose();
           if (hash?.toString('hex') !== device) throw new Error('the remembered fingerprint does not match');

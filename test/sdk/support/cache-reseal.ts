@@ -15,12 +15,15 @@ export async function resealCache(
 ): Promise<void> {
   const read = await readEnvelope(file);
   if (read.kind !== 'present') throw new Error(`no cache to reseal: ${read.kind}`);
-  const cacheKey = maskedMemory.store(deriveCacheKey(key.fingerprintHash, key.salt, key.appId));
+  // Bound to the installation (no OS store here): its id is in the envelope for anyone who reads the file.
+  const binding = read.envelope.binding;
+  if (binding?.kind === 'os-store') throw new Error('this helper re-seals caches bound to the installation only');
+  const cacheKey = maskedMemory.store(deriveCacheKey(key.fingerprintHash, key.salt, key.appId, binding && Buffer.from(binding.id, 'base64')));
   const aad = `latchkey-license-cache/v1/${key.appId}`;
   const opened = openBody(read.envelope, cacheKey, aad);
   if (opened.kind !== 'opened') throw new Error(`the cache did not open: ${opened.kind}`);
   const payload = edit(JSON.parse(opened.plaintext.toString('utf8')) as Record<string, unknown>);
-  const text = sealEnvelope({ components: read.envelope.components, body: Buffer.from(JSON.stringify(payload)), cacheKey, aad });
+  const text = sealEnvelope({ components: read.envelope.components, binding, body: Buffer.from(JSON.stringify(payload)), cacheKey, aad });
   // The memo stays as it was: the warm start opens the re-sealed body with the remembered fingerprint.
   fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(text), ...(read.envelope.memo ? { memo: read.envelope.memo } : {}) }));
 }

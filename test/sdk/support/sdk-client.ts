@@ -29,6 +29,8 @@ export function clientOn(
     retryLimit: 0,
     retryBaseDelayMs: 5,
     requestTimeoutMs: 2_000,
+    // Never the developer's own keyring: tests that want an OS key store set up a stand-in and ask for it.
+    osKeyStore: false,
     ...overrides,
   });
 }

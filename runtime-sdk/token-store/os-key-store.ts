@@ -1,0 +1,126 @@
+/**
+ * A 32-byte secret per app and user kept by the operating system's own store, which the cache keys
+ * are bound to where there is one: the Secret Service on Linux (through `secret-tool`, when a desktop
+ * session bus runs), the login Keychain on macOS (`/usr/bin/security`), DPAPI on Windows (PowerShell,
+ * the protected blob in a file beside the cache). A copied cache then opens only for this user on this
+ * machine, and reading it takes the OS store's consent, not just the user's files. Where none is
+ * present (servers, containers, CI) the cache is bound to the fingerprint and the install instead.
+ *
+ * The tools are run as programs (file and argument list, never a shell line) with a bounded time.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export type OsKeyStoreName = 'secret-service' | 'keychain' | 'dpapi';
+
+export interface OsKeyStore {
+  readonly name: OsKeyStoreName;
+  /** The secret stored for this app, or undefined when there is none (or the store did not answer). */
+  load(): Promise<Buffer | undefined>;
+  /** Makes, stores and returns a new secret; undefined when the store refused it. */
+  create(): Promise<Buffer | undefined>;
+}
+
+const SECRET_BYTES = 32;
+const SERVICE = 'latchkey-license-cache';
+const TOOL_TIMEOUT_MS = 5_000;
+const SECURITY = '/usr/bin/security';
+/** Windows PowerShell 5.1, which every supported Windows has and which loads System.Security's ProtectedData. */
+const POWERSHELL = 'WindowsPowerShell\\v1.0\\powershell.exe';
+
+/** The store this machine has for `appId`, or undefined where there is none. */
+export async function findOsKeyStore(platform: NodeJS.Platform, env: NodeJS.ProcessEnv, appId: string, cacheDir: string): Promise<OsKeyStore | undefined> {
+  if (platform === 'linux') {
+    // Without a session bus there is no Secret Service to talk to (servers, containers, ssh sessions).
+    const secretTool = env.DBUS_SESSION_BUS_ADDRESS ? await onPath('secret-tool', env) : undefined;
+    return secretTool ? secretService(secretTool, env, appId) : undefined;
+  }
+  if (platform === 'darwin') return (await isExecutable(SECURITY)) ? keychain(env, appId) : undefined;
+  if (platform === 'win32') {
+    const powershell = `${env.SystemRoot ?? env.windir ?? 'C:\\Windows'}\\System32\\${POWERSHELL}`;
+    return (await isExecutable(powershell)) ? dpapi(powershell, env, path.join(cacheDir, 'license.key')) : undefined;
+  }
+  return undefined;
+}
+
+function secretService(secretTool: string, env: NodeJS.ProcessEnv, appId: string): OsKeyStore {
+  const attributes = ['service', SERVICE, 'app', appId];
+  return {
+    name: 'secret-service',
+    load: async () => decodeSecret((await runTool(secretTool, ['lookup', ...attributes], env))?.trim()),
+    async create() {
+      const secret = randomBytes(SECRET_BYTES);
+      // The secret goes in on stdin, never on the command line.
+      const stored = await runTool(secretTool, ['store', `--label=Latchkey license cache (${appId})`, ...attributes], env, secret.toString('base64'));
+      return stored === undefined ? undefined : secret;
+    },
+  };
+}
+
+function keychain(env: NodeJS.ProcessEnv, appId: string): OsKeyStore {
+  return {
+    name: 'keychain',
+    load: async () => decodeSecret((await runTool(SECURITY, ['find-generic-password', '-s', SERVICE, '-a', appId, '-w'], env))?.trim()),
+    async create() {
+      const secret = randomBytes(SECRET_BYTES);
+      // `security` takes the password as an argument (its prompt needs a terminal): visible to this user's `ps` for the moment it runs.
+      const stored = await runTool(SECURITY, ['add-generic-password', '-U', '-s', SERVICE, '-a', appId, '-w', secret.toString('base64')], env);
+      return stored === undefined ? undefined : secret;
+    },
+  };
+}
+
+/** DPAPI (CurrentUser): the blob only this Windows user on this machine can unprotect, in a file beside the cache. */
+function dpapi(powershell: string, env: NodeJS.ProcessEnv, file: string): OsKeyStore {
+  const script = (method: 'Protect' | 'Unprotect') =>
+    `Add-Type -AssemblyName System.Security; [Convert]::ToBase64String([Security.Cryptography.ProtectedData]::${method}([Convert]::FromBase64String($env:LATCHKEY_DPAPI_INPUT), $null, 'CurrentUser'))`;
+  const run = (method: 'Protect' | 'Unprotect', input: string) =>
+    runTool(powershell, ['-NoProfile', '-NonInteractive', '-Command', script(method)], { ...env, LATCHKEY_DPAPI_INPUT: input });
+  return {
+    name: 'dpapi',
+    async load() {
+      const blob = await readFile(file, 'utf8').catch(() => undefined);
+      return blob ? decodeSecret((await run('Unprotect', blob.trim()))?.trim()) : undefined;
+    },
+    async create() {
+      const secret = randomBytes(SECRET_BYTES);
+      const blob = (await run('Protect', secret.toString('base64')))?.trim();
+      if (!blob) return undefined;
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      await writeFile(file, blob, { mode: 0o600 });
+      return secret;
+    },
+  };
+}
+
+function decodeSecret(text: string | undefined): Buffer | undefined {
+  const secret = text ? Buffer.from(text, 'base64') : undefined;
+  return secret?.length === SECRET_BYTES ? secret : undefined;
+}
+
+/** Standard output of a tool that exited 0, else undefined: a missing or refusing store is simply absent. */
+function runTool(file: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const child = execFile(file, args, { env, timeout: TOOL_TIMEOUT_MS, windowsHide: true }, (err, stdout) => resolve(err ? undefined : stdout));
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(input);
+  });
+}
+
+async function onPath(name: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(dir, name);
+    if (await isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function isExecutable(file: string): Promise<boolean> {
+  return access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
