@@ -299,6 +299,7 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     const value = (key: string) => page.getAttribute(`#adoption-chart g[data-key="${key}"]`, 'data-value');
     expect(await value('installed')).toBe('3');
     expect(await value('skipped')).toBe('1');
+    expect(await value('failed')).toBe('0');
     expect(await value('pending')).toBe('1');
     expect(await value('unable')).toBe('1');
     expect(await page.textContent('#adoption-chart')).toContain('3 (50%)');
