@@ -14,8 +14,11 @@ import { importFromMemory } from './memory-import.js';
 import { openVault, type VaultFiles } from './vault.js';
 import { ENGINE_VERSION } from './version.js';
 import { installVirtualFs } from './virtual-fs.js';
+import { hostPlatform } from '../platform.js';
+import { SODIUM_ADDON_KEY, type SodiumAddonPlace } from './native-addon.js';
 
 export { ENGINE_VERSION } from './version.js';
+export { loadSodiumAddon, SODIUM_ASSET } from './native-addon.js';
 export { sealVault, VAULT_ASSET, type VaultFiles } from './vault.js';
 export { CONTENT_KEY_BYTES, DEVICE_KEY_PATTERN, wrapContentKey, type ContentKeyContext } from './content-key.js';
 
@@ -61,7 +64,7 @@ const MODIFIED = 'This app has been modified and cannot start. Install it again 
  * (the developer sees the count on the license); nothing is sent where no license was ever held.
  */
 async function reportTamper(options: LicenseClientOptions, buildId: string, kind: TamperKind): Promise<void> {
-  const license = await createLicenseClient({ ...options, refreshOnStart: false }).catch(() => null);
+  const license = await createLicenseClient({ ...options, revalidate: 'background', refreshOnStart: false }).catch(() => null);
   if (!license) return;
   await license.reportTamper(buildId, kind).catch(() => undefined);
   await license.dispose();
@@ -71,12 +74,17 @@ async function reportTamper(options: LicenseClientOptions, buildId: string, kind
 const UNLICENSED_EXIT_CODE = 2;
 
 /**
- * Short and never retried: the check-in on the way out and the update check must not hold a
- * command-line app when offline (a retry waits its back-off first). The user can try an activation
- * again; the next start checks in again.
+ * Short and never retried: an activation the user waits for must not wait out back-offs when
+ * offline. The user can try an activation again; the next start checks in again.
  */
 const REQUEST_TIMEOUT_MS = 5_000;
 const RETRY_LIMIT = 0;
+/**
+ * A short-lived command-line app is gone before a background refresh would answer: the start asks
+ * the authority itself, for this long at most, so a revocation or renewal takes effect on this run;
+ * offline or slow, the app starts from the cache (docs/protocol.md, Timing).
+ */
+const REVALIDATE_BUDGET_MS = 1_500;
 
 export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry): Promise<void> {
   const refuse = (message: string) => {
@@ -89,9 +97,15 @@ export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry
     engineVersion: ENGINE_VERSION,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
     retryLimit: RETRY_LIMIT,
+    revalidate: { blockingMs: REVALIDATE_BUDGET_MS },
     // A literal import: protection bundles the hardware probes into the build.
     loadSystemInformation: () => import('systeminformation'),
+    // And sodium-native into an executable, with the addon for its platform (native-addon.ts); a
+    // JavaScript bundle imports it from beside itself, where the user may have it.
+    loadSodium: () => import('sodium-native'),
   };
+  const sodiumPlace: SodiumAddonPlace = { scriptDir: path.dirname(ownFile), dataDir: hostPlatform.appDataDir(baked.appId) };
+  (globalThis as Record<symbol, unknown>)[Symbol.for(SODIUM_ADDON_KEY)] = sodiumPlace;
   if (config.integrity && !(await isIntact(ownFile, config.integrity, config.publicKeys.keys as Ed25519PublicJwk[], config))) {
     await reportTamper(options, config.buildId, 'integrity');
     return refuse(MODIFIED);
@@ -116,9 +130,6 @@ export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry
   (globalThis as Record<symbol, unknown>)[Symbol.for(APP_ROOT_KEY)] = root;
   installVirtualFs(root, files);
 
-  // A short-lived command-line app is gone before the background refresh would run: it checks in
-  // once on the way out instead, so a revocation or renewal takes effect on its next start.
-  process.once('beforeExit', () => void license.refresh().catch(() => undefined));
   // Settles an install the previous run began, then asks the authority for a push: in the
   // background, so the app starts now whatever the network does. An install it leads to ends
   // this process and starts the new version with the same arguments.
