@@ -162,7 +162,7 @@ export class LicenseClient {
     // Right after the first answer, not before it: see secret-memory.ts.
     if (memoryProtection === 'auto') {
       this.sodiumUpgrade = setImmediate(() => {
-        void loadSodiumMemory().then((sodium) => {
+        void loadSodiumMemory(this.options.loadSodium).then((sodium) => {
           if (!sodium.module) this.options.logger.warn('secrets stay in masked memory', { reason: sodium.reason });
           else if (!this.disposed) this.vault.rehome(sodium.module);
         });

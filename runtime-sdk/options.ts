@@ -2,7 +2,9 @@ import path from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import { LicenseError } from './errors.js';
 import { importSystemInformation, type Probe, type SystemInformationLoader } from './fingerprint/index.js';
+import type { OptionalModule } from './optional-module.js';
 import { hostPlatform, type Platform } from './platform.js';
+import { importSodium, type SodiumLoader } from './token-store/secret-memory.js';
 import type { Ed25519PublicJwk } from './protocol.js';
 
 /** Anything with `warn` (console, a pino child wrapped in a lambda); the SDK never logs keys or tokens. */
@@ -79,6 +81,11 @@ export interface LicenseClientOptions {
   /** `auto`: sodium-native secure memory when it loads (right after start), else masked. Default `auto`. */
   memoryProtection?: 'auto' | 'masked';
   /**
+   * How `auto` gets `sodium-native`. Default: imported at run time from the app's node_modules, out
+   * of a bundler's sight; the engine of a protected executable passes the copy it carries.
+   */
+  loadSodium?: () => Promise<unknown>;
+  /**
    * Bind the license cache to a secret in the OS's store where there is one (Secret Service via
    * `secret-tool`, the macOS Keychain, DPAPI); otherwise, or when false, to the fingerprint and the
    * installation. Default true.
@@ -116,6 +123,7 @@ export interface ResolvedOptions {
   fingerprintProbes: Probe[] | undefined;
   loadSystemInformation: SystemInformationLoader;
   memoryProtection: 'auto' | 'masked';
+  loadSodium: SodiumLoader;
   osKeyStore: boolean;
 }
 
@@ -160,8 +168,9 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
     clockToleranceMs: positive('clockToleranceMs', 300_000, true),
     fingerprintTimeoutMs: positive('fingerprintTimeoutMs', 3_000),
     fingerprintProbes: options.fingerprintProbes,
-    loadSystemInformation: options.loadSystemInformation ? systemInformationFrom(options.loadSystemInformation) : importSystemInformation,
+    loadSystemInformation: options.loadSystemInformation ? optionalModuleFrom('systeminformation', options.loadSystemInformation) : importSystemInformation,
     memoryProtection: options.memoryProtection ?? 'auto',
+    loadSodium: options.loadSodium ? optionalModuleFrom('sodium-native', options.loadSodium) : importSodium,
     osKeyStore: options.osKeyStore ?? true,
   };
 }
@@ -184,13 +193,13 @@ function revalidation(value: unknown, refreshOnStart: boolean | undefined, fail:
   return { blockingMs };
 }
 
-/** The app's own loader, memoised, its failure turned into the reason the probes are degraded. */
-function systemInformationFrom(load: () => Promise<unknown>): SystemInformationLoader {
-  let loaded: ReturnType<SystemInformationLoader> | undefined;
+/** The app's own loader of optional module `name`, memoised, its failure turned into the reason the SDK runs without it. */
+function optionalModuleFrom<T>(name: string, load: () => Promise<unknown>): () => Promise<OptionalModule<T>> {
+  let loaded: Promise<OptionalModule<T>> | undefined;
   return () =>
     (loaded ??= load().then(
-      (module) => ({ module: ((module as { default?: unknown }).default ?? module) as never }),
-      (err: unknown) => ({ reason: `systeminformation did not load: ${(err as Error).message}` }),
+      (module) => ({ module: ((module as { default?: unknown }).default ?? module) as T }),
+      (err: unknown) => ({ reason: `${name} did not load: ${(err as Error).message}` }),
     ));
 }
 

@@ -26,12 +26,17 @@ export interface SecretMemory {
 
 type Sodium = typeof import('sodium-native');
 
+/** How sodium-native is had: imported where the app carries it, or the copy a protected executable carries (engine/native-addon.ts). */
+export type SodiumLoader = () => Promise<OptionalModule<Sodium>>;
+
+export const importSodium: SodiumLoader = () => importOptional<Sodium>('sodium-native');
+
 /**
  * sodium-native's secure memory, or why it cannot be had: not installed beside the app (a bundle
  * that left it out), or no prebuilt binary for the platform.
  */
-export async function loadSodiumMemory(): Promise<OptionalModule<SecretMemory>> {
-  const sodium = await importOptional<Sodium>('sodium-native');
+export async function loadSodiumMemory(load: SodiumLoader = importSodium): Promise<OptionalModule<SecretMemory>> {
+  const sodium = await load();
   return sodium.module ? { module: sodiumMemory(sodium.module) } : sodium;
 }
 

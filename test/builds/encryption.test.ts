@@ -197,8 +197,15 @@ describe('the encrypted app as a linux-x64 single executable', () => {
   });
 
   it('runs the app with a license, and refuses when a byte of its vault was changed', async () => {
-    const first = await runProtected(executable, { home: home(), env: { LATCHKEY_LICENSE_KEY: licenseKey } });
+    const userHome = home();
+    const first = await runProtected(executable, { home: userHome, env: { LATCHKEY_LICENSE_KEY: licenseKey } });
     expect(first).toMatchObject({ code: 0, stdout: runPlain(CJS_APP, 'lib/main.js') });
+    // The executable carries sodium-native: its addon was written once into the user's app data and loads as a Node addon.
+    const addons = (fs.readdirSync(userHome, { recursive: true }) as string[]).filter((file) => /sodium-native-[0-9a-f]{32}\.node$/.test(file));
+    expect(addons).toHaveLength(1);
+    const addon = { exports: {} as Record<string, unknown> };
+    process.dlopen(addon, path.join(userHome, addons[0]!));
+    expect(typeof addon.exports.sodium_malloc).toBe('function');
 
     const bytes = fs.readFileSync(executable);
     // The SEA blob lists its assets after the script: the last occurrence of the name is the asset's, the vault follows it.

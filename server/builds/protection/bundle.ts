@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { APP_MODULE, APP_ROOT_KEY, sealVault, VAULT_ASSET, type EngineConfig, type VaultFiles } from '@latchkey/runtime-sdk/engine';
+import { APP_MODULE, APP_ROOT_KEY, sealVault, SODIUM_ASSET, VAULT_ASSET, type EngineConfig, type VaultFiles } from '@latchkey/runtime-sdk/engine';
 import { DIGEST_PLACEHOLDER, fillSlot, protectedRegion, REGION_BEGIN, REGION_END, regionDigest } from '@latchkey/runtime-sdk/engine/integrity';
 import type { JavaScriptApp } from './javascript-app.js';
 
@@ -138,6 +138,8 @@ export interface BundleJob {
   /** Where the generated entry goes: outside the app's folder, so the app cannot import the engine's config. */
   workDir: string;
   outfile: string;
+  /** The target platform's prebuilt sodium-native addon (`sodiumAddonFor`), carried by an executable; null: none. */
+  sodiumAddon: string | null;
 }
 
 /**
@@ -178,6 +180,8 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
     assets[VAULT_ASSET] = path.join(job.workDir, VAULT_ASSET);
     await fs.promises.writeFile(assets[VAULT_ASSET], sealed);
   }
+  const carriesSodium = job.format === 'cjs' && job.sodiumAddon !== null;
+  if (carriesSodium) assets[SODIUM_ASSET] = job.sodiumAddon!;
 
   const entry = path.join(job.workDir, 'latchkey-entry.mjs');
   const config: EngineConfig = { ...job.engine, integrity: job.hardened ? DIGEST_PLACEHOLDER : null };
@@ -202,8 +206,10 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
       // The markers bound the code a hardened build's integrity check hashes: the engine and the vault.
       banner: { js: `${REGION_BEGIN}${prelude}` },
       footer: { js: REGION_END },
-      // sodium-native is a native addon: the engine falls back to masked memory without it.
-      external: ['sodium-native'],
+      // sodium-native is a native addon: an executable carries its platform's addon as an asset and
+      // its JavaScript with the binding the engine loads (native-addon.ts); a bundle imports it from
+      // beside itself, and the engine falls back to masked memory without it.
+      ...(carriesSodium ? { plugins: [sodiumBindingPlugin] } : { external: ['sodium-native'] }),
       tsconfigRaw: {},
       ...(job.format === 'esm' ? { define: { __dirname: '__lk_dirname', __filename: '__lk_filename' } } : {}),
       logLevel: 'silent',
@@ -213,6 +219,44 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
   }
   if (job.hardened) await bakeIntegrity(job.outfile, job.signIntegrity);
   return assets;
+}
+
+/**
+ * sodium-native's own `./binding` finds its addon on disk (require-addon), which an executable has
+ * not: it is replaced by the engine's loader of the carried addon.
+ */
+const sodiumBindingPlugin: esbuild.Plugin = {
+  name: 'latchkey-sodium-binding',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) =>
+      /[\\/]sodium-native[\\/]/.test(args.importer) ? { path: 'sodium-binding', namespace: 'latchkey-sodium' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'latchkey-sodium' }, () => ({
+      contents: `module.exports = require(${JSON.stringify(ENGINE_MODULE)}).loadSodiumAddon();`,
+      resolveDir: path.dirname(ENGINE_MODULE),
+      loader: 'js',
+    }));
+  },
+};
+
+/** Node's name of an executable target (`win-x64` -> `win32-x64`), as sodium-native names its prebuilds. */
+const PREBUILD_PLATFORMS: Record<string, string> = { linux: 'linux', win: 'win32', mac: 'darwin' };
+
+/**
+ * The prebuilt sodium-native addon for a target platform (`linux-x64`, `win-arm64`, `mac-arm64`, ...),
+ * from the copy this server has installed; null when it has none (the executable then runs on masked memory).
+ */
+export function sodiumAddonFor(platform: string): string | null {
+  const [os, arch] = platform.split('-') as [string, string | undefined];
+  const prebuildDir = PREBUILD_PLATFORMS[os] && arch ? `${PREBUILD_PLATFORMS[os]}-${arch}` : undefined;
+  if (!prebuildDir) return null;
+  try {
+    const manifest = createRequire(ENGINE_MODULE).resolve('sodium-native/package.json');
+    const addon = path.join(path.dirname(manifest), 'prebuilds', prebuildDir, SODIUM_ASSET);
+    return fs.existsSync(addon) ? addon : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The app's own code as one ES module, run from memory: it imports Node's built-ins and nothing else. */

@@ -4,7 +4,7 @@ import { RuntimeIntegrityError } from '@latchkey/native/runtimes';
 import type { EngineConfig } from '@latchkey/runtime-sdk/engine';
 import type { NodeRuntimeSource } from '../../config.js';
 import type { BuildPlatform, PackageFormat } from '../schemas.js';
-import { BundleError, bundleWithEngine, type BundleAssets, type IntegritySigner } from './bundle.js';
+import { BundleError, bundleWithEngine, sodiumAddonFor, type BundleAssets, type IntegritySigner } from './bundle.js';
 import type { JavaScriptApp } from './javascript-app.js';
 
 export interface ProtectionJob {
@@ -38,7 +38,17 @@ const commandName = (appName: string): string => appName.toLowerCase().replace(/
  */
 export async function protectJavaScriptApp(job: ProtectionJob): Promise<ProtectedPackage> {
   const bundle = (format: 'esm' | 'cjs', outfile: string) =>
-    bundleWithEngine({ app: job.app, engine: job.engine, format, hardened: job.hardened, contentKey: job.contentKey, signIntegrity: job.signIntegrity, workDir: job.workDir, outfile });
+    bundleWithEngine({
+      app: job.app,
+      engine: job.engine,
+      format,
+      hardened: job.hardened,
+      contentKey: job.contentKey,
+      signIntegrity: job.signIntegrity,
+      workDir: job.workDir,
+      outfile,
+      sodiumAddon: format === 'cjs' ? sodiumAddonFor(job.platform) : null,
+    });
 
   if (job.platform === 'cross_platform') {
     const file = path.join(job.workDir, 'protected.mjs');
