@@ -16,6 +16,7 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
+import { once } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
@@ -150,7 +151,8 @@ async function hashExisting(file: string, length: number): Promise<Progress> {
     await fs.rm(file, { force: true });
     return { hash, size: 0 };
   }
-  for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES })) hash.update(chunk as Buffer);
+  // Exactly the bytes counted: a resume asks for the rest from `size`.
+  for await (const chunk of createReadStream(file, { end: size - 1, highWaterMark: CHUNK_BYTES })) hash.update(chunk as Buffer);
   return { hash, size };
 }
 
@@ -164,9 +166,13 @@ async function fetchInto(file: string, ref: PackageRef, existing: Progress, opti
     return refuse(file, `the server sends ${start + declared} bytes, not the signed ${ref.length}`);
   }
   const meter = new CappedHash(start === 0 ? createHash('sha256') : existing.hash, ref.length - start);
+  const out = createWriteStream(file, { flags: start === 0 ? 'w' : 'a', mode: 0o600, highWaterMark: CHUNK_BYTES });
   try {
-    await pipeline(response, meter, createWriteStream(file, { flags: start === 0 ? 'w' : 'a', mode: 0o600, highWaterMark: CHUNK_BYTES }));
+    await pipeline(response, meter, out);
   } catch (err) {
+    // A write still in flight when the transfer failed lands later: the next attempt hashes the
+    // file only once it is closed, so what it hashes is what it resumes after.
+    if (!out.closed) await once(out, 'close').catch(() => undefined);
     if (meter.overflowed) return refuse(file, `the server sent more than the signed ${ref.length} bytes`);
     const code = (err as NodeJS.ErrnoException).code ?? '';
     if (DISK_ERRORS.includes(code)) throw new UpdateError('DISK_FAILED', `the download could not be written: ${(err as Error).message}`, { cause: err });
