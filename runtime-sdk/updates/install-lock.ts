@@ -34,8 +34,10 @@ export interface LockWait {
   /** Attempts after the first, `pollMs` apart; 0 answers at once. */
   retries: number;
   pollMs: number;
-  sleep(ms: number): Promise<void>;
 }
+
+/** Unref'd: waiting for another instance's install never keeps this app running (the other installs). */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** Takes the lock in `dir`, waiting as `wait` allows; undefined when another live instance holds it throughout. */
 export async function acquireInstallLock(dir: string, wait: LockWait): Promise<InstallLock | undefined> {
@@ -46,7 +48,7 @@ export async function acquireInstallLock(dir: string, wait: LockWait): Promise<I
     if (await tryCreate(file, owner)) return heldLock(file, owner);
     if (await takeOverIfStale(file)) continue;
     if (attempt >= wait.retries) return undefined;
-    await wait.sleep(wait.pollMs);
+    await pause(wait.pollMs);
   }
 }
 

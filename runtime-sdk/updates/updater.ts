@@ -232,7 +232,7 @@ export class Updater {
 
   private lock(retries: number): Promise<InstallLock | undefined> {
     const dir = path.join(this.settings.dataDir, CACHE_DIR_NAME);
-    return acquireInstallLock(dir, { retries, pollMs: LOCK_POLL_MS, sleep: this.config.sleep }).catch((err: unknown) => {
+    return acquireInstallLock(dir, { retries, pollMs: LOCK_POLL_MS }).catch((err: unknown) => {
       throw new UpdateError('DISK_FAILED', `the install lock could not be taken: ${(err as Error).message}`, { cause: err });
     });
   }
