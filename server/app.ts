@@ -47,7 +47,6 @@ import { passwordResetPageRoutes } from './pages/password-reset-routes.js';
 import { redeemPageRoutes } from './pages/redeem-routes.js';
 import { deliveryPageRoutes } from './pages/routes.js';
 import { createPayments } from './payments/index.js';
-import { createPaymentsStore } from './payments/store.js';
 import { createPortal } from './portal/index.js';
 import { redemptionRoutes } from './redemption/routes.js';
 import { createRedemption } from './redemption/service.js';
@@ -108,7 +107,7 @@ export function createApp(deps: AppDeps) {
   // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.
   const entitlementWebhook = createEntitlementWebhook({ config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs });
   // Marketplace provisioning and code redemption sell licenses like checkout fulfilment: fee, link and delivery email in one transaction.
-  const sold = createSoldLicenses({ fees, outbox, links: builds.links, builds: createPaymentsStore(db) });
+  const sold = createSoldLicenses({ fees, outbox, links: builds.links });
   const marketplace = createMarketplace({ store: createMarketplaceStore(db), sold, clock, wakeJobs });
   const redemption = createRedemption({ store: createRedemptionStore(db), sold, clock, wakeJobs, quotas });
   const apps = createAppsService({

@@ -3,14 +3,12 @@ import type { FeeCollection, FeeLedger, LicenseFeeOutcome } from '../billing/fee
 import type { DownloadLinks } from '../builds/download-link.js';
 import type { DeliveryEmailRequest, EmailOutbox } from '../email/outbox.js';
 import type { LicenseType } from '../licenses/rules.js';
-import type { PaymentsStore } from '../payments/store.js';
+import { deliverableOffers, newestOffer, type DeliveredApp, type PlatformOffer } from './deliverable-builds.js';
 
 /** The app a license was sold for, with what its delivery needs. */
-export interface SoldApp {
-  id: string;
+export interface SoldApp extends DeliveredApp {
   developer_id: string;
   name: string;
-  delivery_mode: string;
 }
 
 export interface Sale {
@@ -33,15 +31,54 @@ export interface Download {
   app_version: string | null;
 }
 
-export interface SaleDelivery {
-  fee: LicenseFeeOutcome;
+/** The signed link (7 days) to the build one of the app's platforms gets. */
+export interface PlatformDownload {
+  platform: string;
+  /** The build's own platform: `platform`, or `cross_platform` when that platform has no build of its own. */
+  build_platform: string;
+  build_id: string;
+  version: string | null;
+  package_name: string;
+  download_url: string;
+  download_expires_at: string;
+}
+
+/**
+ * What a buyer may download: one link per platform the app ships (`downloads`), and `download`,
+ * the newest of them, which the single-link answer fields carry (null while no build is READY).
+ */
+export interface Downloads {
   download: Download | null;
+  downloads: PlatformDownload[];
+}
+
+/** Signs a link to each offer's build (one per build, shared by platforms served by the same one); `since` as in DownloadLinks.create. */
+export function linkOffers(links: DownloadLinks, offers: readonly PlatformOffer[], since?: Date): Downloads {
+  const signed = new Map<string, { download_url: string; expires_at: string }>();
+  const linkOf = (buildId: string) => signed.get(buildId) ?? signed.set(buildId, links.create(buildId, since)).get(buildId)!;
+  const downloads = offers.map(({ platform, build }) => {
+    const link = linkOf(build.id);
+    return { platform, build_platform: build.platform, build_id: build.id, version: build.version, package_name: build.package_name, download_url: link.download_url, download_expires_at: link.expires_at };
+  });
+  const newest = newestOffer(offers);
+  const single = newest && downloads.find((d) => d.build_id === newest.build.id)!;
+  return {
+    download: single ? { download_url: single.download_url, download_expires_at: single.download_expires_at, build_id: single.build_id, app_version: single.version } : null,
+    downloads,
+  };
+}
+
+export interface SaleDelivery extends Downloads {
+  fee: LicenseFeeOutcome;
   /** Whether the delivery email was queued (call `queue.wake()` after the commit). */
   emailQueued: boolean;
 }
 
-/** The delivery email of a sold license with a link to its build. */
-export function deliveryEmailRequest(sale: { app: Omit<SoldApp, 'delivery_mode'>; license: Sale['license']; email: string }, link: Download): DeliveryEmailRequest {
+/** The delivery email of a sold license with a link to the build of each platform. */
+export function deliveryEmailRequest(
+  sale: { app: Pick<SoldApp, 'id' | 'developer_id' | 'name'>; license: Sale['license']; email: string },
+  { download: link, downloads }: { download: Download; downloads: PlatformDownload[] },
+): DeliveryEmailRequest {
   const { app, license } = sale;
   return {
     developerId: app.developer_id,
@@ -53,6 +90,7 @@ export function deliveryEmailRequest(sale: { app: Omit<SoldApp, 'delivery_mode'>
     licenseKey: license.license_key,
     downloadUrl: link.download_url,
     downloadExpiresAt: link.download_expires_at,
+    downloads: downloads.map((d) => ({ platform: d.platform, url: d.download_url, version: d.version ?? undefined })),
   };
 }
 
@@ -61,28 +99,20 @@ export function deliveryEmailRequest(sale: { app: Omit<SoldApp, 'delivery_mode'>
  * the platform fee (once per license; trial and test licenses exempt), the download link and, when
  * the buyer gave an address and a build is ready, the delivery email. Checkout fulfilment and
  * marketplace provisioning share it; code redemption does the same in one statement
- * (server/redemption/store.ts) with the same fee, job and email pieces, and `linkTo` here.
+ * (server/redemption/store.ts) with the same fee, job and email pieces, and `downloads` here.
  */
 export function createSoldLicenses(deps: {
   fees: Pick<FeeLedger, 'recordLicenseFee'>;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
   links: DownloadLinks;
-  builds: Pick<PaymentsStore, 'latestDeliverableBuild'>;
 }) {
-  /** A signed link to `build` (the latest deliverable build), valid 7 days. */
-  function linkTo(build: { id: string; version: string | null }): Download {
-    const link = deps.links.create(build.id);
-    return { download_url: link.download_url, download_expires_at: link.expires_at, build_id: build.id, app_version: build.version };
-  }
-
-  async function download(trx: Knex.Transaction, app: Pick<SoldApp, 'id' | 'delivery_mode'>): Promise<Download | null> {
-    const build = await deps.builds.latestDeliverableBuild(trx, app);
-    return build ? linkTo(build) : null;
+  /** A signed link (7 days) to the build of each platform the app ships, read in `q` (the channel's transaction). */
+  async function downloads(q: Knex, app: DeliveredApp): Promise<Downloads> {
+    return linkOffers(deps.links, await deliverableOffers(q, app));
   }
 
   return {
-    download,
-    linkTo,
+    downloads,
 
     async chargeAndDeliver(trx: Knex.Transaction, sale: Sale): Promise<SaleDelivery> {
       const { app, license } = sale;
@@ -95,13 +125,14 @@ export function createSoldLicenses(deps: {
         test: sale.test,
         collectedBy: sale.collectedBy,
       });
-      const link = await download(trx, app);
+      const offered = await downloads(trx, app);
+      const { download } = offered;
       // Without a READY build there is no link to send yet.
       const emailQueued =
-        sale.email && link
-          ? await deps.outbox.queueDeliveryEmail(trx, deliveryEmailRequest({ app, license, email: sale.email }, link))
+        sale.email && download
+          ? await deps.outbox.queueDeliveryEmail(trx, deliveryEmailRequest({ app, license, email: sale.email }, { download, downloads: offered.downloads }))
           : false;
-      return { fee, download: link, emailQueued };
+      return { fee, ...offered, emailQueued };
     },
   };
 }

@@ -8,6 +8,7 @@ export interface ChannelApp {
   developer_id: string;
   name: string;
   delivery_mode: string;
+  platforms: string[];
   default_device_limit: number;
   plan: Plan;
 }
@@ -17,7 +18,7 @@ export const channelApp = (q: Knex, developerId: string, appId: string, now: Dat
   q('apps')
     .join('developers', 'developers.id', 'apps.developer_id')
     .where({ 'apps.id': appId, 'apps.developer_id': developerId })
-    .first<ChannelApp | undefined>('apps.id', 'apps.developer_id', 'apps.name', 'apps.delivery_mode', 'apps.default_device_limit', effectivePlan(q, now));
+    .first<ChannelApp | undefined>('apps.id', 'apps.developer_id', 'apps.name', 'apps.delivery_mode', 'apps.platforms', 'apps.default_device_limit', effectivePlan(q, now));
 
 /** A license sold through a channel (marketplace provisioning, code redemption). */
 export type NewSoldLicense = Pick<
@@ -46,12 +47,3 @@ export const insertSoldLicense = (trx: Knex.Transaction, row: NewSoldLicense) =>
       ],
     )
     .then((r: { rows: { id: string; license_key: string }[] }) => r.rows[0]);
-
-/**
- * The newest READY build a buyer may download (a released one under `released_only`), as a
- * subquery answering `id, version` or no row: `appId` and `deliveryMode` are SQL expressions.
- */
-export const latestDeliverableBuildSql = (appId: string, deliveryMode: string) => `
-  SELECT builds.id, builds.version FROM builds
-  WHERE builds.app_id = ${appId} AND builds.status = 'READY' AND (${deliveryMode} <> 'released_only' OR builds.released)
-  ORDER BY builds.completed_at DESC, builds.created_at DESC LIMIT 1`;

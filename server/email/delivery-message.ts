@@ -1,3 +1,4 @@
+import { platformName } from '../delivery/deliverable-builds.js';
 import { escapeHtml } from './html.js';
 
 /** What a customer needs after buying: the key, where to download, how to start. */
@@ -8,6 +9,11 @@ export interface DeliveryDetails {
   /** ISO 8601: signed download links expire (7 days), the key does not. Absent: a permanent delivery page's link. */
   downloadExpiresAt?: string;
   appVersion?: string;
+  /**
+   * One link per platform the app ships (same lifetime as `downloadUrl`). With two or more the
+   * email lists them all, so a buyer on Windows finds the Windows build whatever was uploaded last.
+   */
+  downloads?: { platform: string; url: string; version?: string }[];
 }
 
 export interface RenderedEmail {
@@ -35,10 +41,16 @@ export function gettingStartedSteps(d: Pick<DeliveryDetails, 'appName' | 'appVer
 /** The license delivery email, as plain text and as simple HTML with every value escaped. */
 export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
   const product = productName(d);
+  // A single link keeps the one-line form; platforms are named only when there is a choice.
+  const perPlatform = d.downloads && d.downloads.length > 1 ? d.downloads : undefined;
   const linkLifetime = d.downloadExpiresAt
-    ? `This download link works until ${utcMinute(d.downloadExpiresAt)}. Your license key does not expire with it.`
+    ? `${perPlatform ? 'These download links work' : 'This download link works'} until ${utcMinute(d.downloadExpiresAt)}. Your license key does not expire with them.`
     : 'This download page stays valid while your license is active.';
   const steps = gettingStartedSteps(d, 'Keep this email');
+  const label = (p: { platform: string; version?: string }) => `${platformName(p.platform)}${p.version ? `, version ${p.version}` : ''}`;
+  const textLinks = perPlatform
+    ? [`Download ${d.appName} for your computer:`, ...perPlatform.flatMap((p) => [`- ${label(p)}:`, `  ${p.url}`])]
+    : [`Download ${product}:`, d.downloadUrl];
 
   const text = [
     `Thank you for buying ${d.appName}.`,
@@ -47,8 +59,7 @@ export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
     '',
     `    ${d.licenseKey}`,
     '',
-    `Download ${product}:`,
-    d.downloadUrl,
+    ...textLinks,
     `(${linkLifetime})`,
     '',
     'Getting started',
@@ -62,8 +73,16 @@ export function renderDeliveryEmail(d: DeliveryDetails): RenderedEmail {
 <p>Thank you for buying ${e(d.appName)}.</p>
 <p>Your license key:</p>
 <p style="font-family: monospace; font-size: 1.25em"><strong>${e(d.licenseKey)}</strong></p>
-<p><a href="${e(d.downloadUrl)}">Download ${e(product)}</a><br>
-<small>${e(linkLifetime)}</small></p>
+${
+  perPlatform
+    ? `<p>Download ${e(d.appName)} for your computer:</p>
+<ul>
+${perPlatform.map((p) => `<li><a href="${e(p.url)}">${e(label(p))}</a></li>`).join('\n')}
+</ul>
+<p><small>${e(linkLifetime)}</small></p>`
+    : `<p><a href="${e(d.downloadUrl)}">Download ${e(product)}</a><br>
+<small>${e(linkLifetime)}</small></p>`
+}
 <h3>Getting started</h3>
 <ol>
 ${steps.map((step) => `<li>${e(step)}</li>`).join('\n')}

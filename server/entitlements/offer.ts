@@ -1,34 +1,11 @@
 import type { Knex } from 'knex';
-import { PLATFORMS } from '../apps/schemas.js';
+import { deliverableOffers, newestDeliverableBuilds, offerPerPlatform, type DeliverableBuild, type PlatformOffer } from '../delivery/deliverable-builds.js';
 import { deliveryDedupeKey, type EmailOutbox } from '../email/outbox.js';
 import type { DeliveryTokens } from './tokens.js';
-import type { EntitlementsStore, EventApp, OfferedBuild, StoreLicense, StoreLicenseRow } from './store.js';
+import type { EntitlementsStore, EventApp, StoreLicense, StoreLicenseRow } from './store.js';
 
 /** docs/contract.md: 10 downloads per build offered to a merchant, pooled across builds. */
 export const DOWNLOADS_PER_BUILD = 10;
-
-const SINGLE_OS = new Set<string>(PLATFORMS);
-
-export interface PlatformOffer {
-  platform: string;
-  build: OfferedBuild;
-}
-
-/**
- * The current build of each of the app's platforms: the newest build of that platform, else the
- * newest build whose platform is not one operating system (offered to every device).
- */
-export function currentOffer(platforms: string[], newest: OfferedBuild[]): PlatformOffer[] {
-  const everyOs = newest
-    .filter((b) => !SINGLE_OS.has(b.platform))
-    .sort((a, b) => new Date(b.completed_at).getTime() - new Date(a.completed_at).getTime())[0];
-  const offers: PlatformOffer[] = [];
-  for (const platform of platforms) {
-    const build = newest.find((b) => b.platform === platform) ?? everyOs;
-    if (build) offers.push({ platform, build });
-  }
-  return offers;
-}
 
 /**
  * The downloads a store may make: a developer-set limit (the license's, else the app's) replaces
@@ -45,8 +22,8 @@ export const unionIds = (...lists: Iterable<string>[]) => {
 };
 
 /** The builds offered so far plus those current given the newest build of each platform. */
-function offeredWith(app: Pick<EventApp, 'platforms'>, row: Pick<StoreLicenseRow, 'offered_build_ids'>, newest: OfferedBuild[]): string[] {
-  return [...unionIds(row.offered_build_ids, currentOffer(app.platforms, newest).map((o) => o.build.id))];
+function offeredWith(app: Pick<EventApp, 'platforms'>, row: Pick<StoreLicenseRow, 'offered_build_ids'>, newest: DeliverableBuild[]): string[] {
+  return [...unionIds(row.offered_build_ids, offerPerPlatform(app.platforms, newest).map((o) => o.build.id))];
 }
 
 /** The store's permanent delivery: its page's URL, the builds it offers, the delivery email. */
@@ -60,17 +37,13 @@ export function createStoreOffer(deps: { store: EntitlementsStore; tokens: Deliv
     /** What a store license stores so that its page works: the token's hash. */
     tokenHashOf: (storeLicenseId: string) => tokens.hashOf(tokens.tokenOf(storeLicenseId)),
 
-    async current(q: Knex, app: EventApp): Promise<PlatformOffer[]> {
-      return currentOffer(app.platforms, await store.newestBuildPerPlatform(q, app));
-    },
+    /** The build each of the app's platforms gets now (server/delivery/deliverable-builds.ts). */
+    current: (q: Knex, app: EventApp): Promise<PlatformOffer[]> => deliverableOffers(q, app),
 
     /** The builds offered so far plus those current now: a notification offers them. */
     async offeredNow(q: Knex, app: EventApp, row: Pick<StoreLicenseRow, 'offered_build_ids'>): Promise<string[]> {
-      return offeredWith(app, row, await store.newestBuildPerPlatform(q, app));
+      return offeredWith(app, row, await newestDeliverableBuilds(q, app));
     },
-
-    /** `offeredNow` with the newest builds of each platform already read (by the event's own statement). */
-    offeredWith,
 
     /** The standard delivery email with the permanent page's URL; false when this address already had it. */
     async email(trx: Knex.Transaction, app: EventApp, license: Pick<StoreLicense, 'id' | 'license_key'>, storeLicenseId: string, recipient: string): Promise<boolean> {

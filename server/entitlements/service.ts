@@ -11,7 +11,7 @@ import { unknownWebhookUrl, type WebhookCredentials } from './credentials.js';
 import type { StoreOffer } from './offer.js';
 import { COMMERCE_PLATFORM_SOURCE, decide, isGrantType, isStale, type Change, type TrialKind } from './rules.js';
 import { ATTRIBUTION_FIELDS, type EntitlementEventInput, type EventAction, type EventNote, type EventOutcomeView } from './schemas.js';
-import type { EntitlementsStore, EventApp, EventRecord, EventWrites, OfferedBuild, StoreLicense, StoreLicenseRow } from './store.js';
+import type { EntitlementsStore, EventApp, EventRecord, EventWrites, StoreLicense, StoreLicenseRow } from './store.js';
 
 /** Two different shops' events naming one event id race to its primary key; the loser runs again and finds it. */
 const EVENT_ID_RACE_ATTEMPTS = 3;
@@ -30,8 +30,6 @@ interface EventScope {
   now: Date;
   /** A job (fee report, email) was queued: wake the runner after the commit. */
   queued: boolean;
-  /** The newest build of each platform, when the event's first statements read them. */
-  builds: OfferedBuild[] | undefined;
   /** The license to insert and the fee to charge with the event's record. */
   writes: EventWrites;
 }
@@ -111,7 +109,7 @@ export function createEntitlementEvents(deps: {
     row.license_id = license.id;
     row.trial_kind = trialKind;
     row.delivery_token_hash = offer.tokenHashOf(row.id);
-    row.offered_build_ids = scope.builds ? offer.offeredWith(app, row, scope.builds) : await offer.offeredNow(trx, app, row);
+    row.offered_build_ids = await offer.offeredNow(trx, app, row);
     return { ...license, effective_status: 'ACTIVE', expires_at: null, download_limit: null };
   }
 
@@ -150,7 +148,7 @@ export function createEntitlementEvents(deps: {
   async function processIn(trx: Knex.Transaction, actor: WebhookActor, event: EntitlementEventInput): Promise<Applied> {
     const now = deps.clock.now();
     const opened = await store.openEvent(trx, {
-      id: newId('stl'), appId: actor.appId, shop: event.shop, now, appValue: event.app, eventId: event.event_id, entitled: event.entitled,
+      id: newId('stl'), appId: actor.appId, shop: event.shop, now, appValue: event.app, eventId: event.event_id,
     });
     // The authenticator may have answered from memory: the webhook row read now has the last word.
     deps.credentials.confirm(actor, opened?.app, now);
@@ -165,19 +163,13 @@ export function createEntitlementEvents(deps: {
     const { row, inserted } = opened.shop;
     let prior: EventRecord | undefined;
     let found: StoreLicense | undefined;
-    let builds: OfferedBuild[] | undefined;
     if (inserted) {
       // A shop seen for the first time: no license, and the first statement's reads are current (OPEN_EVENT).
       prior = opened.prior;
-      builds = event.entitled ? opened.builds : undefined;
     } else {
-      const withBuilds = event.entitled && row.license_id === null;
-      const read = await store.priorAndLicense(trx, {
-        appId: app.id, eventId: event.event_id, licenseId: row.license_id, now, withBuilds, releasedOnly: app.delivery_mode === 'released_only',
-      });
+      const read = await store.priorAndLicense(trx, { appId: app.id, eventId: event.event_id, licenseId: row.license_id, now });
       prior = read.prior;
       found = read.license;
-      builds = withBuilds ? read.builds : undefined;
     }
     if (prior) return { outcome: await echo(trx, prior, now), queued: false };
     if (isStale(event, row)) {
@@ -193,7 +185,7 @@ export function createEntitlementEvents(deps: {
       { entitled: event.entitled, trial: event.trial ?? false, test: event.test ?? false },
       found ? { ...found, trial_kind: row.trial_kind } : null,
     );
-    const scope: EventScope = { trx, app, row, event, now, queued: false, builds, writes: { mint: null, fee: null, developerId: app.developer_id } };
+    const scope: EventScope = { trx, app, row, event, now, queued: false, writes: { mint: null, fee: null, developerId: app.developer_id } };
     const license = await apply(scope, found, decision.change);
 
     const grantType = isGrantType(decision.action) && license !== undefined;

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { EFFECTIVE_PLAN_SQL, effectivePlan, type Plan } from '../accounts/plan.js';
 import { FEE_REPORT_JOB } from '../billing/fees.js';
 import { hotQuery, type Db } from '../db/knex.js';
+import type { DeliverableBuild } from '../delivery/deliverable-builds.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
 import type { CurrentWebhook } from './credentials.js';
 import { COMMERCE_PLATFORM_SOURCE, type TrialKind } from './rules.js';
@@ -87,18 +88,6 @@ export interface NewStoreLicenseKey {
   source: string;
 }
 
-/** A READY build a store may download. */
-export interface OfferedBuild {
-  id: string;
-  platform: string;
-  version: string | null;
-  package_key: string;
-  package_name: string;
-  protected_size_bytes: number;
-  sha256: string;
-  completed_at: Date;
-}
-
 /** The license an event mints and the fee it charges, written with its record (FINISH_EVENT). */
 export interface EventWrites {
   /** A new license (its id is the shop row's license_id) to insert. */
@@ -123,7 +112,6 @@ const shopFromJson = (row: Json<StoreLicenseRow>): StoreLicenseRow => ({
 const eventFromJson = (row: Json<EventRecord> | null): EventRecord | undefined =>
   row ? { ...row, occurred_at: dateOrNull(row.occurred_at), received_at: new Date(row.received_at) } : undefined;
 
-const buildsFromJson = (rows: Json<OfferedBuild>[] | null): OfferedBuild[] => (rows ?? []).map((b) => ({ ...b, completed_at: new Date(b.completed_at) }));
 
 const STATUS_AT = (q: Knex, now: Date) => q.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now]);
 
@@ -145,17 +133,15 @@ const LOCK_SHOP = `
 
 const EVENT_COLUMNS = 'app_id, event_id, kind, store_license_id, shop, app_value, entitled, occurred_at, trial, test, topic, platform_status, action, note, license_id, received_at';
 
-const NEWEST_BUILD_COLUMNS = 'id, platform, version, package_key, package_name, protected_size_bytes, sha256, completed_at';
-
 /**
  * The first statement of an event: its app with the webhook row (to confirm the credentials the
  * authenticator took from memory), and, when `app` is the product key, the shop's row taken and
  * locked (created on first sight: every event, companion request and download of a shop runs one
  * at a time). For a row just created (`inserted`) no earlier holder exists, so this statement's
  * snapshot is as good as one taken after the lock: the event id's earlier record (another shop's,
- * or an unactionable one; one committed meanwhile fails the event's insert, which runs again) and,
- * for an entitled event, the newest builds to offer come with it. $1 new row id, $2 app, $3 shop,
- * $4 now, $5 the event's app value, $6 event id, $7 entitled.
+ * or an unactionable one; one committed meanwhile fails the event's insert, which runs again) comes
+ * with it. $1 new row id, $2 app, $3 shop, $4 now, $5 the event's app value, $6 event id. The builds
+ * to offer are read after, in the same transaction, by server/delivery/deliverable-builds.ts.
  */
 const OPEN_EVENT = `
   WITH app AS (
@@ -168,29 +154,20 @@ const OPEN_EVENT = `
     ON CONFLICT (app_id, shop) WHERE shop IS NOT NULL DO UPDATE SET updated_at = store_licenses.updated_at
     RETURNING ${STORE_LICENSE_COLUMNS}, (id = $1) AS inserted)
   SELECT app.*, row_to_json(locked) AS shop,
-    (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $2 AND event_id = $6) e) AS prior,
-    (SELECT json_agg(b) FROM (
-      SELECT DISTINCT ON (platform) ${NEWEST_BUILD_COLUMNS} FROM builds
-      WHERE locked.inserted AND $7::boolean AND app_id = $2 AND status = 'READY' AND (released OR app.delivery_mode <> 'released_only')
-      ORDER BY platform, completed_at DESC, created_at DESC) b) AS builds
+    (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $2 AND event_id = $6) e) AS prior
   FROM app LEFT JOIN locked ON true`;
 
 /**
  * After the shop's lock, for a row that existed (a statement of its own, so this one's snapshot sees
- * what the previous holder committed): the event id's earlier record, the shop's license, locked,
- * and when `$5` (a license to mint) the newest builds to offer. $1 app, $2 event id, $3 license id
- * or null, $4 now, $6 released builds only.
+ * what the previous holder committed): the event id's earlier record and the shop's license, locked.
+ * $1 app, $2 event id, $3 license id or null, $4 now.
  */
 const PRIOR_AND_LICENSE = `
   WITH lic AS (
     SELECT id, license_key, license_type, expires_at, email, download_limit, (${EFFECTIVE_STATUS_SQL.replace('?', '$4')}) AS effective_status
     FROM licenses WHERE id = $3 FOR UPDATE)
   SELECT (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $1 AND event_id = $2) e) AS prior,
-    (SELECT row_to_json(lic) FROM lic) AS license,
-    (SELECT json_agg(b) FROM (
-      SELECT DISTINCT ON (platform) ${NEWEST_BUILD_COLUMNS} FROM builds
-      WHERE $5::boolean AND app_id = $1 AND status = 'READY' AND (released OR NOT $6::boolean)
-      ORDER BY platform, completed_at DESC, created_at DESC) b) AS builds`;
+    (SELECT row_to_json(lic) FROM lic) AS license`;
 
 /**
  * What an applied event leaves, in one statement: the license it mints (when $24), the license's fee
@@ -224,11 +201,6 @@ const WEBHOOK_APP = `
 
 const EVENT_APP = `SELECT id, developer_id, name, product_key, default_device_limit, delivery_mode, platforms, download_limit FROM apps WHERE id = $1`;
 
-const NEWEST_BUILDS = (releasedOnly: boolean) => `
-  SELECT DISTINCT ON (platform) id, platform, version, package_key, package_name, protected_size_bytes, sha256, completed_at
-  FROM builds WHERE app_id = $1 AND status = 'READY'${releasedOnly ? ' AND released' : ''}
-  ORDER BY platform, completed_at DESC, created_at DESC`;
-
 export function createEntitlementsStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
@@ -238,7 +210,7 @@ export function createEntitlementsStore(db: Db) {
     readyBuild: (q: Knex, appId: string, id: string) =>
       q('builds')
         .where({ id, app_id: appId, status: 'READY' })
-        .first<OfferedBuild | undefined>('id', 'platform', 'version', 'package_key', 'package_name', 'protected_size_bytes', 'sha256', 'completed_at'),
+        .first<DeliverableBuild | undefined>('id', 'platform', 'version', 'package_key', 'package_name', 'protected_size_bytes', 'sha256', 'completed_at'),
 
     webhookByToken: async (tokenHash: string) =>
       (await hotQuery<Pick<WebhookRow, 'app_id' | 'developer_id' | 'secret_hash' | 'previous_secret_hash' | 'previous_secret_expires_at'>>(
@@ -276,15 +248,15 @@ export function createEntitlementsStore(db: Db) {
     /** OPEN_EVENT: the app with its webhook row; the shop's row, locked, when the event's app value is the product key. */
     openEvent: async (
       trx: Knex.Transaction,
-      params: { id: string; appId: string; shop: string; now: Date; appValue: string; eventId: string; entitled: boolean },
+      params: { id: string; appId: string; shop: string; now: Date; appValue: string; eventId: string },
     ) => {
       const row = (
-        await hotQuery<WebhookApp & { plan: Plan; shop: (Json<StoreLicenseRow> & { inserted: boolean }) | null; prior: Json<EventRecord> | null; builds: Json<OfferedBuild>[] | null }>(
-          trx, OPEN_EVENT, [params.id, params.appId, params.shop, params.now, params.appValue, params.eventId, params.entitled], 'entitlements.open_event',
+        await hotQuery<WebhookApp & { plan: Plan; shop: (Json<StoreLicenseRow> & { inserted: boolean }) | null; prior: Json<EventRecord> | null }>(
+          trx, OPEN_EVENT, [params.id, params.appId, params.shop, params.now, params.appValue, params.eventId], 'entitlements.open_event',
         )
       )[0];
       if (!row) return undefined;
-      const { shop, prior, builds, plan, ...app } = row;
+      const { shop, prior, plan, ...app } = row;
       const locked = shop && (({ inserted, ...rest }) => ({ row: shopFromJson(rest), inserted }))(shop);
       return {
         app: app as WebhookApp,
@@ -292,26 +264,24 @@ export function createEntitlementsStore(db: Db) {
         plan,
         shop: locked || undefined,
         prior: eventFromJson(prior),
-        builds: buildsFromJson(builds),
       };
     },
 
-    /** PRIOR_AND_LICENSE: the event id's earlier record and the shop's license, locked; the builds to offer when `withBuilds`. */
+    /** PRIOR_AND_LICENSE: the event id's earlier record and the shop's license, locked. */
     priorAndLicense: async (
       trx: Knex.Transaction,
-      params: { appId: string; eventId: string; licenseId: string | null; now: Date; withBuilds: boolean; releasedOnly: boolean },
+      params: { appId: string; eventId: string; licenseId: string | null; now: Date },
     ) => {
       const row = (
         await hotQuery<{
           prior: Json<EventRecord> | null;
           license: (Omit<StoreLicense, 'expires_at'> & { expires_at: string | null }) | null;
-          builds: Json<OfferedBuild>[] | null;
         }>(
-          trx, PRIOR_AND_LICENSE, [params.appId, params.eventId, params.licenseId, params.now, params.withBuilds, params.releasedOnly], 'entitlements.prior_and_license',
+          trx, PRIOR_AND_LICENSE, [params.appId, params.eventId, params.licenseId, params.now], 'entitlements.prior_and_license',
         )
       )[0]!;
       const license: StoreLicense | undefined = row.license ? { ...row.license, expires_at: dateOrNull(row.license.expires_at) } : undefined;
-      return { prior: eventFromJson(row.prior), license, builds: buildsFromJson(row.builds) };
+      return { prior: eventFromJson(row.prior), license };
     },
 
     /** FINISH_EVENT: the minted license and its fee, the shop's row as the event left it, and the event's record (failing on an id recorded meanwhile). */
@@ -381,12 +351,6 @@ export function createEntitlementsStore(db: Db) {
 
     /** docs/contract.md: a converted paying trial frees the machine for another trial of the app. */
     freeTrialMachines: (trx: Knex.Transaction, licenseId: string) => trx('trial_starts').where({ license_id: licenseId }).delete(),
-
-    /** The newest deliverable READY build of each platform the app's builds have (released ones under released_only). */
-    newestBuildPerPlatform: (q: Knex, app: Pick<EventApp, 'id' | 'delivery_mode'>) => {
-      const releasedOnly = app.delivery_mode === 'released_only';
-      return hotQuery<OfferedBuild>(q, NEWEST_BUILDS(releasedOnly), [app.id], `entitlements.newest_builds${releasedOnly ? '_released' : ''}`);
-    },
 
     /** The store license behind a delivery page token, with its app. */
     byDeliveryToken: (tokenHash: string) =>

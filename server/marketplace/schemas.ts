@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PlatformDownloads } from '../delivery/schemas.js';
 import { LICENSE_TYPES } from '../licenses/rules.js';
 
 /** docs/contract.md: "string naming the marketplace (lowercase label)"; it becomes the license's `source`. */
@@ -33,5 +34,9 @@ export const ProvisionedLicense = z.object({
   license_key: z.string(),
   license_id: z.string(),
   app_name: z.string(),
-  download_url: z.string().nullable().describe('Signed link to the newest READY build, valid 7 days; null while no build is READY'),
+  download_url: z
+    .string()
+    .nullable()
+    .describe('Signed link to the newest READY build of any platform, valid 7 days; null while no build is READY. Kept for existing clients: `downloads` has the build of each platform'),
+  downloads: PlatformDownloads,
 });

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
-import type { SoldLicenses } from '../delivery/sold-license.js';
+import type { PlatformDownload, SoldLicenses } from '../delivery/sold-license.js';
 import { insertSoldLicense } from '../delivery/store.js';
 import { assertThat } from '../errors.js';
 import { newLicenseKey } from '../licenses/license-key.js';
@@ -14,6 +14,8 @@ export interface Provisioned {
   license_id: string;
   app_name: string;
   download_url: string | null;
+  /** One link per platform the app ships; `download_url` is the newest of them. */
+  downloads: PlatformDownload[];
   /** An earlier call already provisioned this order: its license, unchanged. */
   replayed: boolean;
 }
@@ -35,8 +37,15 @@ export function createMarketplace(deps: { store: MarketplaceStore; sold: SoldLic
         const replay = async () => {
           const existing = (await store.licenseOfOrder(trx, app.id, input.marketplace_order_id))!;
           // A refunded (revoked) order's license is answered as it is, with no download.
-          const link = existing.status === 'REVOKED' ? null : await sold.download(trx, app);
-          return { license_key: existing.license_key, license_id: existing.id, app_name: app.name, download_url: link?.download_url ?? null, replayed: true };
+          const offered = existing.status === 'REVOKED' ? null : await sold.downloads(trx, app);
+          return {
+            license_key: existing.license_key,
+            license_id: existing.id,
+            app_name: app.name,
+            download_url: offered?.download?.download_url ?? null,
+            downloads: offered?.downloads ?? [],
+            replayed: true,
+          };
         };
         // A retry of an order already provisioned is no new sale: it is answered whatever the plan is now.
         if (await store.licenseOfOrder(trx, app.id, input.marketplace_order_id)) return { result: await replay(), wake: false };
@@ -63,7 +72,14 @@ export function createMarketplace(deps: { store: MarketplaceStore; sold: SoldLic
         if (!license) return { result: await replay(), wake: false };
         const delivery = await sold.chargeAndDeliver(trx, { app, license, email, source: input.channel, licenseType: config.license_type });
         return {
-          result: { license_key: license.license_key, license_id: license.id, app_name: app.name, download_url: delivery.download?.download_url ?? null, replayed: false },
+          result: {
+            license_key: license.license_key,
+            license_id: license.id,
+            app_name: app.name,
+            download_url: delivery.download?.download_url ?? null,
+            downloads: delivery.downloads,
+            replayed: false,
+          },
           wake: delivery.emailQueued || delivery.fee === 'charged',
         };
       });

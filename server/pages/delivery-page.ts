@@ -1,3 +1,5 @@
+import { offersForVisitor, platformName } from '../delivery/deliverable-builds.js';
+import type { PlatformDownload } from '../delivery/sold-license.js';
 import { gettingStartedSteps } from '../email/delivery-message.js';
 import type { Entitlement } from '../payments/entitlement.js';
 import { escapeHtml as e, type PageOptions } from './html-page.js';
@@ -5,13 +7,39 @@ import { escapeHtml as e, type PageOptions } from './html-page.js';
 /** docs/contract.md: before fulfilment the buyer is asked to retry after about 2 seconds. */
 export const PENDING_REFRESH_SECONDS = 2;
 
-/** The bought license: key with a copy button, download button, getting started. `heading` is plain text. */
-export function deliveredPage(d: Entitlement, heading = `Thank you for buying ${d.app_name}`): PageOptions {
+const versionOf = (d: Pick<PlatformDownload, 'version'>) => (d.version ? ` ${e(d.version)}` : '');
+
+/** A build for every OS is named by the app alone; a platform's own build by its platform. */
+const labelOf = (appName: string, d: PlatformDownload) =>
+  d.build_platform === d.platform ? `${e(appName)}${versionOf(d)} for ${e(platformName(d.platform))}` : `${e(appName)}${versionOf(d)}`;
+
+/**
+ * The downloads: the visitor's own platform (read from their User-Agent) as the main button
+ * (`#download`), every other platform the app ships under "Other platforms". Without a platform
+ * the UA tells, the newest build (the single-link fields) is the main button.
+ */
+function downloadsSection(d: Entitlement, userAgent: string | undefined): string {
+  const { mine: detected, others } = offersForVisitor(d.downloads, userAgent);
+  const mine = detected ?? d.downloads.find((x) => x.build_id === d.build_id) ?? d.downloads[0]!;
+  const rest = others.filter((x) => x !== mine);
+  const other = rest.length
+    ? `<h2>Other platforms</h2>
+<ul id="other-platforms">
+${rest.map((x) => `<li data-platform="${e(x.platform)}"><a href="${e(x.download_url)}" rel="noreferrer">${labelOf(d.app_name, x)}</a></li>`).join('\n')}
+</ul>`
+    : '';
+  return `<p><a class="button" id="download" data-platform="${e(mine.platform)}" href="${e(mine.download_url)}" rel="noreferrer">Download ${labelOf(d.app_name, mine)}</a></p>
+<p class="muted">This download link works until ${e(mine.download_expires_at)}; after that, open this page again for a new one. Your license key does not expire with it.</p>
+${other}`;
+}
+
+/**
+ * The bought license: key with a copy button, the download of the visitor's platform first with the
+ * others below, getting started. `heading` is plain text.
+ */
+export function deliveredPage(d: Entitlement, userAgent: string | undefined, heading = `Thank you for buying ${d.app_name}`): PageOptions {
   const app = { appName: d.app_name, appVersion: d.app_version ?? undefined };
-  const download = d.download_url
-    ? `<p><a class="button" id="download" href="${e(d.download_url)}" rel="noreferrer">Download ${e(d.app_name)}${d.app_version ? ` ${e(d.app_version)}` : ''}</a></p>
-<p class="muted">This download link works for 7 days (until ${e(d.download_expires_at ?? '')}); open this page again for a new one. Your license key does not expire with it.</p>`
-    : `<p id="no-build">${e(d.note ?? '')}</p>`;
+  const download = d.downloads.length ? downloadsSection(d, userAgent) : `<p id="no-build">${e(d.note ?? '')}</p>`;
   // The delivery email goes out only with a download link in it.
   const emailed = d.customer_email && d.download_url ? `<p class="muted">A copy was sent by email to ${e(d.customer_email)}.</p>` : '';
   return {
@@ -38,19 +66,6 @@ export function pendingPage(): PageOptions {
     body: `<h1 id="pending">Your license is being prepared</h1>
 <p>Your payment went through; your license key and download appear here in a moment. This page refreshes by itself.</p>
 <p class="muted">If nothing changes within a few minutes, contact the seller.</p>`,
-  };
-}
-
-/**
- * A storefront buyer named by an address. An address is no secret, so the page shows no key and
- * says the same whether or not that address bought anything.
- */
-export function emailSentPage(email: string): PageOptions {
-  return {
-    title: 'Check your inbox',
-    body: `<h1 id="check-inbox">Check your inbox</h1>
-<p>If <strong>${e(email)}</strong> bought a license for this app, its license key and download link are sent to that address.
-It can take a few minutes; look in your spam folder too.</p>`,
   };
 }
 

@@ -47,7 +47,7 @@ export function redeemPageRoutes(redemption: Redemption, rateLimiter: RateLimite
             return sendPage(ctx, 400, redeemFormPage({ code, email, error: 'Enter a valid email address, or leave the field empty.' }));
           }
           const license = await redemption.redeem(code, email || null);
-          sendPage(ctx, 200, deliveredPage(license, `Your ${license.app_name} license`));
+          sendPage(ctx, 200, deliveredPage(license, ctx.get('user-agent'), `Your ${license.app_name} license`));
         } catch (err) {
           if (!(err instanceof RequestError) || err.status >= 500) throw err;
           for (const [name, value] of Object.entries(err.extra.headers ?? {})) ctx.set(name, value);

@@ -1,3 +1,4 @@
+import { platformName } from '../delivery/deliverable-builds.js';
 import { escapeHtml as e, type PageOptions } from './html-page.js';
 
 /** What the permanent delivery page of a store license shows: never the key. */
@@ -8,15 +9,6 @@ export interface StoreDeliveryView {
   downloadLimit: number;
 }
 
-const PLATFORM_NAMES: Record<string, string> = {
-  'win-x64': 'Windows (x64)',
-  'win-arm64': 'Windows (ARM64)',
-  'linux-x64': 'Linux (x64)',
-  'linux-arm64': 'Linux (ARM64)',
-  'mac-x64': 'macOS (Intel)',
-  'mac-arm64': 'macOS (Apple silicon)',
-};
-
 /** The current build of each platform, downloaded through this page's token; the allowance left. */
 export function storeDeliveryPage(v: StoreDeliveryView): PageOptions {
   const exhausted = v.downloadsLeft <= 0;
@@ -25,7 +17,7 @@ export function storeDeliveryPage(v: StoreDeliveryView): PageOptions {
 ${v.offers
   .map(
     (o) =>
-      `<li data-platform="${e(o.platform)}">${exhausted ? e(PLATFORM_NAMES[o.platform] ?? o.platform) : `<a class="button" href="${e(o.href)}" rel="noreferrer">Download for ${e(PLATFORM_NAMES[o.platform] ?? o.platform)}</a>`}${o.version ? ` <span class="muted">version ${e(o.version)}</span>` : ''}</li>`,
+      `<li data-platform="${e(o.platform)}">${exhausted ? e(platformName(o.platform)) : `<a class="button" href="${e(o.href)}" rel="noreferrer">Download for ${e(platformName(o.platform))}</a>`}${o.version ? ` <span class="muted">version ${e(o.version)}</span>` : ''}</li>`,
   )
   .join('\n')}
 </ul>`

@@ -8,9 +8,13 @@ export interface EntitledLicense {
   app_id: string;
   app_name: string;
   delivery_mode: string;
+  /** The app's platforms: one download each. */
+  platforms: string[];
   license_key: string;
   email: string | null;
   status: string;
+  /** When the license was sold: its download links' 7-day windows count from here (a refresh shows the same link). */
+  created_at: Date;
 }
 
 const LICENSE_COLUMNS = [
@@ -19,9 +23,11 @@ const LICENSE_COLUMNS = [
   'licenses.app_id',
   'apps.name as app_name',
   'apps.delivery_mode',
+  'apps.platforms',
   'licenses.license_key',
   'licenses.email',
   'licenses.status',
+  'licenses.created_at',
 ];
 
 /** Reads for the customer-facing delivery surfaces; every lookup is scoped to the app named. */

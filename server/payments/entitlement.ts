@@ -1,16 +1,19 @@
 import type { Knex } from 'knex';
 import type { DownloadLinks } from '../builds/download-link.js';
+import { deliverableOffers } from '../delivery/deliverable-builds.js';
+import { deliveryEmailRequest, linkOffers, type PlatformDownload } from '../delivery/sold-license.js';
 import type { EmailOutbox } from '../email/outbox.js';
 import { assertThat, RequestError } from '../errors.js';
 import { sessionHash } from './fulfilment.js';
 import type { EntitledLicense, EntitlementStore } from './entitlement-store.js';
-import type { PaymentsStore } from './store.js';
 
 /** What a buyer gets: docs/contract.md's six fields, plus `note` saying why the download fields are null. */
 export interface Entitlement {
   license_key: string;
   download_url: string | null;
   download_expires_at: string | null;
+  /** One link per platform the app ships; `download_url` is the newest of them. */
+  downloads: PlatformDownload[];
   app_name: string;
   app_version: string | null;
   customer_email: string | null;
@@ -24,11 +27,10 @@ const NO_BUILD_NOTE = 'No build of this app is ready for download yet; the licen
 
 /**
  * The customer-facing delivery: the entitlement of a checkout session (public endpoint, hosted
- * page) and the delivery email for a storefront buyer who names only an email address.
+ * page) and of a storefront buyer who names only an email address (hosted page).
  */
 export function createEntitlements(deps: {
   store: EntitlementStore;
-  builds: Pick<PaymentsStore, 'latestDeliverableBuild'>;
   links: DownloadLinks;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
   /** Starts the queued delivery email at once, after the commit. */
@@ -36,34 +38,35 @@ export function createEntitlements(deps: {
 }) {
   const { store, links } = deps;
 
-  /** The download link and, when the license has an address, the delivery email (queued once per license and address). */
+  /**
+   * The download links and, when the license has an address, the delivery email (queued once per
+   * license and address). The links are those of the current 7-day window since the sale, so every
+   * answer and refresh of the page within it shows the same URLs.
+   */
   async function deliver(trx: Knex.Transaction, license: EntitledLicense): Promise<{ entitlement: Entitlement; queued: boolean }> {
-    const build = await deps.builds.latestDeliverableBuild(trx, { id: license.app_id, delivery_mode: license.delivery_mode });
-    const link = build ? links.create(build.id) : null;
+    const app = { id: license.app_id, delivery_mode: license.delivery_mode, platforms: license.platforms };
+    const { download, downloads } = linkOffers(links, await deliverableOffers(trx, app), license.created_at);
     const entitlement: Entitlement = {
       license_key: license.license_key,
-      download_url: link?.download_url ?? null,
-      download_expires_at: link?.expires_at ?? null,
+      download_url: download?.download_url ?? null,
+      download_expires_at: download?.download_expires_at ?? null,
+      downloads,
       app_name: license.app_name,
-      app_version: build?.version ?? null,
+      app_version: download?.app_version ?? null,
       customer_email: license.email,
-      note: link ? null : NO_BUILD_NOTE,
-      build_id: build?.id ?? null,
+      note: download ? null : NO_BUILD_NOTE,
+      build_id: download?.build_id ?? null,
     };
     // Without a build there is no link to mail yet: the first return that has one sends it.
     const queued =
-      license.email && link
-        ? await deps.outbox.queueDeliveryEmail(trx, {
-            developerId: license.developer_id,
-            appId: license.app_id,
-            licenseId: license.id,
-            recipient: license.email,
-            appName: license.app_name,
-            appVersion: build?.version ?? undefined,
-            licenseKey: license.license_key,
-            downloadUrl: link.download_url,
-            downloadExpiresAt: link.expires_at,
-          })
+      license.email && download
+        ? await deps.outbox.queueDeliveryEmail(
+            trx,
+            deliveryEmailRequest(
+              { app: { id: license.app_id, developer_id: license.developer_id, name: license.app_name }, license, email: license.email },
+              { download, downloads },
+            ),
+          )
         : false;
     return { entitlement, queued };
   }
@@ -92,14 +95,17 @@ export function createEntitlements(deps: {
       }),
 
     /**
-     * A storefront buyer named by an address, which is no secret: nothing is shown, the delivery
-     * email goes to that address if it bought a license (once per license and address).
+     * A storefront buyer named by an address (docs/contract.md "Storefront redirect"): the newest
+     * live license that address bought, shown like a checkout's, with the delivery email (once per
+     * license and address); null while it has none (the storefront's order may not be provisioned yet).
      */
-    emailForAddress: (appId: string, email: string): Promise<void> =>
+    forAddress: (appId: string, email: string): Promise<Entitlement | null> =>
       withDelivery(async (trx) => {
         assertThat(await store.appExists(trx, appId), 'APP_NOT_FOUND', 'No such app');
         const license = await store.latestLicenseForEmail(trx, appId, email);
-        return { result: undefined, queued: license ? (await deliver(trx, license)).queued : false };
+        if (!license) return { result: null, queued: false };
+        const { entitlement, queued } = await deliver(trx, license);
+        return { result: entitlement, queued };
       }),
   };
 }

@@ -46,7 +46,7 @@ export function createFulfilment(deps: {
   log: Logger;
 }) {
   const { store } = deps;
-  const sold = createSoldLicenses({ fees: deps.fees, outbox: deps.outbox, links: deps.links, builds: store });
+  const sold = createSoldLicenses({ fees: deps.fees, outbox: deps.outbox, links: deps.links });
 
   /**
    * How the session's fee reaches the platform, or null when its Route A link may no longer sell

@@ -60,7 +60,7 @@ export function createPayments(deps: {
       afterCommit: deps.wakeJobs,
     });
   const entitlements = createEntitlements({
-    store: createEntitlementStore(deps.db), builds: store, links: deps.links, outbox: deps.outbox, wakeJobs: deps.wakeJobs,
+    store: createEntitlementStore(deps.db), links: deps.links, outbox: deps.outbox, wakeJobs: deps.wakeJobs,
   });
   return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...entitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
 }

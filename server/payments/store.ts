@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
-import { latestDeliverableBuildSql } from '../delivery/store.js';
 
 export interface PaymentConnection {
   payment_account_id: string | null;
@@ -25,6 +24,7 @@ export interface SaleApp {
   developer_id: string;
   name: string;
   delivery_mode: string;
+  platforms: string[];
   default_device_limit: number;
 }
 
@@ -126,13 +126,7 @@ export function createPaymentsStore(db: Db) {
         })
         // The Price match is what docs/contract.md names as how the app is picked; metadata only when no Price matches.
         .orderByRaw('(price_id = ANY(?)) DESC', [by.priceIds])
-        .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'default_device_limit'),
-
-    /** The newest READY build a customer may download (a released one under `released_only`). */
-    latestDeliverableBuild: (trx: Knex.Transaction, app: Pick<SaleApp, 'id' | 'delivery_mode'>) =>
-      trx
-        .raw(latestDeliverableBuildSql('?', '?::text'), [app.id, app.delivery_mode])
-        .then((r: { rows: { id: string; version: string | null }[] }) => r.rows[0]),
+        .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'platforms', 'default_device_limit'),
 
     /**
      * Mints the license of a session unless one exists: answers it, or undefined when the session

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PlatformDownloads } from '../delivery/schemas.js';
 import { PageQuery } from '../http/pagination.js';
 import { Features } from '../licenses/schemas.js';
 import { LICENSE_TYPES } from '../licenses/rules.js';
@@ -77,8 +78,12 @@ export const Redeemed = z.object({
   license_key: z.string(),
   app_name: z.string(),
   app_version: z.string().nullable(),
-  download_url: z.string().nullable().describe('Signed link to the newest READY build, valid 7 days; null while none is READY'),
+  download_url: z
+    .string()
+    .nullable()
+    .describe('Signed link to the newest READY build of any platform, valid 7 days; null while none is READY. Kept for existing clients: `downloads` has the build of each platform'),
   download_expires_at: z.iso.datetime().nullable(),
+  downloads: PlatformDownloads,
   customer_email: z.string().nullable(),
   note: z.string().nullable().describe('Why download_url is null'),
 });

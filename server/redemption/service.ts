@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
-import { deliveryEmailRequest, type Download, type SoldLicenses } from '../delivery/sold-license.js';
+import { deliveryEmailRequest, type Downloads, type SoldLicenses } from '../delivery/sold-license.js';
 import { deliveryEmail as deliveryEmailOf } from '../email/outbox.js';
 import type { NewOutboxEmail } from '../email/store.js';
 import { assertThat, RequestError, type ErrorCode } from '../errors.js';
@@ -122,26 +122,27 @@ export function createRedemption(deps: {
      * Redeems a code: mints the batch's license (its fee once, unless a trial), records the
      * redeemer's address and the time on the code, and with an address and a READY build queues the
      * delivery email, all in one statement (RedemptionStore.redeem). With an address the email,
-     * which carries the build's signed link, is rendered first from the code's app and build, one
-     * read before. A failure says why with docs/contract.md's messages.
+     * which carries a signed link per platform, is rendered first from the code's app and builds,
+     * read before; without one the builds are read after. A failure says why with docs/contract.md's messages.
      */
     async redeem(input: string, email: string | null): Promise<Entitlement> {
       const now = clock.now();
       const { hash } = canonicalOrNotFound(input);
       const licenseId = newId('lic');
       const licenseKey = newLicenseKey();
-      // With an address, the email carries the link: the code's app and build are read first.
-      let link: Download | null = null;
+      // With an address, the email carries the links: the code's app and builds are read first.
+      let offered: Downloads | null = null;
       let deliveryEmail: NewOutboxEmail | null = null;
       if (email) {
         const code = await store.redeemable(hash, now);
         if (!code) throw fail('not_found');
         if (code.status !== 'available') throw fail(code.status);
         if (!code.sellable) throw fail('seller_inactive');
-        if (code.build_id) {
-          link = sold.linkTo({ id: code.build_id, version: code.build_version });
+        offered = await sold.downloads(store.db, { id: code.app_id, delivery_mode: code.delivery_mode, platforms: code.platforms });
+        if (offered.download) {
           const app = { id: code.app_id, developer_id: code.developer_id, name: code.app_name };
-          deliveryEmail = deliveryEmailOf(deliveryEmailRequest({ app, license: { id: licenseId, license_key: licenseKey }, email }, link));
+          const links = { download: offered.download, downloads: offered.downloads };
+          deliveryEmail = deliveryEmailOf(deliveryEmailRequest({ app, license: { id: licenseId, license_key: licenseKey }, email }, links));
         }
       }
       const outcome = await store.redeem({ codeHash: hash, now, email, licenseId, licenseKey, deliveryEmail });
@@ -153,11 +154,13 @@ export function createRedemption(deps: {
         throw fail(status && status !== 'available' ? status : 'redeemed');
       }
       if (outcome.fee_charged || outcome.email_queued) deps.wakeJobs();
-      if (!email && outcome.build_id) link = sold.linkTo({ id: outcome.build_id, version: outcome.build_version });
+      offered ??= await sold.downloads(store.db, { id: outcome.app_id!, delivery_mode: outcome.delivery_mode!, platforms: outcome.platforms! });
+      const link = offered.download;
       return {
         license_key: licenseKey,
         download_url: link?.download_url ?? null,
         download_expires_at: link?.download_expires_at ?? null,
+        downloads: offered.downloads,
         app_name: outcome.app_name!,
         app_version: link?.app_version ?? null,
         customer_email: email,

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { FEE_CURRENCY, FEE_EXEMPT_LICENSE_TYPES, FEE_REPORT_JOB, feeIdempotencyKey, feeReportPayload, LICENSE_FEE_CENTS, type FeeCollection } from '../billing/fees.js';
 import { EFFECTIVE_PLAN_SQL } from '../accounts/plan.js';
 import { hotQuery, type Db } from '../db/knex.js';
-import { channelApp, latestDeliverableBuildSql } from '../delivery/store.js';
+import { channelApp } from '../delivery/store.js';
 import { SEND_EMAIL_JOB, sendEmailPayload } from '../email/outbox.js';
 import type { NewOutboxEmail } from '../email/store.js';
 import type { LicenseType } from '../licenses/rules.js';
@@ -30,29 +30,31 @@ export interface BatchCounts {
   expired: number;
 }
 
-/** What redeeming a code needs to know first when it sends the delivery email: the code's status now, its app and that app's latest deliverable build. */
+/** What redeeming a code needs to know first when it sends the delivery email: the code's status now and its app, with what choosing its builds needs. */
 export interface RedeemableCode {
   status: CodeStatus;
   sellable: boolean;
   developer_id: string;
   app_id: string;
   app_name: string;
-  build_id: string | null;
-  build_version: string | null;
+  delivery_mode: string;
+  platforms: string[];
 }
 
 /**
  * What REDEEM_SQL answers: no row for a code that does not exist; otherwise the code's status as the
- * statement began and, when this statement claimed it, the license's app and latest deliverable build.
+ * statement began and, when this statement claimed it, the license's app (its builds are read after, by
+ * server/delivery/deliverable-builds.ts).
  */
 export interface RedeemOutcome {
   status: CodeStatus;
   /** False when the code is not a trial and its seller has no active Pro subscription: nothing was claimed. */
   sellable: boolean;
   claimed: boolean;
+  app_id: string | null;
   app_name: string | null;
-  build_id: string | null;
-  build_version: string | null;
+  delivery_mode: string | null;
+  platforms: string[] | null;
   fee_charged: boolean;
   email_queued: boolean;
 }
@@ -111,7 +113,7 @@ const REDEEM_SQL = `
     UPDATE redemption_codes c SET status = 'redeemed', redeemed_at = $2, redeemed_email = $3, license_id = $4
     FROM redemption_batches b JOIN apps a ON a.id = b.app_id JOIN developers ON developers.id = b.developer_id
     WHERE b.id = c.batch_id AND c.code_hash = $1 AND (${STATUS_AT_$2}) = 'available' AND ${sellableAt$2('$9')}
-    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, b.channel, b.device_limit, b.license_expiry_days, b.license_type, b.features
+    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms, b.channel, b.device_limit, b.license_expiry_days, b.license_type, b.features
   ), license AS (
     INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, expires_at, features, source)
     SELECT $4, developer_id, app_id, $5::text, license_type, device_limit, $3,
@@ -135,23 +137,23 @@ const REDEEM_SQL = `
   ), email_job AS (
     INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT developer_id, $14::text, $15::jsonb, $16::integer FROM email RETURNING 1
   )
-  SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_name, build.id AS build_id, build.version AS build_version,
+  SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_id, claimed.app_name, claimed.delivery_mode, claimed.platforms,
     EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued
   FROM code
-  LEFT JOIN claimed ON true
-  LEFT JOIN LATERAL (${latestDeliverableBuildSql('claimed.app_id', 'claimed.delivery_mode')}) build ON true`;
+  LEFT JOIN claimed ON true`;
 
-/** A code's status now, whether its seller may sell it, its app and the app's latest deliverable build; $1 code hash, $2 now, $3 fee-exempt types. */
+/** A code's status now, whether its seller may sell it, and its app; $1 code hash, $2 now, $3 fee-exempt types. */
 const REDEEMABLE_SQL = `
-  SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$3')} AS sellable, b.developer_id, b.app_id, a.name AS app_name, build.id AS build_id, build.version AS build_version
+  SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$3')} AS sellable, b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms
   FROM redemption_codes c JOIN redemption_batches b ON b.id = c.batch_id JOIN apps a ON a.id = b.app_id
   JOIN developers ON developers.id = b.developer_id
-  LEFT JOIN LATERAL (${latestDeliverableBuildSql('b.app_id', 'a.delivery_mode')}) build ON true
   WHERE c.code_hash = $1`;
 
 export function createRedemptionStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+    /** Redeeming is one statement, not a transaction: its app's builds are read with this. */
+    db,
 
     app: (developerId: string, appId: string, now: Date) => channelApp(db, developerId, appId, now),
 
@@ -242,7 +244,7 @@ export function createRedemptionStore(db: Db) {
         )
       )[0],
 
-    /** The code's status now, its app and the app's latest deliverable build (REDEEMABLE_SQL); undefined for a code that does not exist. */
+    /** The code's status now and its app (REDEEMABLE_SQL); undefined for a code that does not exist. */
     redeemable: async (codeHash: string, now: Date) =>
       (await hotQuery<RedeemableCode>(db, REDEEMABLE_SQL, [codeHash, now, FEE_EXEMPT_LICENSE_TYPES], 'redemption.redeemable'))[0],
   };

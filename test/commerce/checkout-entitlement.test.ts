@@ -36,7 +36,8 @@ describe('GET /v1/public/checkout-session/{session_id}/entitlement', () => {
     expect(res.status).toBe(200);
     const license = await db('licenses').where({ app_id: s.app.id }).first('license_key');
     expect(res.body).toMatchObject({ license_key: license.license_key, app_name: s.app.name, app_version: s.build!.version, customer_email: 'buyer@example.com', note: null });
-    expect(Object.keys(res.body).sort()).toEqual(['app_name', 'app_version', 'customer_email', 'download_expires_at', 'download_url', 'license_key', 'note']);
+    // Issue 21 added `downloads` (one link per platform) beside the contract's fields.
+    expect(Object.keys(res.body).sort()).toEqual(['app_name', 'app_version', 'customer_email', 'download_expires_at', 'download_url', 'downloads', 'license_key', 'note']);
     expect(Date.parse(res.body.download_expires_at) - Date.now()).toBeGreaterThan(7 * 86_400_000 - 60_000);
     const download = await fetch(res.body.download_url);
     expect(download.status).toBe(200);

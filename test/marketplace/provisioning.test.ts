@@ -31,7 +31,8 @@ describe('POST /v1/marketplace/licenses', () => {
     const build = await readyBuild(t);
     const res = await provision(t, { channel: 'appsumo', license_config: { device_limit: 5, expiry_days: 30, license_type: 'subscription' } });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(['app_name', 'download_url', 'license_id', 'license_key']);
+    // Issue 21 added `downloads` (one link per platform) beside the contract's four fields.
+    expect(Object.keys(res.body).sort()).toEqual(['app_name', 'download_url', 'downloads', 'license_id', 'license_key']);
     expect(res.body.license_key).toMatch(/^[A-Z0-9]{4}(-[A-Z0-9]{4}){3}$/);
     expect(res.body.app_name).toBe('Notes Pro');
     expect(new URL(res.body.download_url).pathname).toBe(`/v1/downloads/${build.id}`);
