@@ -6,7 +6,6 @@
  * taking it for the app's file is how an update once overwrote a user's document. So in Electron
  * the app is its executable (`execPath`), and every argument after it is the user's.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { AppProcess, AppRuntime } from './platform.js';
@@ -76,6 +75,8 @@ export function appProcessOf(proc: RunningProcess): AppProcess {
         // Its own session on POSIX, so it survives our exit and a hangup of our process group. Windows
         // keeps the console shared instead (`detached` would open a new console window); a child
         // there is not ended with its parent anyway.
+        // child_process loads on first use: only a relaunch needs it.
+        const { spawn } = process.getBuiltinModule('node:child_process');
         const child = spawn(file, args, { detached: proc.platform !== 'win32', stdio: 'inherit', env: options.env ?? proc.env, cwd: options.cwd ?? cwd });
         child.once('error', reject);
         child.once('spawn', () => {
@@ -91,6 +92,7 @@ export function appProcessOf(proc: RunningProcess): AppProcess {
       for (const signal of signals) process.on(signal, ignore);
       // Synchronous on purpose: the old version's event loop is held, so nothing of it runs, reads
       // the terminal or writes to it while the new one does.
+      const { spawnSync } = process.getBuiltinModule('node:child_process');
       const result = spawnSync(file, args, { stdio: 'inherit', env: options.env ?? proc.env, cwd: options.cwd ?? cwd });
       if (result.error) {
         for (const signal of signals) process.off(signal, ignore);

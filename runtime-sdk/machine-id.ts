@@ -4,7 +4,6 @@
  * normalised the same way (lower case, no white space), as the node-machine-id package the SDK
  * used before, so fingerprints made by earlier versions still match.
  */
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -51,6 +50,8 @@ function clean(value: string | undefined): string | undefined {
 
 /** Standard output of a short command, or undefined when it fails: the id is then simply unknown. */
 function run(file: string, args: string[]): Promise<string | undefined> {
+  // child_process loads on first use: a start that reads the id from a file never pays for it.
+  const { execFile } = process.getBuiltinModule('node:child_process');
   return new Promise((resolve) => {
     execFile(file, args, { timeout: COMMAND_TIMEOUT_MS, windowsHide: true }, (err, stdout) => resolve(err ? undefined : stdout));
   });

@@ -3,7 +3,6 @@
  * usable; else the authority (a lifted revocation, renewed grace); else a license key, from
  * LATCHKEY_LICENSE_KEY or typed at the terminal. Talks to the user on stderr: stdout is the app's.
  */
-import { createInterface } from 'node:readline';
 import { createLicenseClient, type LicenseClient } from '../license-client.js';
 import { LicenseError } from '../errors.js';
 import type { LicenseClientOptions } from '../options.js';
@@ -33,7 +32,8 @@ async function* licenseKeys(io: GateIo): AsyncGenerator<string> {
     return;
   }
   // Iterating lines (rather than question()) also works when the key is piped in.
-  const prompt = createInterface({ input: io.input });
+  // readline loads only when a key must be asked for, not at every licensed start.
+  const prompt = process.getBuiltinModule('node:readline').createInterface({ input: io.input });
   const lines = prompt[Symbol.asyncIterator]();
   try {
     for (let attempt = 1; attempt <= MAX_KEY_ATTEMPTS; attempt++) {

@@ -8,7 +8,6 @@
  *
  * The tools are run as programs (file and argument list, never a shell line) with a bounded time.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -103,6 +102,8 @@ function decodeSecret(text: string | undefined): Buffer | undefined {
 
 /** Standard output of a tool that exited 0, else undefined: a missing or refusing store is simply absent. */
 function runTool(file: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string | undefined> {
+  // child_process loads on first use: where there is no OS store, no start pays for it.
+  const { execFile } = process.getBuiltinModule('node:child_process');
   return new Promise((resolve) => {
     const child = execFile(file, args, { env, timeout: TOOL_TIMEOUT_MS, windowsHide: true }, (err, stdout) => resolve(err ? undefined : stdout));
     child.stdin?.on('error', () => {});

@@ -3,7 +3,6 @@
  * and archive tools (ditto, tar). Always a file and an argument list, never a shell line, so text
  * from a manifest cannot become a command; tests replace the seam and check the exact argv.
  */
-import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
@@ -29,6 +28,8 @@ export function systemCommands(env: NodeJS.ProcessEnv, platform: NodeJS.Platform
   return {
     run: (file, args, options = {}) =>
       new Promise((resolve, reject) => {
+        // child_process loads on first use: most starts run no dialog or archive tool.
+        const { execFile } = process.getBuiltinModule('node:child_process');
         execFile(file, [...args], { env: options.env ?? env, maxBuffer: MAX_OUTPUT_BYTES, windowsHide: true }, (err, stdout, stderr) => {
           const code = (err as NodeJS.ErrnoException | null)?.code;
           // A string code (ENOENT, EACCES) is a program that did not start; a number is its exit code.

@@ -6,8 +6,6 @@
  * app started from the desktop, a service, cron) is not asked.
  */
 import { closeSync, createReadStream, openSync, writeSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { isatty, ReadStream } from 'node:tty';
 import { BUTTON_LABELS, dialogTitle, headline, type PromptChoice, type UpdateOffer } from './offer.js';
 
 export interface TerminalIo {
@@ -39,6 +37,8 @@ export function openTerminal(os: NodeJS.Platform): TerminalIo | undefined {
     closeSync(input);
     return undefined;
   }
+  // tty and readline load when there is a question to ask, not with the SDK at every start.
+  const { isatty, ReadStream } = process.getBuiltinModule('node:tty');
   const stream = isatty(input) ? new ReadStream(input) : createReadStream('', { fd: input });
   return {
     input: stream,
@@ -66,7 +66,7 @@ export async function askAtTerminal(offer: UpdateOffer, io: TerminalIo): Promise
   const notes = offer.releaseNotes ? `\n${forTerminal(offer.releaseNotes)}\n` : '';
   io.write(`\n${forTerminal(dialogTitle(offer))}\n${forTerminal(headline(offer))}\n${notes}\n`);
   io.write(`${BUTTON_LABELS.install} [i], ${BUTTON_LABELS.later.toLowerCase()} [n], ${BUTTON_LABELS.skip.toLowerCase()} [s]? `);
-  const lines = createInterface({ input: io.input, terminal: false });
+  const lines = process.getBuiltinModule('node:readline').createInterface({ input: io.input, terminal: false });
   try {
     for await (const line of lines) return ANSWERS[line.trim().toLowerCase()] ?? 'later';
     // End of input: nobody answered.
