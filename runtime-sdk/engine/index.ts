@@ -85,6 +85,21 @@ const RETRY_LIMIT = 0;
  * offline or slow, the app starts from the cache (docs/protocol.md, Timing).
  */
 const REVALIDATE_BUDGET_MS = 1_500;
+/**
+ * A command-line app is often done before the authority has answered the update check, whose
+ * request does not hold the process: its exit waits for the answer this long at most. Once the
+ * check has answered, what follows holds the process by itself (the question's dialog, the
+ * download's sockets, the install's file operations), as the user is then part of it.
+ */
+const UPDATE_CHECK_EXIT_WAIT_MS = 1_500;
+
+/** Keeps the process up when the app is done but `work` is not, for `ms` at most. */
+function waitAtExit(work: Promise<unknown>, ms: number): void {
+  process.once('beforeExit', () => {
+    const hold = setTimeout(() => undefined, ms);
+    void work.finally(() => clearTimeout(hold));
+  });
+}
 
 export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry): Promise<void> {
   const refuse = (message: string) => {
@@ -134,7 +149,7 @@ export async function runProtectedApp({ config, ownFile, vault }: ProtectedEntry
   // background, so the app starts now whatever the network does. An install it leads to ends
   // this process and starts the new version with the same arguments.
   const updater = createUpdater({ license, appName, appFile: ownFile });
-  void updater.checkInBackground();
+  waitAtExit(updater.checkInBackground(), UPDATE_CHECK_EXIT_WAIT_MS);
   await importFromMemory(app);
   // The app's code loaded and ran its start: this version works, the old copy can go.
   void updater.markHealthy();
