@@ -3,28 +3,16 @@
  * must not stretch offline grace. Grace runs from the signed token's issue time to its expiry.
  */
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LicenseClient } from '../../runtime-sdk/index.js';
-import { FakeAuthority } from './support/fake-authority.js';
+import { fakeAuthoritySuite } from './support/fake-authority-suite.js';
 import { resealCache } from './support/cache-reseal.js';
-import { FakeClock, HOUR } from './support/fake-clock.js';
+import { HOUR } from './support/fake-clock.js';
 import { fakeMachine, tempDir } from './support/fake-machine.js';
 import { clientOn, SALT } from './support/sdk-client.js';
 
 const KEY = 'RSEL-2345-6789-ABCD';
-const clock = new FakeClock();
-let authority: FakeAuthority;
-const open: LicenseClient[] = [];
-
-beforeAll(async () => {
-  authority = await new FakeAuthority(clock).start();
-  authority.addLicense(KEY, { deviceLimit: 100 });
-});
-afterAll(() => authority.close());
-afterEach(async () => {
-  authority.down = false;
-  await Promise.all(open.splice(0).map((c) => c.dispose()));
-});
+const { clock, authority, open } = await fakeAuthoritySuite(KEY);
 
 async function started(machine: ReturnType<typeof fakeMachine>, dir: string): Promise<LicenseClient> {
   const client = await clientOn(machine, authority, clock, dir);

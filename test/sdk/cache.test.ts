@@ -1,26 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Components } from '../../runtime-sdk/fingerprint/index.js';
 import type { LicenseClient, LicenseStatus } from '../../runtime-sdk/index.js';
-import { FakeAuthority } from './support/fake-authority.js';
-import { FakeClock } from './support/fake-clock.js';
+import { fakeAuthoritySuite } from './support/fake-authority-suite.js';
 import { fakeMachine, tempDir } from './support/fake-machine.js';
 import { clientOn, SALT } from './support/sdk-client.js';
 
 const KEY = 'ABCD-EFGH-JKLM-NPQR';
-const clock = new FakeClock();
-let authority: FakeAuthority;
-const open: LicenseClient[] = [];
-
-beforeAll(async () => {
-  authority = await new FakeAuthority(clock).start();
-  authority.addLicense(KEY, { deviceLimit: 100 });
-});
-afterAll(() => authority.close());
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.dispose()));
-});
+const { clock, authority, open } = await fakeAuthoritySuite(KEY);
 
 async function track(client: Promise<LicenseClient>): Promise<LicenseClient> {
   const c = await client;

@@ -3,27 +3,15 @@
  * the sealed cache; a start inside grace matches by the component rule without the network or a
  * second probe, so a changed network card does not cost the license.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LicenseClient, LicenseClientOptions, LicenseStatus } from '../../runtime-sdk/index.js';
-import { FakeAuthority } from './support/fake-authority.js';
-import { FakeClock, HOUR } from './support/fake-clock.js';
+import { fakeAuthoritySuite } from './support/fake-authority-suite.js';
+import { HOUR } from './support/fake-clock.js';
 import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
 import { clientOn } from './support/sdk-client.js';
 
 const KEY = 'FPTL-2345-6789-ABCD';
-const clock = new FakeClock();
-let authority: FakeAuthority;
-const open: LicenseClient[] = [];
-
-beforeAll(async () => {
-  authority = await new FakeAuthority(clock).start();
-  authority.addLicense(KEY, { deviceLimit: 100 });
-});
-afterAll(() => authority.close());
-afterEach(async () => {
-  authority.down = false;
-  await Promise.all(open.splice(0).map((c) => c.dispose()));
-});
+const { clock, authority, open } = await fakeAuthoritySuite(KEY);
 
 async function started(machine: FakeMachine, dir: string, overrides: Partial<LicenseClientOptions> = {}): Promise<LicenseClient> {
   const client = await clientOn(machine, authority, clock, dir, overrides);
