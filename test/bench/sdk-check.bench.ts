@@ -5,7 +5,6 @@
  * of a shipped app waits for) and in a warm process (the SDK's own work). Plus the fingerprint: cold (hardware probes) and warm (remembered).
  */
 import { spawn } from 'node:child_process';
-import * as esbuild from 'esbuild';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createLicenseClient } from '../../runtime-sdk/index.js';
@@ -21,6 +20,7 @@ import { FakeAuthority } from '../sdk/support/fake-authority.js';
 import { tempDir } from '../sdk/support/fake-machine.js';
 import { defineBench } from './lib.js';
 import { REPO_ROOT } from './processes.js';
+import { bundleSdkScript } from './sdk-bundle.js';
 import { goalTable, measurementTable, type Goal, type Measurement } from './report.js';
 import { sampleSummary, timed } from './samples.js';
 
@@ -33,28 +33,6 @@ const KEY = 'BNCH-2345-6789-ABCD';
 type StartConfig = Record<string, unknown>;
 
 const summary = (caseName: string, target: string, samples: number[]) => sampleSummary(BENCH, caseName, target, samples);
-
-/**
- * Bundles `sdk-start.ts` with esbuild as an app would ship (lazy imports become chunks, the native
- * addon stays a package), so fresh starts measure Node, not the TypeScript loader.
- */
-async function bundleStartScript(): Promise<string> {
-  const outdir = path.join(REPO_ROOT, 'test/.artifacts/bench-sdk-start');
-  await esbuild.build({
-    entryPoints: [path.join(REPO_ROOT, 'test/bench/sdk-start.ts')],
-    outdir,
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: ['sodium-native'],
-    // CommonJS dependencies (systeminformation) require Node built-ins.
-    banner: { js: "import { createRequire as __sdkRequire } from 'node:module'; const require = __sdkRequire(import.meta.url);" },
-    logLevel: 'warning',
-  });
-  return path.join(outdir, 'sdk-start.js');
-}
 
 interface FreshStart {
   ms: number;
@@ -125,7 +103,7 @@ export default defineBench({
       verifyRuntimeToken((await readFile(tokenFile, 'utf8')).trim(), options.publicKeys, { appId: options.appId, device, nowSeconds: Date.now() / 1000 });
     };
 
-    const script = await bundleStartScript();
+    const script = await bundleSdkScript(path.join(REPO_ROOT, 'test/bench/sdk-start.ts'), path.join(REPO_ROOT, 'test/.artifacts/bench-sdk-start'));
     progress(`${PROCESS_SAMPLES} fresh-process starts each (SDK, bare), bundled with esbuild`);
     const [sdkRuns, bareRuns] = await alternate(PROCESS_SAMPLES, () => startInFreshProcess(script, 'sdk', config), () => startInFreshProcess(script, 'bare', config));
     if (sdkRuns.some((r) => r.memoryProtection !== 'sodium')) throw new Error('the secrets did not move into sodium memory');
@@ -148,9 +126,10 @@ export default defineBench({
           const anchor = await quickAnchor(hostPlatform);
           const binding = read.kind === 'present' && read.envelope.binding?.kind === 'install' ? Buffer.from(read.envelope.binding.id, 'base64') : undefined;
           const key = maskedMemory.store(deriveMemoKey(anchor!, options.fingerprintSalt, options.appId, binding));
-          const hash = read.kind === 'present' ? openMemo(read.envelope, key, `latchkey-license-cache/v1/${options.appId}`) : undefined;
+          const memo = read.kind === 'present' ? openMemo(read.envelope, key, `latchkey-license-cache/v1/${options.appId}`) : undefined;
           key.dispose();
-          if (hash?.toString('hex') !== device) throw new Error('the remembered fingerprint does not match');
+          // The memo is the fingerprint's hash with its component hashes, as JSON.
+          if (!memo || (JSON.parse(memo.toString('utf8')) as { hash?: string }).hash !== device) throw new Error('the remembered fingerprint does not match');
         }),
       );
     }

@@ -6,7 +6,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import * as esbuild from 'esbuild';
 import { systemClock } from '../../runtime-sdk/clock.js';
 import { FakeAuthority } from '../sdk/support/fake-authority.js';
 import { tempDir } from '../sdk/support/fake-machine.js';
@@ -14,6 +13,7 @@ import { startNetworkApp, type AppRun } from '../sdk/support/network-app-process
 import { SilentServer } from '../sdk/support/silent-server.js';
 import { defineBench } from './lib.js';
 import { REPO_ROOT } from './processes.js';
+import { bundleSdkScript } from './sdk-bundle.js';
 import { sampleSummary } from './samples.js';
 
 const BENCH = 'sdk-exit';
@@ -25,28 +25,13 @@ const GOAL_MS = 50;
 /** The app without the SDK: the same lines, the same wait for stdin. */
 const BARE_APP = `process.stdout.write('valid\\nwaiting\\n'); for await (const _ of process.stdin); process.stdout.write('last line\\n');\n`;
 
-async function bundleApp(outdir: string): Promise<string> {
-  await esbuild.build({
-    entryPoints: [path.join(REPO_ROOT, 'test/sdk/support/network-app.ts')],
-    outfile: path.join(outdir, 'network-app.mjs'),
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: ['sodium-native'],
-    banner: { js: "import { createRequire as __sdkRequire } from 'node:module'; const require = __sdkRequire(import.meta.url);" },
-    logLevel: 'warning',
-  });
-  return path.join(outdir, 'network-app.mjs');
-}
-
 export default defineBench({
   title: 'runtime SDK exit: a command-line app from its last line to exit, the authority never answering, vs the same app without the SDK',
   async run(ctx) {
     const progress = (message: string) => process.stderr.write(`  ${BENCH}: ${message}\n`);
     const outdir = path.join(REPO_ROOT, 'test/.artifacts/bench-sdk-exit');
     fs.mkdirSync(outdir, { recursive: true });
-    const sdkApp = [await bundleApp(outdir)];
+    const sdkApp = [await bundleSdkScript(path.join(REPO_ROOT, 'test/sdk/support/network-app.ts'), outdir)];
     const bareApp = [path.join(outdir, 'bare-app.mjs')];
     fs.writeFileSync(bareApp[0]!, BARE_APP);
 
