@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { PLATFORMS } from '../apps/schemas.js';
+import { hotQuery } from '../db/knex.js';
 
 /**
  * The one owner of "which build does this customer get": every delivery surface (checkout
@@ -121,20 +122,20 @@ export function offersForVisitor<T extends VisitorChoice>(offers: readonly T[], 
   return { mine, others: offers.filter((o) => o !== mine) };
 }
 
+/** $1 app, $2 released builds only (`released_only`). */
+const NEWEST_DELIVERABLE_BUILDS = `
+  SELECT DISTINCT ON (platform) id, platform, version, package_key, package_name, protected_size_bytes, sha256, completed_at
+  FROM builds WHERE app_id = $1 AND status = 'READY' AND (released OR NOT $2::boolean)
+  ORDER BY platform, completed_at DESC, created_at DESC`;
+
 /**
  * The newest deliverable READY build of each platform the app's builds have (released ones only
  * under `released_only`), in the caller's transaction so that what is sold and what is offered
- * come from one snapshot.
+ * come from one snapshot. A prepared statement (db/knex.ts hotQuery): every sale and webhook grant
+ * runs it, and knex's per-query machinery cost as much CPU as the query there.
  */
 export function newestDeliverableBuilds(q: Knex, app: { id: string; delivery_mode: string }): Promise<DeliverableBuild[]> {
-  return q('builds')
-    .distinctOn('platform')
-    .select('id', 'platform', 'version', 'package_key', 'package_name', 'protected_size_bytes', 'sha256', 'completed_at')
-    .where({ app_id: app.id, status: 'READY' })
-    .modify((b) => {
-      if (app.delivery_mode === 'released_only') b.where({ released: true });
-    })
-    .orderBy([{ column: 'platform' }, { column: 'completed_at', order: 'desc' }, { column: 'created_at', order: 'desc' }]);
+  return hotQuery<DeliverableBuild>(q, NEWEST_DELIVERABLE_BUILDS, [app.id, app.delivery_mode === 'released_only'], 'delivery.newest_deliverable_builds');
 }
 
 /** What a sold app's delivery reads: its platforms and delivery mode. */
