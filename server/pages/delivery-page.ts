@@ -69,6 +69,15 @@ export function pendingPage(): PageOptions {
   };
 }
 
+export function emailSentPage(email: string): PageOptions {
+  return {
+    title: 'Check your inbox',
+    body: `<h1 id="check-inbox">Check your inbox</h1>
+<p>The license key and download links for <strong>${e(email)}</strong> are sent to that address.
+It can take a few minutes; look in your spam folder too.</p>`,
+  };
+}
+
 export function errorPage(detail: string): PageOptions {
   return { title: 'Not found', body: `<h1>Not found</h1>\n<p id="error-detail">${e(detail)}</p>` };
 }

@@ -3,7 +3,7 @@ import { RequestError } from '../errors.js';
 import { defineRoute } from '../http/route.js';
 import type { Entitlements } from '../payments/entitlement.js';
 import { AppId, CheckoutSessionId } from '../payments/entitlement-schemas.js';
-import { deliveredPage, errorPage, pendingPage } from './delivery-page.js';
+import { deliveredPage, emailSentPage, errorPage, pendingPage } from './delivery-page.js';
 import { sendPage } from './html-page.js';
 
 const DeliveryPageQuery = z
@@ -23,7 +23,8 @@ export function deliveryPageRoutes(entitlements: Entitlements) {
       description:
         'With `session_id` and `app_id`: the license key with a copy button, a download button (signed link, 7 days) and getting-started text; ' +
         'while the payment notification is not processed, a page that refreshes itself every 2 seconds. A refresh shows the same key and links. ' +
-        'With `app_id` and `email` (generic storefront redirect, docs/contract.md): the same page for the newest live license bought with that address, ' +
+        'With `app_id` and `email` (generic storefront redirect, docs/contract.md): the same page for the newest live license bought with that address ' +
+        'within an hour of its sale (the buyer arrives from the checkout; an address is no secret, so later the page says to check the inbox and shows no key), ' +
         'and its delivery email (once per license and address); while the address has none (the order not provisioned yet), the self-refreshing page. ' +
         'One download per platform the app ships: the visitor\'s own platform (read from the User-Agent) first, the others under "Other platforms"; ' +
         'the links are those of the current 7-day window since the sale, so a refresh shows the same links. ' +
@@ -33,9 +34,12 @@ export function deliveryPageRoutes(entitlements: Entitlements) {
       fileResponse: { description: 'The HTML page', contentType: 'text/html' },
       handler: async ({ query, ctx }) => {
         try {
-          const entitlement =
-            query.email !== undefined ? await entitlements.forAddress(query.app_id, query.email) : await entitlements.forSession(query.app_id, query.session_id!);
-          sendPage(ctx, 200, entitlement ? deliveredPage(entitlement, ctx.get('user-agent')) : pendingPage());
+          if (query.email !== undefined) {
+            const found = await entitlements.forAddress(query.app_id, query.email);
+            if (!found) return sendPage(ctx, 200, pendingPage());
+            return sendPage(ctx, 200, found.shown ? deliveredPage(found.entitlement, ctx.get('user-agent')) : emailSentPage(query.email));
+          }
+          sendPage(ctx, 200, deliveredPage(await entitlements.forSession(query.app_id, query.session_id!), ctx.get('user-agent')));
         } catch (err) {
           if (!(err instanceof RequestError) || err.status !== 404) throw err;
           // Pending is the expected first answer after paying, not a failure.

@@ -46,14 +46,20 @@ export function createEntitlementStore(db: Db) {
     licenseOfSession: (q: Knex | Knex.Transaction, appId: string, sessionHash: string) =>
       licenses(q).where({ 'licenses.payment_session_hash': sessionHash, 'licenses.app_id': appId }).first<EntitledLicense | undefined>(LICENSE_COLUMNS),
 
-    /** The newest live license of an app bought with an address (case-insensitively). */
-    latestLicenseForEmail: (q: Knex | Knex.Transaction, appId: string, email: string) =>
+    /**
+     * The newest live license of an app bought with an address (case-insensitively), and whether it
+     * was sold within `recentMs` (by the database's clock, which stamped the sale).
+     */
+    latestLicenseForEmail: (q: Knex | Knex.Transaction, appId: string, email: string, recentMs: number) =>
       licenses(q)
         .where({ 'licenses.app_id': appId })
         .whereNot({ 'licenses.status': 'REVOKED' })
         .whereRaw('lower(licenses.email) = lower(?)', [email])
         .orderBy('licenses.created_at', 'desc')
-        .first<EntitledLicense | undefined>(LICENSE_COLUMNS),
+        .first<(EntitledLicense & { recent: boolean }) | undefined>([
+          ...LICENSE_COLUMNS,
+          q.raw('licenses.created_at > now() - make_interval(secs => ?) as recent', [recentMs / 1000]),
+        ]),
   };
 }
 

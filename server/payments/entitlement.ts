@@ -22,6 +22,19 @@ export interface Entitlement {
   build_id: string | null;
 }
 
+/**
+ * How long after a sale the storefront redirect's page shows the license to whoever names the
+ * buyer's address: the buyer arrives there straight from the storefront's checkout. An address is
+ * no secret, so past this the page only sends the delivery email to that address.
+ */
+export const STOREFRONT_REVEAL_MS = 60 * 60 * 1000;
+
+/** A storefront buyer's license as the page may show it: in full within STOREFRONT_REVEAL_MS of the sale, else only mailed. */
+export interface AddressEntitlement {
+  entitlement: Entitlement;
+  shown: boolean;
+}
+
 export const NOT_PROVISIONED_DETAIL = 'license not yet provisioned; retry in about 2 seconds';
 const NO_BUILD_NOTE = 'No build of this app is ready for download yet; the license key already works. Ask again later for the download link.';
 
@@ -99,13 +112,13 @@ export function createEntitlements(deps: {
      * live license that address bought, shown like a checkout's, with the delivery email (once per
      * license and address); null while it has none (the storefront's order may not be provisioned yet).
      */
-    forAddress: (appId: string, email: string): Promise<Entitlement | null> =>
+    forAddress: (appId: string, email: string): Promise<AddressEntitlement | null> =>
       withDelivery(async (trx) => {
         assertThat(await store.appExists(trx, appId), 'APP_NOT_FOUND', 'No such app');
-        const license = await store.latestLicenseForEmail(trx, appId, email);
+        const license = await store.latestLicenseForEmail(trx, appId, email, STOREFRONT_REVEAL_MS);
         if (!license) return { result: null, queued: false };
         const { entitlement, queued } = await deliver(trx, license);
-        return { result: entitlement, queued };
+        return { result: { entitlement, shown: license.recent }, queued };
       }),
   };
 }

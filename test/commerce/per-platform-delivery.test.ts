@@ -174,5 +174,13 @@ describe('contract rules (issue 21)', () => {
     expect(stranger.status).toBe(200);
     expect(stranger.body).toMatch(/id="pending"/);
     expect(stranger.body).not.toContain(sold.body.license_key);
+
+    // An address is no secret: an hour after the sale the page no longer shows the key to whoever names it, and says where it went.
+    await db('licenses').where({ id: sold.body.license_id }).update({ created_at: db.raw("now() - interval '61 minutes'") });
+    const later = await call('GET', url, { headers: { 'user-agent': WINDOWS_UA } });
+    expect(later.status).toBe(200);
+    expect(later.body).toMatch(/id="check-inbox"/);
+    expect(later.body).not.toContain(sold.body.license_key);
+    expect(await db('email_outbox').where({ license_id: sold.body.license_id, kind: 'license_delivery' }).select('id')).toHaveLength(1);
   });
 });
