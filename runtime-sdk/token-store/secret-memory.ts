@@ -24,7 +24,17 @@ export interface SecretMemory {
   store(bytes: Uint8Array): SecretBuffer;
 }
 
-type Sodium = typeof import('sodium-native');
+/**
+ * What secret memory uses of sodium-native, written out: the SDK's published types must not need
+ * sodium-native's, an optional dependency an app may leave out.
+ */
+interface Sodium {
+  sodium_malloc(size: number): Buffer;
+  sodium_mprotect_noaccess(buffer: Buffer): void;
+  sodium_mprotect_readonly(buffer: Buffer): void;
+  sodium_mprotect_readwrite(buffer: Buffer): void;
+  sodium_memzero(buffer: Buffer): void;
+}
 
 /** How sodium-native is had: imported where the app carries it, or the copy a protected executable carries (engine/native-addon.ts). */
 export type SodiumLoader = () => Promise<OptionalModule<Sodium>>;
