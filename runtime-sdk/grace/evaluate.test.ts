@@ -22,6 +22,13 @@ describe('grace anchored to the signed token', () => {
     expect(stretched).toMatchObject({ state: 'expired', reason: 'grace_exhausted', graceEndsAt: T0 + 72 * HOUR + 5 * MINUTE });
   });
 
+  it('a token issued late in its second is fresh right away: iat counts whole seconds', () => {
+    const now = T0 + 900;
+    expect(evaluateGrace({ ...base, now, highWaterAt: now, freshForMs: 100 }).state).toBe('valid');
+    expect(evaluateGrace({ ...base, now: T0 + 1_100, highWaterAt: T0 + 1_100, freshForMs: 100 }).state).toBe('valid');
+    expect(evaluateGrace({ ...base, now: T0 + 1_101, highWaterAt: T0 + 1_101, freshForMs: 100 }).state).toBe('grace');
+  });
+
   it('the high-water mark refuses a clock set back, whatever the token says', () => {
     expect(evaluateGrace({ ...base, now: T0 + HOUR, highWaterAt: T0 + 50 * HOUR }).state).toBe('tampered');
     expect(evaluateGrace({ ...base, now: T0 + 50 * HOUR - 4 * MINUTE, highWaterAt: T0 + 50 * HOUR }).state).toBe('grace');

@@ -32,6 +32,8 @@ export interface GraceOutcome {
 }
 
 const HOUR_MS = 3_600_000;
+/** `iat` counts whole seconds: the contact it dates happened within the second after it. */
+const IAT_RESOLUTION_MS = 1_000;
 
 export function evaluateGrace(input: GraceInput): GraceOutcome {
   const { now, claims, serverSkewMs, highWaterAt, toleranceMs, freshForMs } = input;
@@ -45,6 +47,7 @@ export function evaluateGrace(input: GraceInput): GraceOutcome {
   if (now < highWaterAt - toleranceMs || serverNow < claims.iat * 1000 - toleranceMs) return outcome('tampered', 'clock_rollback');
   if (claims.license_expires_at !== null && serverNow >= claims.license_expires_at * 1000) return outcome('expired', 'license_expired');
   if (now >= graceEndsAt) return outcome('expired', 'grace_exhausted');
-  if (now - onlineAt <= freshForMs) return outcome('valid', null);
+  // Fresh counts from the end of the token's second (grace, above, from its start, the stricter end).
+  if (now - onlineAt <= freshForMs + IAT_RESOLUTION_MS) return outcome('valid', null);
   return outcome('grace', 'offline');
 }

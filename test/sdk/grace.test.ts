@@ -30,7 +30,8 @@ describe('offline grace and clock tampering (pure function of clock, token, meas
   const cases: { name: string; input: GraceInput; state: string; reason: string | null; graceEndsAt?: number }[] = [
     { name: 'just activated', input: input({}), state: 'valid', reason: null, graceEndsAt: T0 + 72 * HOUR },
     { name: 'within the fresh window', input: input({ now: T0 + 2 * HOUR }), state: 'valid', reason: null },
-    { name: 'offline past the fresh window', input: input({ now: T0 + 2 * HOUR + 1 }), state: 'grace', reason: 'offline' },
+    // The fresh window counts from the end of the token's second (iat is whole seconds).
+    { name: 'offline past the fresh window', input: input({ now: T0 + 2 * HOUR + 1_001 }), state: 'grace', reason: 'offline' },
     { name: 'last minute of grace', input: input({ now: T0 + 72 * HOUR - 1 }), state: 'grace', reason: 'offline' },
     { name: 'grace exhausted exactly', input: input({ now: T0 + 72 * HOUR }), state: 'expired', reason: 'grace_exhausted' },
     { name: 'long after grace', input: input({ now: T0 + 30 * 24 * HOUR }), state: 'expired', reason: 'grace_exhausted' },
