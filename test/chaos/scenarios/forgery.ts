@@ -90,8 +90,10 @@ export async function forgerySuite(sheet: FigureSheet, server: LatchkeyProcess):
     // Manifests: the genuine one is offered (the user is asked); no forgery may get that far.
     let asked = 0;
     let genuineManifest = '';
+    // The app is this process's own script (the updater accepts no other file); every question is
+    // answered "later", so nothing is downloaded or replaced.
     const updaterOf = (sdk: LicenseClient) =>
-      createUpdater({ license: sdk, prompt: { ask: async () => (asked++, 'later') }, appFile: path.join(dirs[0]!, 'app.bin') });
+      createUpdater({ license: sdk, prompt: { ask: async () => (asked++, 'later') } });
     const updater = updaterOf(genuine);
     proxy.replaceManifest = (manifest) => (genuineManifest = manifest);
     const offered = await updater.checkInBackground();
@@ -126,7 +128,7 @@ export async function forgerySuite(sheet: FigureSheet, server: LatchkeyProcess):
     if (!isUsable((await late.activate(license.license_key)).state)) throw new Error('a client with a later clock was refused: the suite itself is broken');
     proxy.replaceManifest = () => genuineManifest;
     let askedLate = 0;
-    await createUpdater({ license: late, prompt: { ask: async () => (askedLate++, 'later') }, appFile: path.join(dirs[0]!, 'app.bin') }).checkInBackground();
+    await createUpdater({ license: late, prompt: { ask: async () => (askedLate++, 'later') } }).checkInBackground();
     judged('update manifest (SDK check): expired', askedLate > 0);
     await late.dispose();
 
