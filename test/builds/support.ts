@@ -78,14 +78,17 @@ export async function uploadBuild(o: Owner, file: { data: Uint8Array<ArrayBuffer
   return res.body as { id: string } & Record<string, any>;
 }
 
-/** Polls the build until its job is done with it. */
+/** Polls the build until its job is done with it: at most 1,500 polls (about 150 s past the requests' own time). */
 export async function settled(o: Owner, buildId: string): Promise<Record<string, any>> {
-  for (;;) {
+  let last: Record<string, any> = {};
+  for (let poll = 0; poll < 1_500; poll++) {
     const res = await o.call('GET', `/v1/apps/${o.app.id}/builds/${buildId}`, { token: o.dev.accessToken });
     expect(res.status).toBe(200);
-    if (res.body.status === 'READY' || res.body.status === 'FAILED') return res.body;
+    last = res.body;
+    if (last.status === 'READY' || last.status === 'FAILED') return last;
     await new Promise((r) => setTimeout(r, 100));
   }
+  throw new Error(`build ${buildId} still ${last.status} after 1,500 polls`);
 }
 
 /** Every stored object, as paths relative to the storage root (staging included). */
