@@ -68,7 +68,7 @@ describe('the runtime token in a protected executable', () => {
 
   it('is held at most once at the first start (activation) and at a start from the cache', async () => {
     const user = home();
-    for (const env of [{ LATCHKEY_LICENSE_KEY: licenseKey }, {}]) {
+    for (const env of [{ LATCHKEY_LICENSE_KEY: licenseKey }, {}] as Record<string, string>[]) {
       for (const copies of await snapshotOf(user, env)) expect(copies).toBeLessThanOrEqual(1);
     }
   });
