@@ -3,36 +3,18 @@
  * new disk, a new network card in a VM) is recognised by its component hashes and keeps its seat;
  * another machine still needs a seat of its own. The SDK against the real server (Koa + PostgreSQL).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLicenseClient, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { createApp, createLicense, randomFingerprint, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
-import { client, type Call } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
+import { startRealAuthority } from './support/real-authority.js';
 
-let database: TestDatabase;
-let server: TestServer;
-let call: Call;
-let dev: TestDeveloper;
-let base: Omit<LicenseClientOptions, 'cacheDir'>;
+const { server, call, dev, app, publicKeys } = await startRealAuthority();
+const base: Omit<LicenseClientOptions, 'cacheDir'> = { appId: app.id, serverUrl: server.url, publicKeys, fingerprintSalt: app.fingerprint_salt, appVersion: '2.3.0', refreshOnStart: false, startupDelayMs: 0, retryLimit: 0 };
 const clients: LicenseClient[] = [];
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer({ database });
-  call = client(server.url);
-  dev = await registerDeveloper(call);
-  await setPlan(call, server.adminToken, dev.id, 'pro');
-  const app = await createApp(call, dev);
-  const keys = await call('GET', '/v1/public/keys');
-  base = { appId: app.id, serverUrl: server.url, publicKeys: keys.body, fingerprintSalt: app.fingerprint_salt, appVersion: '2.3.0', refreshOnStart: false, startupDelayMs: 0, retryLimit: 0 };
-});
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.dispose()));
-  await server.close();
-  await database.drop();
 });
 
 /** A fresh installation (its own cache folder) on `machine`. */

@@ -3,57 +3,39 @@
  * `createLicenseClient` answers, so a revoked license is refused at the first online start; a
  * missing or hung network costs at most the budget, and the start goes on from the cache.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLicenseClient, LicenseError, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { createApp, createLicense, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
-import { client, type Call } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { createLicense } from '../support/fixtures.js';
 import { FakeClock, HOUR } from './support/fake-clock.js';
 import { fakeMachine, tempDir } from './support/fake-machine.js';
+import { startRealAuthority } from './support/real-authority.js';
 import { RecordingProxy } from './support/recording-proxy.js';
 import { SilentServer } from './support/silent-server.js';
 
 const BLOCKING = { revalidate: { blockingMs: 5_000 } } as const;
-let database: TestDatabase;
-let server: TestServer;
-let call: Call;
-let dev: TestDeveloper;
-let base: LicenseClientOptions;
+const { server, call, dev, app, publicKeys } = await startRealAuthority();
+const machine = fakeMachine('RV1');
+const base: LicenseClientOptions = {
+  appId: app.id,
+  serverUrl: server.url,
+  publicKeys,
+  fingerprintSalt: app.fingerprint_salt,
+  appVersion: '1.0.0',
+  platform: machine.platform,
+  fingerprintProbes: machine.probes,
+  memoryProtection: 'masked',
+  retryLimit: 1,
+  retryBaseDelayMs: 10,
+};
 /** The app's clock, the server's time at the start of each test. */
 let clock: FakeClock;
 const clients: LicenseClient[] = [];
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startTestServer({ database });
-  call = client(server.url);
-  dev = await registerDeveloper(call);
-  await setPlan(call, server.adminToken, dev.id, 'pro');
-  const app = await createApp(call, dev);
-  const machine = fakeMachine('RV1');
-  base = {
-    appId: app.id,
-    serverUrl: server.url,
-    publicKeys: (await call('GET', '/v1/public/keys')).body,
-    fingerprintSalt: app.fingerprint_salt,
-    appVersion: '1.0.0',
-    platform: machine.platform,
-    fingerprintProbes: machine.probes,
-    memoryProtection: 'masked',
-    retryLimit: 1,
-    retryBaseDelayMs: 10,
-  };
-});
 beforeEach(() => {
   clock = new FakeClock(Date.now());
 });
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.dispose()));
-});
-afterAll(async () => {
-  await server.close();
-  await database.drop();
 });
 
 async function start(options: Partial<LicenseClientOptions>): Promise<LicenseClient> {
