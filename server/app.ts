@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { createAccountDeactivation } from './accounts/deactivation.js';
 import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
 import { activationRoutes } from './activations/routes.js';
@@ -153,7 +154,8 @@ export function createApp(deps: AppDeps) {
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
 
   const api = new Router();
-  mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes });
+  const deactivation = createAccountDeactivation(db);
+  mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes, refuseChangesIfDeactivated: deactivation.refuseChangesIfDeactivated });
   const metrics = createMetrics();
   const ops = opsRouter(db, metrics, getOpenApi, authenticator);
 

@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   DOWNLOAD_LINK_INVALID: 403,
   DOWNLOAD_LINK_EXPIRED: 403,
   PLAN_REQUIRED: 403,
+  /** A change by a developer whose own Latchkey subscription was deleted: reading and signing in still work; a new subscription reactivates the account. */
+  ACCOUNT_DEACTIVATED: 403,
   /** The permanent delivery page's download allowance (or the developer's download limit) is used up. */
   DOWNLOAD_LIMIT_REACHED: 403,
   LICENSE_EXPIRED: 403,

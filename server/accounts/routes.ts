@@ -19,6 +19,7 @@ const developerView = (d: DeveloperRow & { plan_grace_until?: Date | null }) => 
   two_factor_enabled: d.two_factor_enabled,
   plan: d.plan,
   plan_grace_until: d.plan_grace_until?.toISOString() ?? null,
+  deactivated_at: d.deactivated_at?.toISOString() ?? null,
   created_at: d.created_at.toISOString(),
 });
 
@@ -95,7 +96,7 @@ export function accountRoutes(accounts: AccountsService, rateLimiter: RateLimite
       handler: async ({ actor }) => developerView(await accounts.me(actor.developerId)),
     }),
     defineRoute({
-      method: 'post', path: '/v1/auth/password', operationId: 'changePassword', tag, auth: 'developer', scope: 'session', rateLimit: 'auth',
+      method: 'post', path: '/v1/auth/password', operationId: 'changePassword', tag, auth: 'developer', scope: 'session', securesAccount: true, rateLimit: 'auth',
       summary: 'Change the password; every other session ends',
       description: `${REAUTHENTICATION} Every other session of the account ends, and the owner is emailed the API keys that still work, to review them.`,
       body: s.ChangePasswordBody, errors: [401, 403],
@@ -119,7 +120,7 @@ export function accountRoutes(accounts: AccountsService, rateLimiter: RateLimite
       handler: ({ actor, body }) => accounts.createApiKey(actor.developerId, body),
     }),
     defineRoute({
-      method: 'post', path: '/v1/auth/api-keys/rotate', operationId: 'rotateApiKey', tag, auth: 'developer', scope: 'session', rateLimit: 'auth',
+      method: 'post', path: '/v1/auth/api-keys/rotate', operationId: 'rotateApiKey', tag, auth: 'developer', scope: 'session', securesAccount: true, rateLimit: 'auth',
       summary: 'Generate a new API key that replaces every active one; those stop working at once', response: s.CreatedApiKey,
       description:
         `${REAUTHENTICATION} The new key has the \`name\` and \`scopes\` sent (default "API key" and \`["admin"]\`, what every key could do before keys had scopes). ` +
@@ -128,28 +129,28 @@ export function accountRoutes(accounts: AccountsService, rateLimiter: RateLimite
       handler: ({ actor, body }) => accounts.rotateApiKey(actor.developerId, body),
     }),
     defineRoute({
-      method: 'post', path: '/v1/auth/api-keys/{key_id}/revoke', operationId: 'revokeApiKey', tag, auth: 'developer', scope: 'session', rateLimit: 'auth',
+      method: 'post', path: '/v1/auth/api-keys/{key_id}/revoke', operationId: 'revokeApiKey', tag, auth: 'developer', scope: 'session', securesAccount: true, rateLimit: 'auth',
       summary: 'Revoke one API key; it stops working at once',
       description: `${REAUTHENTICATION} The answer comes once no server process accepts the key any more.`,
       params: s.ApiKeyParams, body: s.ReauthenticationBody, errors: [401, 403, 404],
       handler: ({ actor, params, body }) => accounts.revokeApiKey(actor.developerId, params.key_id, body),
     }),
     defineRoute({
-      method: 'post', path: '/v1/auth/2fa/setup', operationId: 'setupTwoFactor', tag, auth: 'developer', scope: 'session', rateLimit: 'auth',
+      method: 'post', path: '/v1/auth/2fa/setup', operationId: 'setupTwoFactor', tag, auth: 'developer', scope: 'session', securesAccount: true, rateLimit: 'auth',
       summary: 'Start 2FA setup: a provisioning URI and 10 single-use backup codes (shown once)', response: s.TwoFactorSetup,
       description: REAUTHENTICATION,
       body: s.ReauthenticationBody, errors: [401, 403, 409],
       handler: ({ actor, body }) => accounts.setupTwoFactor(actor.developerId, body),
     }),
     defineRoute({
-      method: 'post', path: '/v1/auth/2fa/confirm', operationId: 'confirmTwoFactor', tag, auth: 'developer', scope: 'session', rateLimit: 'auth',
+      method: 'post', path: '/v1/auth/2fa/confirm', operationId: 'confirmTwoFactor', tag, auth: 'developer', scope: 'session', securesAccount: true, rateLimit: 'auth',
       summary: 'Turn 2FA on with a code from the authenticator; every other session ends', body: s.ConfirmTwoFactorBody, response: s.TwoFactorStatus,
       description: 'Needs a signed-in session (API keys are refused with 403 SESSION_REQUIRED), the one that started the setup with its re-authentication.',
       errors: [401, 403, 409],
       handler: ({ actor, body }) => accounts.confirmTwoFactor(actor.developerId, sessionOf(actor), body.code),
     }),
     defineRoute({
-      method: 'post', path: '/v1/auth/2fa/disable', operationId: 'disableTwoFactor', tag, auth: 'developer', scope: 'session', rateLimit: 'auth',
+      method: 'post', path: '/v1/auth/2fa/disable', operationId: 'disableTwoFactor', tag, auth: 'developer', scope: 'session', securesAccount: true, rateLimit: 'auth',
       summary: 'Turn 2FA off; needs the password and a TOTP or backup code', body: s.DisableTwoFactorBody, response: s.TwoFactorStatus,
       description: 'Needs a signed-in session (API keys are refused with 403 SESSION_REQUIRED).',
       errors: [401, 403, 409],

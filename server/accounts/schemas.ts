@@ -64,6 +64,10 @@ export const Developer = z.object({
   two_factor_enabled: z.boolean(),
   plan: z.enum(PLANS).describe('The plan now: Pro stays on during the grace period after a failed renewal and ends by itself when it passes unpaid'),
   plan_grace_until: z.iso.datetime().nullable().describe('While a failed Pro renewal is retried: when Pro ends unless it is paid; otherwise null'),
+  deactivated_at: z.iso
+    .datetime()
+    .nullable()
+    .describe('When the Latchkey subscription was deleted, deactivating the account until a new one: changes answer 403 ACCOUNT_DEACTIVATED; otherwise null'),
   created_at: z.iso.datetime(),
 });
 

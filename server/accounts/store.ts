@@ -13,6 +13,8 @@ export interface DeveloperRow {
   totp_secret_sealed: string | null;
   totp_pending_sealed: string | null;
   totp_last_step: number | null;
+  /** Set while the account is deactivated (accounts/deactivation.ts). */
+  deactivated_at: Date | null;
   created_at: Date;
 }
 

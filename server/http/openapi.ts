@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { JsonValue } from './json-value.js';
-import type { RouteDef } from './route.js';
+import { refusedWhileDeactivated, type RouteDef } from './route.js';
 
 type JsonSchema = Record<string, unknown>;
 type ToSchema = (schema: z.ZodType, io: 'input' | 'output') => JsonSchema;
@@ -215,6 +215,7 @@ const TAGS: Record<string, string> = {
 const DESCRIPTION = `The Latchkey license authority's HTTP API: licensing, protected builds, delivery and updates for desktop apps.
 This document is generated from the route definitions that validate every request and shape every answer, so it is what the server does; \`GET /docs\` renders it.
 Every error body is \`{ detail, error_code, status_code }\` (plus \`reason\` where named), with \`error_code\` from one closed list (the \`Error\` schema).
+A developer whose Latchkey subscription was deleted is deactivated until a new one: every developer operation that changes something, except securing the account (password, 2FA, revoking or rotating API keys), answers 403 \`ACCOUNT_DEACTIVATED\`; reads, sign-in and the runtime calls of their customers' apps keep working.
 Every operation's answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\` for its rate-limit class (\`x-rate-limit-class\`); a 429 adds \`Retry-After\`.
 Lists take \`limit\` (default 20, at most 100) and \`offset\`, answer a bare JSON array, and carry \`X-Total-Count\` and an RFC 8288 \`Link\` header.
 Where the service contract leaves a choice open (error codes and statuses beyond it, limits it does not number, the shape of answers it does not show), this document states what the server chose, and the repository's \`docs/\` explains why.`;
@@ -227,7 +228,12 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const responses: Record<string, unknown> = successResponses(r, toSchema);
-    const statuses = new Set([...COMMON_ERROR_STATUSES, ...(r.errors ?? []), ...(r.auth === 'none' ? [] : [401])]);
+    const statuses = new Set([
+      ...COMMON_ERROR_STATUSES,
+      ...(r.errors ?? []),
+      ...(r.auth === 'none' ? [] : [401]),
+      ...(refusedWhileDeactivated(r) ? [403] : []),
+    ]);
     for (const status of [...statuses].sort()) {
       responses[status] = errorResponseRef(status);
       errorStatuses.add(status);

@@ -41,6 +41,12 @@ export interface RouteDef<
   auth: A;
   /** Developer operations: the API key scope they need, or `session` (no API key); checked in `mountRoutes`. */
   scope?: RouteScope;
+  /**
+   * A developer operation that secures the account (changing the password or 2FA, revoking or
+   * rotating API keys): a deactivated account may still do it, as a leaked credential must be
+   * stoppable whatever the subscription. Every other developer change is refused while deactivated.
+   */
+  securesAccount?: true;
   rateLimit: RateLimitClass;
   params?: P;
   query?: Q;
@@ -94,6 +100,8 @@ export function defineRoute<
 
 export interface RouteDeps {
   authenticator: Authenticator;
+  /** Throws 403 ACCOUNT_DEACTIVATED for a developer whose account is deactivated (accounts/deactivation.ts). */
+  refuseChangesIfDeactivated(developerId: string): Promise<void>;
   rateLimiter: RateLimiter;
   maxJsonBytes: number;
 }
@@ -135,6 +143,12 @@ function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where
   throw new RequestError('VALIDATION_FAILED', `${field}: ${issue.message}`);
 }
 
+/**
+ * Whether a deactivated developer is refused this operation: every change a developer makes (any
+ * method but GET) except securing the account. Asked by `mountRoutes` and the OpenAPI document.
+ */
+export const refusedWhileDeactivated = (route: RouteDef): boolean => route.auth === 'developer' && route.method !== 'get' && !route.securesAccount;
+
 export function toKoaPath(openApiPath: string): string {
   return openApiPath.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -149,6 +163,8 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       if (route.auth !== 'none' && !actor) await deps.authenticator.reject(ctx, route.auth);
       // The one place API key scopes are enforced; a developer route without one (the type requires it) takes no API key.
       if (actor?.via === 'api_key') assertScope(actor, route.scope ?? 'session');
+      // The one place account deactivation is enforced, before the body is read: nothing of the request is kept.
+      if (actor && refusedWhileDeactivated(route)) await deps.refuseChangesIfDeactivated(actor.developerId);
 
       const params = parseOrThrow(route.params, ctx.params, 'path');
       const query = parseOrThrow(route.query, ctx.query, 'query');

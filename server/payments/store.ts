@@ -58,6 +58,8 @@ export type SubscriptionChange = Partial<{
   plan_period_end: Date | null;
   plan_grace_until: Date | null;
   subscription_metadata: Record<string, string>;
+  /** Set when the subscription is deleted, cleared by a new one (accounts/deactivation.ts). */
+  deactivated_at: Date | null;
 }>;
 
 const CONNECTION_COLUMNS = ['payment_account_id', 'payment_connected_at', 'payment_connection_generation'];

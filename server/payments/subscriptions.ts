@@ -12,8 +12,17 @@ export const PLAN_GRACE_DAYS = 7;
 const DAY_MS = 86_400_000;
 const graceEnd = (failedAt: Date) => new Date(failedAt.getTime() + PLAN_GRACE_DAYS * DAY_MS);
 
-export const SUBSCRIPTION_EVENTS = ['invoice.paid', 'invoice.payment_failed', 'customer.subscription.updated', 'customer.subscription.deleted'] as const;
+export const SUBSCRIPTION_EVENTS = [
+  'invoice.paid',
+  'invoice.payment_failed',
+  'customer.subscription.created',
+  'customer.subscription.updated',
+  'customer.subscription.deleted',
+] as const;
 export type SubscriptionEventType = (typeof SUBSCRIPTION_EVENTS)[number];
+
+/** Statuses of a subscription that is running: a new one in either reactivates a deactivated account. */
+const LIVE_STATUSES = new Set(['active', 'trialing']);
 
 export type SubscriptionOutcome = 'applied' | 'stale_skipped' | 'developer_not_found';
 
@@ -40,6 +49,9 @@ export function periodEnd(invoice: InvoiceObject): Date | null {
  * found by the stored customer id; the first invoice.paid links the customer to the developer named
  * in its metadata `developer_id`. Events apply in their creation order: an older one arriving after
  * a newer one is recorded and skipped, so a late renewal never resurrects a deleted subscription.
+ * Deleting the subscription deactivates the account (accounts/deactivation.ts says what that stops);
+ * a new one, paid (`invoice.paid`) or running (created or updated as active or trialing),
+ * reactivates it.
  */
 export function createSubscriptions(deps: {
   store: PaymentsStore;
@@ -67,7 +79,7 @@ export function createSubscriptions(deps: {
         const invoice = parseObject(InvoiceObject, event.data.object);
         customerId = invoice.customer;
         developerId = developerIdOf(invoice);
-        change = { plan: 'pro', billing_customer_id: customerId, plan_period_end: periodEnd(invoice), plan_grace_until: null };
+        change = { plan: 'pro', billing_customer_id: customerId, plan_period_end: periodEnd(invoice), plan_grace_until: null, deactivated_at: null };
         break;
       }
       case 'invoice.payment_failed': {
@@ -75,15 +87,17 @@ export function createSubscriptions(deps: {
         change = { plan_grace_until: graceEnd(eventAt) };
         break;
       }
+      case 'customer.subscription.created':
       case 'customer.subscription.updated': {
         const subscription = parseObject(SubscriptionObject, event.data.object);
         customerId = subscription.customer;
         change = { subscription_metadata: { ...subscription.metadata, status: subscription.status } };
+        if (LIVE_STATUSES.has(subscription.status)) change.deactivated_at = null;
         break;
       }
       case 'customer.subscription.deleted':
         customerId = parseObject(SubscriptionObject, event.data.object).customer;
-        change = { plan: 'free', plan_period_end: null, plan_grace_until: null };
+        change = { plan: 'free', plan_period_end: null, plan_grace_until: null, deactivated_at: eventAt };
         break;
     }
 
