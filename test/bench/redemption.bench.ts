@@ -1,9 +1,15 @@
 import { defineBench, expectStatus, type RequestSpec, type Service } from './lib.js';
-import { seedApp, seedDeveloper, seedProPlan, seedReadyBuild } from './seed.js';
+import { seedApp, seedDeveloper, seedProPlan, seedReadyBuild, serverQuotas } from './seed.js';
 
 /** Codes made before the load: every request redeems a code never redeemed before, on either service. */
 const BATCHES = 12;
-const CODES_PER_BATCH = 10_000;
+const quotas = serverQuotas();
+/**
+ * Each batch is one developer's, as the tenant quotas ask: a developer may create so many codes a
+ * day and a batch so many, and each redemption mints a license, of which a developer may mint so
+ * many an hour. One batch per developer keeps every tenant within all three.
+ */
+const CODES_PER_BATCH = Math.min(10_000, quotas.codesPerBatch, quotas.codesPerDay, quotas.licensesPerHour);
 
 /**
  * Issue 8: redemptions of distinct codes end to end over HTTP (`POST /v1/public/redeem`): the
@@ -15,7 +21,8 @@ const CODES_PER_BATCH = 10_000;
  * The seeding runs on a Latchkey process with its job runner (the build becomes READY through it);
  * the measured one runs none: a runner would settle the fee reports of both services (the baseline
  * queues them in the same jobs table), work neither request does, charged to whichever round it
- * falls in. Both leave their report jobs queued.
+ * falls in. Both leave their report jobs queued. The codes are used batch after batch, so the load
+ * redeems one tenant's codes at a time, as with a single seller.
  */
 export default defineBench({
   title: 'Code redemptions, against node:http doing the same claim-and-insert with pg',
@@ -25,12 +32,12 @@ export default defineBench({
       const seeder = await ctx.startLatchkey();
       services.push(seeder);
       const { call } = seeder;
-      const dev = await seedDeveloper(call);
-      await seedProPlan(call, seeder.adminToken, dev);
-      const app = await seedApp(call, dev, 'Bench Redeem App');
-      await seedReadyBuild(call, dev, app.id, '1.0.0');
       const codes: string[] = [];
       for (let i = 0; i < BATCHES; i++) {
+        const dev = await seedDeveloper(call);
+        await seedProPlan(call, seeder.adminToken, dev);
+        const app = await seedApp(call, dev, 'Bench Redeem App');
+        await seedReadyBuild(call, dev, app.id, '1.0.0');
         const body = { channel: 'appsumo', quantity: CODES_PER_BATCH, license_type: 'perpetual' };
         const res = await call('POST', `/v1/apps/${app.id}/redemption-batches`, { apiKey: dev.apiKey, body });
         codes.push(...(expectStatus(res, 201, 'create batch').body.codes as string[]));

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { loadConfig, type TenantQuotas } from '../../server/config.js';
 import { formData, type Call } from '../support/http.js';
 import { expectStatus } from './lib.js';
 
@@ -57,4 +58,14 @@ export async function seedReadyBuild(call: Call, dev: SeededDeveloper, appId: st
     if (build.status === 'FAILED') throw new Error(`build failed: ${build.failure_reason}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * The per-tenant quotas the bench's Latchkey processes run with: the server's defaults, or what
+ * LATCHKEY_QUOTA_* in this environment (which they inherit) sets. A bench's set-up stays within
+ * them, as a real tenant must; it never raises them.
+ */
+export function serverQuotas(): TenantQuotas {
+  const quotaEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('LATCHKEY_QUOTA_')));
+  return loadConfig(quotaEnv).quotas;
 }
