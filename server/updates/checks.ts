@@ -5,7 +5,7 @@ import { isForeignKeyViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import { enforceLicenseLimit, type LicenseLimits, type RateLimitReport } from '../http/license-limits.js';
 import type { Keyring } from '../signing/keyring.js';
-import { engineSupportsUpdates } from './engine-version.js';
+import { pushDecision } from './eligibility.js';
 import type { UpdateCheckInput, UpdateReportInput } from './schemas.js';
 import type { CountedLicense, UpdatesStore } from './store.js';
 
@@ -56,16 +56,16 @@ export function createUpdateChecks(deps: {
       assertActivatedDevice(row);
       // Inactive licenses receive no pushes (docs/contract.md); a lapsed one is not an error for the app.
       if (row.status !== 'ACTIVE' || row.build_id === null) return undefined;
-      if (!engineSupportsUpdates(input.engine_version)) return undefined;
-      // A build for no single operating system goes to every device; others to their own OS only.
-      if (row.platform !== 'cross_platform' && row.platform !== input.platform) return undefined;
-      if (input.build_id === row.build_id) {
-        if (row.adoption !== 'installed') await recordInstalled(row.license_id, input.device_fingerprint, row.build_id, now);
-        return undefined;
-      }
-      // Skipped (until a newer build is pushed), or installed already by an earlier report. A failed
-      // install is offered again: the runtime backs off (1, 6, 24 hours) on its own.
-      if (row.adoption === 'installed' || row.adoption === 'skipped') return undefined;
+      const decision = pushDecision({
+        targetBuildId: row.build_id,
+        targetPlatform: row.platform,
+        devicePlatform: input.platform,
+        engineVersion: input.engine_version,
+        runningBuildId: input.build_id,
+        adoption: row.adoption,
+      });
+      if (decision === 'running' && row.adoption !== 'installed') await recordInstalled(row.license_id, input.device_fingerprint, row.build_id, now);
+      if (decision !== 'offer') return undefined;
       const iat = Math.floor(now.getTime() / 1000);
       const claims: UpdateManifestClaims = {
         iss: 'latchkey',

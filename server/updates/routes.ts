@@ -42,7 +42,7 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
         'unless `release_current: true`, which releases it; a target created before the active push\'s 409 reason ' +
         'older_than_active_target (the detail names the active target; clear the push first); no ACTIVE license 409 ' +
         `NO_ACTIVE_LICENSE. ${CONFLICTS}. Per-license pushes of the app's licenses are cleared: this later push overrides them. ` +
-        `Devices are offered the build at their next update check if their platform matches (every device, for cross_platform) ` +
+        `Devices are offered the build at their next update check if their operating system is the build's, whatever the architecture (every device, for cross_platform) ` +
         `and their engine is ${MIN_UPDATE_ENGINE} or newer.`,
       params: AppIdParams, body: s.PushAppUpdateBody, response: s.AppPushStatus, errors: [403, 404, 409],
       handler: async ({ actor, params, body }) => ({ app_id: params.app_id, push: pushView(await pushes.pushApp(actor.developerId, params.app_id, body)) }),
@@ -93,8 +93,8 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
         'Checks, first failure wins: unknown or revoked key, or a key of another app, 401 INVALID_LICENSE_KEY; checks past ' +
         `${describeLicenseLimit('update_check')} 429 (Retry-After), recording nothing; device not activated on the license ` +
         '403 DEVICE_NOT_ACTIVATED. Then 204 when the license is not ACTIVE (expired licenses receive no pushes), no ' +
-        `push applies, the engine is older than ${MIN_UPDATE_ENGINE} (the device counts as unable), the device's platform is not ` +
-        "the build's (unless cross_platform), the device runs the target build (it counts as installed), or it skipped or installed " +
+        `push applies, the engine is older than ${MIN_UPDATE_ENGINE} (the device counts as unable), the device's operating system is not ` +
+        "the build's (architecture aside; every device for cross_platform), the device runs the target build (it counts as installed), or it skipped or installed " +
         'that build. The push that applies is the newer (by serial) of the app push and the license\'s own. The manifest is bound to ' +
         `app, platform, license and device, expires ${MANIFEST_LIFETIME_SECONDS / 60} minutes after issue, and names the build's ` +
         "SHA-256, size and a signed download link. Every check within the limit records the device's platform, engine and " +

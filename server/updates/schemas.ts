@@ -54,7 +54,7 @@ export type DeviceCounts = z.infer<typeof DeviceCounts>;
 export const ActivePush = z.object({
   target_build_id: z.string(),
   version: z.string().nullable().describe("The target build's version label"),
-  platform: z.enum(BUILD_PLATFORMS).describe('Devices on this platform are offered the build (every device, for cross_platform)'),
+  platform: z.enum(BUILD_PLATFORMS).describe("Devices on this platform's operating system, any architecture, are offered the build (every device, for cross_platform)"),
   release_notes: z.string(),
   serial: count.describe('Monotonic across every push of the authority; a newer push has a higher serial'),
   pushed_at: z.iso.datetime(),

@@ -99,6 +99,22 @@ describe('POST /v1/updates/check', () => {
     expect((await appPush(a))!).toMatchObject({ devices: { installed: 1, skipped: 0, pending: 1, unable: 0 }, complete: false });
   });
 
+  it('[Push 5] matches devices on operating system only', async () => {
+    const a = await otherApp(o, { platforms: ['win-x64', 'win-arm64', 'mac-arm64'] });
+    const windowsArm = await licensedDevice(a, { platform: 'win-arm64' });
+    const windowsX64 = await licensedDevice(a, { platform: 'win-x64' });
+    const mac = await licensedDevice(a, { platform: 'mac-arm64' });
+    const build = await readyBuild(a, { platform: 'win-x64' });
+    await pushApp(a);
+    expect(await offered(a, windowsArm)).toBe(build.id);
+    expect(await offered(a, windowsX64)).toBe(build.id);
+    expect(await offered(a, mac)).toBeNull();
+    // The manifest names the device's own platform, which its SDK checks.
+    const claims = JSON.parse(Buffer.from((await check(a, windowsArm)).body.manifest.split('.')[1], 'base64url').toString());
+    expect(claims.platform).toBe('win-arm64');
+    expect((await appPush(a))!).toMatchObject({ devices: { pending: 3 }, complete: false });
+  });
+
   it('offers a cross_platform build to every device', async () => {
     const a = await otherApp(o);
     const linux = await licensedDevice(a);
