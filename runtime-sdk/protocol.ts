@@ -219,15 +219,19 @@ export interface UpdateManifestClaims {
 }
 
 /** Body of `POST /v1/updates/check`. */
+/**
+ * The license key and the fingerprint hash are all an update check needs (the authority reads the
+ * rest from the license and the device's record); the SDK sends the others so the record stays current.
+ */
 export interface UpdateCheckRequest {
   license_key: string;
   device_fingerprint: string;
-  app_id: string;
+  app_id?: string;
   /** The running build, or null for an app embedding the SDK without a protected build. */
-  build_id: string | null;
-  version: string;
-  platform: string;
-  engine_version: string;
+  build_id?: string | null;
+  version?: string;
+  platform?: string;
+  engine_version?: string;
 }
 
 export const UPDATE_REPORT_EVENTS = ['installed', 'skipped', 'failed'] as const;

@@ -42,7 +42,8 @@ export function createUpdateChecks(deps: {
   return {
     /**
      * A signed manifest when a push applies to this device, else nothing (204). Each check within
-     * the license's limit records the device's launch: platform, engine and running version; past it,
+     * the license's limit records the device's launch (platform, engine, running version and build,
+     * each as sent, else kept as recorded: the check needs only the key and the fingerprint); past it,
      * 429. `reportLimit` gets the license's count once the key names a usable license (a revoked
      * key must read like one that never existed), for the RateLimit headers.
      */
@@ -59,9 +60,9 @@ export function createUpdateChecks(deps: {
       const decision = pushDecision({
         targetBuildId: row.build_id,
         targetPlatform: row.platform,
-        devicePlatform: input.platform,
-        engineVersion: input.engine_version,
-        runningBuildId: input.build_id,
+        devicePlatform: row.device_platform,
+        engineVersion: row.device_engine_version,
+        runningBuildId: row.running_build_id,
         adoption: row.adoption,
       });
       if (decision === 'running' && row.adoption !== 'installed') await recordInstalled(row.license_id, input.device_fingerprint, row.build_id, now);
@@ -70,8 +71,9 @@ export function createUpdateChecks(deps: {
       const claims: UpdateManifestClaims = {
         iss: 'latchkey',
         sub: row.license_id,
-        app_id: input.app_id,
-        platform: input.platform,
+        app_id: row.app_id,
+        // The device's own label, which its SDK checks; a device of no known platform is offered only a build for every OS.
+        platform: row.device_platform ?? row.platform,
         device: input.device_fingerprint,
         build_id: row.build_id,
         version: row.version ?? row.build_id,

@@ -90,15 +90,17 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       ...runtime, method: 'post', path: '/v1/updates/check', operationId: 'checkForUpdate',
       summary: 'Update check of a protected app: a signed manifest when a push applies to this device',
       description:
+        'The license key and the fingerprint hash suffice: the app is the license\'s, the platform, engine and running build the ' +
+        "device's record; the other fields are optional and, when sent, update the record first. " +
         'Checks, first failure wins: unknown or revoked key, or a key of another app, 401 INVALID_LICENSE_KEY; checks past ' +
         `${describeLicenseLimit('update_check')} 429 (Retry-After), recording nothing; device not activated on the license ` +
         '403 DEVICE_NOT_ACTIVATED. Then 204 when the license is not ACTIVE (expired licenses receive no pushes), no ' +
-        `push applies, the engine is older than ${MIN_UPDATE_ENGINE} (the device counts as unable), the device's operating system is not ` +
+        `push applies, the engine is older than ${MIN_UPDATE_ENGINE} or unknown (the device counts as unable), the device's operating system is not ` +
         "the build's (architecture aside; every device for cross_platform), the device runs the target build (it counts as installed), or it skipped or installed " +
         'that build. The push that applies is the newer (by serial) of the app push and the license\'s own. The manifest is bound to ' +
         `app, platform, license and device, expires ${MANIFEST_LIFETIME_SECONDS / 60} minutes after issue, and names the build's ` +
         "SHA-256, size and a signed download link. Every check within the limit records the device's platform, engine and " +
-        `running version. ${RUNTIME_LIMITS_DESCRIPTION}`,
+        `running version and build it sends. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.UpdateCheckBody, response: s.UpdateManifest, errors: [401, 403],
       noContent: 'No update for this device now',
       handler: ({ body, ctx }) => checks.check(body, (decision) => setRateLimitHeaders(ctx, decision)),

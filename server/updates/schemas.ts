@@ -80,17 +80,26 @@ export const LicensePushStatus = z.object({
 const runtimeCredential = {
   license_key: LicenseKeyInput,
   device_fingerprint: z.string().regex(FINGERPRINT_PATTERN, 'must be the SDK fingerprint hash: 64 lower-case hex characters'),
-  app_id: z.string().min(1).max(64),
 };
+
+const AppId = z.string().min(1).max(64);
 
 const EngineVersion = Version.describe(`Runtime engine of the running build; older than ${MIN_UPDATE_ENGINE} (or not six numeric parts) gets no updates`);
 
+/**
+ * docs/contract.md push rule 9: the app sends the license key and the fingerprint hash; the app comes
+ * from the license, the rest from the device's record. What else an SDK sends is optional, updates
+ * the record, and is used in its place.
+ */
 export const UpdateCheckBody = z.object({
   ...runtimeCredential,
-  build_id: BuildId.nullable().default(null).describe('The running build; null for an app embedding the SDK without a protected build'),
-  version: Version.describe('The running app version'),
-  platform: Platform,
-  engine_version: EngineVersion,
+  app_id: AppId.optional().describe("Optional: the license's app; a key of another app reads as unknown (401)"),
+  build_id: BuildId.nullable()
+    .optional()
+    .describe('The running build; null for an app embedding the SDK without a protected build; omitted: the one the device last reported'),
+  version: Version.optional().describe('The running app version; omitted: the one on record'),
+  platform: Platform.optional().describe("The device's platform; omitted: the one recorded at activation or an earlier check"),
+  engine_version: EngineVersion.optional().describe('Omitted: the one on record; none on record gets no updates'),
 }) satisfies z.ZodType<UpdateCheckRequest>;
 export type UpdateCheckInput = z.infer<typeof UpdateCheckBody>;
 
@@ -99,6 +108,7 @@ export type AdoptionEvent = (typeof UPDATE_REPORT_EVENTS)[number];
 export const UpdateReportBody = z
   .object({
     ...runtimeCredential,
+    app_id: AppId,
     event: z
       .enum(UPDATE_REPORT_EVENTS)
       .describe('installed: sent on the first start of the new build; skipped: the user chose Skip this version; failed: installing the build offered failed'),

@@ -48,8 +48,13 @@ export interface CountedLicense {
 
 interface CheckedDevice extends CountedLicense {
   license_id: string;
+  app_id: string;
   /** The device's launch was recorded: it is activated on the license, and the check was within the limit. */
   device_known: boolean;
+  /** The device's record once the check updated it: what the check sent, else what was known before. */
+  device_platform: string | null;
+  device_engine_version: string | null;
+  running_build_id: string | null;
 }
 
 /** The push that applies and its target build (READY, so its package's hash and size are known). */
@@ -100,33 +105,38 @@ const ADOPTION_UPSERT = `
   DO UPDATE SET state = EXCLUDED.state, reason = EXCLUDED.reason, at = EXCLUDED.at
   WHERE (update_adoptions.state, EXCLUDED.state) IN (('skipped', 'installed'), ('failed', 'installed'), ('failed', 'skipped'), ('failed', 'failed'))`;
 
-/** The license of the key, only for the app named: another app's key reads as unknown. $1 now, $2 key, $3 app. */
+/** The license of the key, only for the app named if one is: another app's key reads as unknown. $1 now, $2 key, $3 app or null. */
 const LICENSE_OF_APP = `
-  SELECT licenses.id, licenses.device_limit, (${STATUS_AT_$1}) AS status FROM licenses WHERE licenses.license_key = $2 AND licenses.app_id = $3`;
+  SELECT licenses.id, licenses.app_id, licenses.device_limit, (${STATUS_AT_$1}) AS status FROM licenses
+  WHERE licenses.license_key = $2 AND ($3::text IS NULL OR licenses.app_id = $3)`;
 
 /**
- * The license of the key (for the app named), the check counted in the license's window, a launch
- * of the device recorded unless the license is revoked or past its limit, and the push that applies
- * to the license: the newer (by serial) of the app's and its own. $1 now, $2 key, $3 app,
- * $4 fingerprint hash, $5 platform, $6 engine version, $7 app version, $8/$9 the limit's bucket
- * prefix and window, $10 the limit per seat.
+ * The license of the key (for the app named, if one is), the check counted in the license's window,
+ * a launch of the device recorded unless the license is revoked or past its limit (what the check
+ * did not send stays as recorded), and the push that applies to the license: the newer (by serial)
+ * of its app's and its own. $1 now, $2 key, $3 app or null, $4 fingerprint hash, $5 platform,
+ * $6 engine version, $7 app version (each null when not sent), $8/$9 the limit's bucket prefix and
+ * window, $10 the limit per seat, $11 whether the running build was sent, $12 that build or null.
  */
 const CHECK_SQL = `
   WITH lic AS (${LICENSE_OF_APP}
   ), hit AS (
     ${countHitCte({ bucket: '$8::text || lic.id', windowStart: '$9::timestamptz', from: 'lic' })}
   ), touched AS (
-    UPDATE devices SET last_seen_at = $1, platform = $5, engine_version = $6, app_version = $7
+    UPDATE devices SET last_seen_at = $1, platform = coalesce($5, platform), engine_version = coalesce($6, engine_version),
+      app_version = coalesce($7, app_version), build_id = CASE WHEN $11::boolean THEN $12::text ELSE build_id END
     WHERE license_id = (SELECT lic.id FROM lic, hit WHERE lic.status <> 'REVOKED' AND hit.hits <= $10::bigint * lic.device_limit)
       AND fingerprint_hash = $4
-    RETURNING 1
+    RETURNING platform, engine_version, build_id
   ), push AS (
-    (SELECT build_id, release_notes, serial FROM app_pushes WHERE app_id = $3
+    (SELECT build_id, release_notes, serial FROM app_pushes WHERE app_id = (SELECT app_id FROM lic)
      UNION ALL
      SELECT build_id, release_notes, serial FROM license_pushes WHERE license_id = (SELECT id FROM lic))
     ORDER BY serial DESC LIMIT 1
   )
-  SELECT lic.id AS license_id, lic.status, lic.device_limit, (SELECT hits FROM hit) AS hits, EXISTS (SELECT 1 FROM touched) AS device_known,
+  SELECT lic.id AS license_id, lic.app_id, lic.status, lic.device_limit, (SELECT hits FROM hit) AS hits, EXISTS (SELECT 1 FROM touched) AS device_known,
+    (SELECT platform FROM touched) AS device_platform, (SELECT engine_version FROM touched) AS device_engine_version,
+    (SELECT build_id FROM touched) AS running_build_id,
     push.build_id, push.release_notes, push.serial,
     builds.platform, builds.version, builds.sha256, builds.protected_size_bytes,
     (SELECT state FROM update_adoptions a WHERE a.license_id = lic.id AND a.fingerprint_hash = $4 AND a.build_id = push.build_id) AS adoption
@@ -151,7 +161,8 @@ const REPORT_SQL = `
   ), recorded AS (
     SELECT known.license_id, build.id AS build_id FROM known, build, lic, hit WHERE hit.hits <= $12::bigint * lic.device_limit
   ), touched AS (
-    UPDATE devices SET last_seen_at = $1, platform = coalesce($7, platform), engine_version = coalesce($8, engine_version), app_version = $9
+    UPDATE devices SET last_seen_at = $1, platform = coalesce($7, platform), engine_version = coalesce($8, engine_version), app_version = $9,
+      build_id = CASE WHEN $6 = 'installed' THEN $5 ELSE build_id END
     WHERE license_id = (SELECT license_id FROM recorded) AND fingerprint_hash = $4
   ), adopted AS (
     INSERT INTO update_adoptions (license_id, fingerprint_hash, build_id, state, reason, at)
@@ -278,14 +289,16 @@ export function createUpdatesStore(db: Db) {
         await hotQuery<CheckRow>(db, CHECK_SQL, [
           now,
           input.license_key,
-          input.app_id,
+          input.app_id ?? null,
           input.device_fingerprint,
-          input.platform,
-          input.engine_version,
-          input.version,
+          input.platform ?? null,
+          input.engine_version ?? null,
+          input.version ?? null,
           checks.bucketPrefix,
           checks.start,
           checks.limit,
+          input.build_id !== undefined,
+          input.build_id ?? null,
         ], 'update-check')
       )[0],
 

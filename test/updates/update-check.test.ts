@@ -179,6 +179,49 @@ describe('POST /v1/updates/check', () => {
     expect((await check(a, device)).status).toBe(200);
   });
 
+  it('[Update check] works with only the license key and the fingerprint hash', async () => {
+    const a = await otherApp(o);
+    const windows = await licensedDevice(a, { platform: 'win-x64' });
+    const linux = await licensedDevice(a);
+    const build = await readyBuild(a, { platform: 'win-x64', version: '2.0.0' });
+    const push = await pushApp(a, { release_notes: 'Faster.' });
+    const minimal = (device: Device) => a.call('POST', '/v1/updates/check', { body: { license_key: device.license_key, device_fingerprint: device.fingerprint } });
+
+    // The app from the license, the platform and engine from the device's activation record.
+    const res = await minimal(windows);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const jwks = (await a.call('GET', '/v1/public/keys')).body;
+    const claims = verifyUpdateManifest(res.body.manifest, jwks, {
+      appId: a.app.id,
+      platform: 'win-x64',
+      device: windows.fingerprint,
+      licenseId: windows.license_id,
+      nowSeconds: nowSeconds(),
+      highestSerialSeen: 0,
+    });
+    expect(claims).toMatchObject({ build_id: build.id, version: '2.0.0', sha256: build.sha256, length: build.protected_size_bytes, release_notes: 'Faster.', serial: push.serial });
+    // Another operating system on record: nothing.
+    expect((await minimal(linux)).status).toBe(204);
+
+    // A device that said once it runs the target is not offered it again by a bare check, and counts as installed.
+    expect(await offered(a, windows, { build_id: build.id })).toBeNull();
+    expect((await minimal(windows)).status).toBe(204);
+    expect((await appPush(a))!.devices).toMatchObject({ installed: 1, pending: 1 });
+
+    // The credential is still checked, and bad input is still refused.
+    expectError(await a.call('POST', '/v1/updates/check', { body: { license_key: 'AAAA-BBBB-CCCC-DDDD', device_fingerprint: windows.fingerprint } }), 401, 'INVALID_LICENSE_KEY');
+    expectError(await a.call('POST', '/v1/updates/check', { body: { license_key: windows.license_key, device_fingerprint: randomFingerprint() } }), 403, 'DEVICE_NOT_ACTIVATED');
+    for (const body of [
+      { license_key: windows.license_key },
+      { device_fingerprint: windows.fingerprint },
+      { license_key: windows.license_key, device_fingerprint: 'ABC' },
+      { license_key: 'not a key', device_fingerprint: windows.fingerprint },
+      { license_key: windows.license_key, device_fingerprint: windows.fingerprint, platform: 'amiga-m68k' },
+    ]) {
+      expectError(await a.call('POST', '/v1/updates/check', { body }), 400, 'VALIDATION_FAILED');
+    }
+  });
+
   it('refuses bad input with 400 and records nothing', async () => {
     const a = await otherApp(o);
     const device = await licensedDevice(a);

@@ -25,6 +25,7 @@ import { buildEntry } from './023_build_entry.js';
 import { deviceFingerprintComponents } from './026_device_fingerprint_components.js';
 import { updateInstallFailures } from './025_update_install_failures.js';
 import { developerDeactivation } from './034_developer_deactivation.js';
+import { deviceRunningBuild } from './028_device_running_build.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, uploadSessions, tenantFairnessAndQuotas, licenseBoundEncryption, buildEntry, launcherArchiveFormat, deviceFingerprintComponents, updateInstallFailures, developerDeactivation];
+export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, uploadSessions, tenantFairnessAndQuotas, licenseBoundEncryption, buildEntry, launcherArchiveFormat, deviceFingerprintComponents, updateInstallFailures, developerDeactivation, deviceRunningBuild];

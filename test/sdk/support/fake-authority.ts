@@ -114,8 +114,9 @@ export class FakeAuthority {
     const claims: UpdateManifestClaims = {
       iss: 'latchkey',
       sub: license.id,
-      app_id: body.app_id,
-      platform: body.platform,
+      // The SDK sends both; the real authority would read them from the records.
+      app_id: body.app_id ?? '',
+      platform: body.platform ?? '',
       device: body.device_fingerprint,
       ...this.push,
       iat,
