@@ -8,7 +8,7 @@ export interface ApiResponse {
 }
 
 export interface ApiClient {
-  request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ApiResponse>;
+  request(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<ApiResponse>;
   /** A multipart/form-data request whose file streams from disk, reporting progress. */
   upload(method: 'POST' | 'PUT', path: string, upload: MultipartUpload): Promise<ApiResponse>;
   /** A PUT of raw bytes (`application/octet-stream`): a chunk of a resumable upload. */

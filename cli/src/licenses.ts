@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
 import { LICENSE_STATUS_FILTERS, LICENSE_TYPES } from './api-values.js';
+import { CliError, EXIT } from './errors.js';
 import { jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 
@@ -79,6 +80,22 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
     .requiredOption('--license <license_id>', 'the license')
     .action(async (opts) => {
       const { body } = await api.request('POST', `/v1/licenses/${encodeURIComponent(opts.license)}/revoke`);
+      print(opts.json ? renderJson(body) : licenseSummary(body as License));
+    });
+
+  withJson(
+    licenses
+      .command('set-download-limit')
+      .description("Set a license's download limit (delivery page and installer together); it replaces the default allowance of 10 per build"),
+  )
+    .requiredOption('--license <license_id>', 'the license')
+    .option('--limit <n>', 'downloads in all, from 1', wholeNumber)
+    .option('--default', 'go back to the default allowance')
+    .action(async (opts) => {
+      if ((opts.limit === undefined) === (opts.default === undefined)) throw new CliError('give either --limit <n> or --default', EXIT.USAGE);
+      const { body } = await api.request('PUT', `/v1/licenses/${encodeURIComponent(opts.license)}/download-limit`, {
+        download_limit: opts.default ? null : opts.limit,
+      });
       print(opts.json ? renderJson(body) : licenseSummary(body as License));
     });
 

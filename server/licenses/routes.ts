@@ -62,6 +62,17 @@ export function licenseRoutes(licenses: LicensesService) {
       handler: async ({ actor, params }) => licenseView(await licenses.revoke(actor.developerId, params.license_id)),
     }),
     defineRoute({
+      method: 'put', path: '/v1/licenses/{license_id}/download-limit', operationId: 'setLicenseDownloadLimit', scope: 'licenses', tag, auth: 'developer', rateLimit: 'general',
+      summary: "Set the license's download limit (portal: Download limit; CLI: licenses set-download-limit)",
+      description:
+        'Body `download_limit`: an integer from 1 to 1000000, or null for the default allowance. The limit counts the downloads of the ' +
+        "license's permanent delivery page and of its installed app's updates together, and replaces the default allowance " +
+        '(10 per build offered to the store): it does not add to it. Takes effect at the next download. 400 VALIDATION_FAILED for ' +
+        'another value or field; 404 for a license that is not yours.',
+      params: s.LicenseIdParams, body: s.SetDownloadLimitBody, response: s.License, errors: [404],
+      handler: async ({ actor, params, body }) => licenseView(await licenses.setDownloadLimit(actor.developerId, params.license_id, body)),
+    }),
+    defineRoute({
       method: 'post', path: '/v1/licenses/{license_id}/reset-devices', operationId: 'resetLicenseDevices', scope: 'licenses', tag, auth: 'developer', rateLimit: 'general',
       summary: 'Deactivate every device of a license; a computer that used a free trial still cannot start another',
       params: s.LicenseIdParams, response: s.ResetDevicesResult, errors: [404],

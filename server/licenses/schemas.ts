@@ -10,6 +10,18 @@ export const Features = z
   .record(z.string().min(1).max(64), JsonValue)
   .refine((f) => Buffer.byteLength(JSON.stringify(f)) <= MAX_FEATURES_JSON_BYTES, `must serialise to at most ${MAX_FEATURES_JSON_BYTES} bytes`);
 
+/**
+ * docs/contract.md, Limits: a developer-set download limit replaces the store's default allowance
+ * (10 per build offered) and does not add to it; null goes back to the default.
+ */
+const DownloadLimit = z
+  .number()
+  .int()
+  .min(1)
+  .max(1_000_000)
+  .nullable()
+  .describe("Downloads of the license's delivery page and installer in all; replaces the default allowance (10 per build offered), null: the default");
+
 export const CreateLicenseBody = z
   .strictObject({
     app_id: z.string().max(64),
@@ -19,7 +31,7 @@ export const CreateLicenseBody = z
     expires_at: z.iso.datetime({ offset: true }).optional().describe('Must be in the future'),
     expiry_days: z.number().int().min(1).max(36_500).optional(),
     features: Features.default({}),
-    download_limit: z.number().int().min(1).max(1_000_000).nullable().optional().describe('null: the default allowance'),
+    download_limit: DownloadLimit.optional(),
   })
   .refine((b) => b.expires_at === undefined || b.expiry_days === undefined, 'give expires_at or expiry_days, not both')
   .describe('A trial without expires_at or expiry_days runs 14 days from its first activation');
@@ -42,6 +54,9 @@ export const ListLicensesQuery = PageQuery.extend({
 export type ListLicensesFilter = z.infer<typeof ListLicensesQuery>;
 
 export const LicenseIdParams = z.object({ license_id: z.string().max(64) });
+
+export const SetDownloadLimitBody = z.strictObject({ download_limit: DownloadLimit });
+export type SetDownloadLimitInput = z.infer<typeof SetDownloadLimitBody>;
 
 export const License = z.object({
   license_id: z.string(),

@@ -3,7 +3,7 @@ import { newId } from '../crypto/secrets.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import { newLicenseKey } from './license-key.js';
-import type { CreateLicenseInput, ListLicensesFilter } from './schemas.js';
+import type { CreateLicenseInput, ListLicensesFilter, SetDownloadLimitInput } from './schemas.js';
 import type { LicenseRead, LicensesStore } from './store.js';
 
 const DAY_MS = 86_400_000;
@@ -77,6 +77,12 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
 
     async revoke(developerId: string, licenseId: string): Promise<LicenseRead> {
       const license = await store.revoke(developerId, licenseId, clock.now());
+      assertThat(license, 'LICENSE_NOT_FOUND', 'No such license');
+      return license;
+    },
+
+    async setDownloadLimit(developerId: string, licenseId: string, input: SetDownloadLimitInput): Promise<LicenseRead> {
+      const license = await store.setDownloadLimit(developerId, licenseId, input.download_limit, clock.now());
       assertThat(license, 'LICENSE_NOT_FOUND', 'No such license');
       return license;
     },

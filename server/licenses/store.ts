@@ -100,6 +100,14 @@ export function createLicensesStore(db: Db) {
         .select('license_id', 'fingerprint_hash', 'platform', 'engine_version', 'app_version', 'first_seen_at', 'last_seen_at')
         .orderBy([{ column: 'first_seen_at' }, { column: 'fingerprint_hash' }]),
 
+    /** The license with its download limit set (null: the default allowance); undefined when it is not the developer's. */
+    setDownloadLimit: (developerId: string, id: string, downloadLimit: number | null, now: Date) =>
+      db('licenses')
+        .where({ id, developer_id: developerId })
+        .update({ download_limit: downloadLimit, updated_at: now })
+        .returning(licenseColumns(db, now))
+        .then((r: LicenseRead[]) => r[0]),
+
     /** Idempotent: revoking a revoked license keeps its first revocation time. */
     revoke: (developerId: string, id: string, now: Date) =>
       db('licenses')

@@ -253,6 +253,16 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await page.waitForSelector('#license-detail');
     expect(await page.textContent('#license-key')).toBe(key);
 
+    // [License] the download limit is adjustable in the portal; emptied, it goes back to the default allowance.
+    const shownId = page.url().split('/').pop()!;
+    await page.fill('#license-download-limit', '40');
+    await page.click('#license-download-limit-save');
+    await expect.poll(async () => (await call('GET', `/v1/licenses/${shownId}`, { token: dev.accessToken })).body.download_limit).toBe(40);
+    await expect.poll(() => page.textContent('#license-detail')).toContain('Download limit40');
+    await page.fill('#license-download-limit', '');
+    await page.click('#license-download-limit-save');
+    await expect.poll(async () => (await call('GET', `/v1/licenses/${shownId}`, { token: dev.accessToken })).body.download_limit).toBeNull();
+
     await page.click('#revoke-license');
     await page.click('#license-detail [data-confirm="yes"]');
     await expect.poll(() => page.textContent('#license-status')).toBe('REVOKED');

@@ -1,6 +1,6 @@
 // Licenses: a searchable, filterable, paginated list; creating one; one license with its devices,
 // revoke, reset devices and its own update push.
-import { act, del, get, post, request } from './api.js';
+import { act, del, get, post, put, request } from './api.js';
 import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
@@ -126,6 +126,18 @@ export async function licensePage(view, { params }) {
         notice: (r) => `${r.devices_removed} device${r.devices_removed === 1 ? '' : 's'} removed.` });
       if (res.ok) renderDevices([]);
     }, { danger: false, id: 'reset-devices' }));
+    // A developer-set limit replaces the default allowance (10 per build offered); empty goes back to it.
+    const limitInput = h('input', { type: 'number', id: 'license-download-limit', min: 1, max: 1000000, value: l.download_limit ?? '', placeholder: 'default allowance' });
+    const limitSave = h('button', { type: 'submit', id: 'license-download-limit-save' }, 'Save download limit');
+    const limitForm = h('form', { id: 'license-download-limit-form', class: 'inline', onsubmit: async (e) => {
+      e.preventDefault();
+      const value = limitInput.value.trim() === '' ? null : Number(limitInput.value);
+      const res = await act(() => put(`/v1/licenses/${l.license_id}/download-limit`, { download_limit: value }),
+        { button: limitSave, errorEl: error, noticeEl: notice, notice: 'Download limit saved.' });
+      if (res.ok) renderDetail(res.value);
+    } },
+    h('label', { for: 'license-download-limit' }, 'Download limit (delivery page and installer; replaces the default allowance, empty: the default)'),
+    limitInput, limitSave);
     mount(detailCard, h('div', { class: 'grid' },
       facts([
         ['Key', h('span', null, h('span', { class: 'mono', id: 'license-key' }, l.license_key), ' ', copyButton(() => l.license_key))],
@@ -143,7 +155,7 @@ export async function licensePage(view, { params }) {
         ['Created', formatDate(l.created_at)],
         ['Revoked', l.revoked_at ? formatDate(l.revoked_at) : '—'],
         ['License ID', h('span', { class: 'mono' }, l.license_id)],
-      ])), actions, error, notice);
+      ])), limitForm, actions, error, notice);
   };
 
   const renderDevices = (devices) => {
