@@ -106,7 +106,9 @@ export function createApp(deps: AppDeps) {
   });
   const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs });
   // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.
-  const entitlementWebhook = createEntitlementWebhook({ config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs });
+  const entitlementWebhook = createEntitlementWebhook({
+    config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs, links: builds.links, sendBuild: builds.service.sendBuild,
+  });
   // Marketplace provisioning and code redemption sell licenses like checkout fulfilment: fee, link and delivery email in one transaction.
   const sold = createSoldLicenses({ fees, outbox, links: builds.links });
   const marketplace = createMarketplace({ store: createMarketplaceStore(db), sold, clock, wakeJobs });

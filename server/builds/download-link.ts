@@ -25,7 +25,11 @@ export type LinkCheck = 'valid' | 'invalid' | 'expired';
  */
 export function createDownloadLinks(masterKey: MasterKey, clock: Clock, baseUrl: string) {
   const key = masterKey.derive('build-download-link');
-  const sign = (buildId: string, expires: number) => createHmac('sha256', key).update(`${buildId}\n${expires}`).digest('base64url');
+  // A license-bound link signs the license too: neither kind of link passes for the other.
+  const sign = (buildId: string, expires: number, licenseId?: string) =>
+    createHmac('sha256', key)
+      .update(licenseId === undefined ? `${buildId}\n${expires}` : `${buildId}\n${expires}\n${licenseId}`)
+      .digest('base64url');
 
   return {
     /**
@@ -42,10 +46,21 @@ export function createDownloadLinks(masterKey: MasterKey, clock: Clock, baseUrl:
       };
     },
 
-    /** The signature is checked before the expiry, so a forged expiry reads as forged. */
-    check(buildId: string, expires: string | undefined, signature: string | undefined): LinkCheck {
+    /**
+     * The installer's link of a build for one license (an update manifest's), valid 7 days:
+     * `/v1/installer-downloads/<build_id>?license=<license_id>&expires=...&signature=...`. The
+     * download is counted against what the license may download (a store license's allowance).
+     */
+    createForLicense(buildId: string, licenseId: string): string {
+      const expires = Math.floor(linkExpiry(clock.now()).getTime() / 1000);
+      const query = new URLSearchParams({ license: licenseId, expires: String(expires), signature: sign(buildId, expires, licenseId) });
+      return `${baseUrl}/v1/installer-downloads/${encodeURIComponent(buildId)}?${query}`;
+    },
+
+    /** The signature is checked before the expiry, so a forged expiry reads as forged. `licenseId` for a link of `createForLicense`. */
+    check(buildId: string, expires: string | undefined, signature: string | undefined, licenseId?: string): LinkCheck {
       if (!expires || !signature || !/^\d{1,12}$/.test(expires)) return 'invalid';
-      if (!safeEqual(signature, sign(buildId, Number(expires)))) return 'invalid';
+      if (!safeEqual(signature, sign(buildId, Number(expires), licenseId))) return 'invalid';
       return Number(expires) * 1000 <= clock.now().getTime() ? 'expired' : 'valid';
     },
   };

@@ -63,6 +63,12 @@ export function createBuildsService(deps: BuildsServiceDeps) {
     });
   }
 
+  async function sendBuild(ctx: Koa.Context, buildId: string): Promise<void> {
+    const build = await store.findReady(buildId);
+    assertThat(build, 'BUILD_NOT_FOUND', 'This build no longer exists');
+    await sendStoredFile(ctx, storage, { key: build.package_key!, size: build.protected_size_bytes!, sha256: build.sha256!, name: build.package_name! });
+  }
+
   return {
     get,
     /** Before an upload is read: another tenant's or a missing app costs the client no upload. */
@@ -193,10 +199,11 @@ export function createBuildsService(deps: BuildsServiceDeps) {
       const check = links.check(buildId, expires, signature);
       if (check === 'invalid') throw new RequestError('DOWNLOAD_LINK_INVALID', 'This download link is not valid');
       if (check === 'expired') throw new RequestError('DOWNLOAD_LINK_EXPIRED', 'This download link has expired; ask for a new one');
-      const build = await store.findReady(buildId);
-      assertThat(build, 'BUILD_NOT_FOUND', 'This build no longer exists');
-      await sendStoredFile(ctx, storage, { key: build.package_key!, size: build.protected_size_bytes!, sha256: build.sha256!, name: build.package_name! });
+      await sendBuild(ctx, buildId);
     },
+
+    /** Sends a READY build's package, once the caller decided the request may have it. */
+    sendBuild,
   };
 }
 

@@ -1,36 +1,30 @@
 import type Koa from 'koa';
 import type { Knex } from 'knex';
-import { bytesOf, planFileAnswer, sendStoredFile, type FileAnswer } from '../builds/send-file.js';
 import type { Clock } from '../clock.js';
 import { errorPage } from '../pages/delivery-page.js';
 import { sendPage } from '../pages/html-page.js';
 import { storeDeliveryPage, storeDeliveryRefusal } from '../pages/store-delivery-page.js';
-import type { BlobStorage } from '../storage/blob-storage.js';
 import { downloadMeter } from './download-meter.js';
+import type { MeteredDownloads, MeteredScope } from './metered-download.js';
 import { downloadLimit, unionIds, type StoreOffer } from './offer.js';
-import type { EntitlementsStore, EventApp, StoreLicense, StoreLicenseRow } from './store.js';
+import type { EntitlementsStore } from './store.js';
 import type { DeliveryTokens } from './tokens.js';
 
 const NOT_FOUND_DETAIL = 'This download page does not exist, or was removed.';
 const INACTIVE_DETAIL = 'The license behind this page is not active. If you still have a subscription, contact the seller.';
 
-interface PageScope {
-  row: StoreLicenseRow;
-  app: EventApp;
-  license: StoreLicense;
-}
-
 /**
  * docs/contract.md's permanent delivery URL, `{delivery_url_base}/d/<token>`: the current build of each
  * platform, downloaded through the same token and counted against the store's allowance (10 per
- * build offered, pooled; a developer-set download limit replaces it). Answers HTML: 404 for an
+ * build offered, pooled, shared with the installer: metered-download.ts; a developer-set download
+ * limit replaces it). Answers HTML: 404 for an
  * unknown token, 403 for an inactive license or an allowance used up (`#limit-reached`).
  */
-export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer: StoreOffer; tokens: DeliveryTokens; storage: BlobStorage; clock: Clock }) {
-  const { store, offer, clock } = deps;
+export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer: StoreOffer; tokens: DeliveryTokens; metered: MeteredDownloads; clock: Clock }) {
+  const { store, offer, metered, clock } = deps;
 
   /** The page's store license, app and license; the HTML refusal is sent when there is none or it is not active. */
-  async function scopeOf(ctx: Koa.Context, q: Knex, token: string, lock: boolean): Promise<PageScope | null> {
+  async function scopeOf(ctx: Koa.Context, q: Knex, token: string, lock: boolean): Promise<MeteredScope | null> {
     const found = await store.byDeliveryToken(deps.tokens.hashOf(token));
     const row = found && lock ? await store.lockStoreLicense(q as Knex.Transaction, found.id) : found;
     const license = row?.license_id && row.delivery_token_hash ? await store.readLicense(q, row.license_id, clock.now()) : undefined;
@@ -67,39 +61,15 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
      * 304 nothing. Refused (`#limit-reached`) when the answer would go past the allowance.
      */
     async download(ctx: Koa.Context, token: string, buildId: string): Promise<void> {
-      const planned = await store.db.transaction(async (trx) => {
-        const scope = await scopeOf(ctx, trx, token, true);
-        if (!scope) return null;
-        const current = await offer.current(trx, scope.app);
-        const offered = unionIds(scope.row.offered_build_ids, current.map((o) => o.build.id));
-        const file = offered.has(buildId) ? await store.readyBuild(trx, scope.app.id, buildId) : undefined;
-        if (!file) {
-          sendPage(ctx, 404, storeDeliveryRefusal('not-offered', 'This build is not offered on this page any more; open the page again for the current one.'));
-          return null;
-        }
-        const answer: FileAnswer = planFileAnswer(ctx, { size: file.protected_size_bytes, sha256: file.sha256 });
-        const limit = downloadLimit(scope.license, scope.app, offered);
-        const counted = await downloadMeter.charge(trx, {
-          storeLicenseId: scope.row.id,
-          buildId: file.id,
-          sizeBytes: Number(file.protected_size_bytes),
-          bytes: bytesOf(ctx, answer),
-          limit,
-          now: clock.now(),
-        });
-        if (!counted) {
-          sendPage(ctx, 403, storeDeliveryRefusal('limit-reached', `All ${limit} downloads of this license are used. Contact the seller for more.`));
-          return null;
-        }
-        await store.updateShop(trx, scope.row.id, { offered_build_ids: [...offered], updated_at: clock.now() });
-        return { file, answer, storeLicenseId: scope.row.id };
+      await metered.download(ctx, {
+        open: (trx) => scopeOf(ctx, trx, token, true),
+        async file(trx, scope, offered) {
+          const file = offered.has(buildId) ? await store.readyBuild(trx, scope.app.id, buildId) : undefined;
+          if (!file) sendPage(ctx, 404, storeDeliveryRefusal('not-offered', 'This build is not offered on this page any more; open the page again for the current one.'));
+          return file ?? null;
+        },
+        limitReached: (limit) => sendPage(ctx, 403, storeDeliveryRefusal('limit-reached', `All ${limit} downloads of this license are used. Contact the seller for more.`)),
       });
-      if (!planned) return;
-      const { file, answer, storeLicenseId } = planned;
-      const sent = await sendStoredFile(ctx, deps.storage, { key: file.package_key, size: file.protected_size_bytes, sha256: file.sha256, name: file.package_name }, answer);
-      // Counted up front (so concurrent requests cannot pass the allowance); what never left is given back.
-      const unsent = bytesOf(ctx, answer) - sent;
-      if (unsent > 0) await downloadMeter.refund(store.db, { storeLicenseId, buildId: file.id, sizeBytes: Number(file.protected_size_bytes), bytes: unsent });
     },
   };
 }

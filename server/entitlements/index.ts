@@ -1,3 +1,5 @@
+import type Koa from 'koa';
+import type { DownloadLinks } from '../builds/download-link.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { MasterKey } from '../crypto/master-key.js';
@@ -7,6 +9,8 @@ import type { BlobStorage } from '../storage/blob-storage.js';
 import { createCompanions } from './companions.js';
 import { createWebhookCredentials } from './credentials.js';
 import { createStoreDeliveryPages } from './delivery-page.js';
+import { createInstallerDownloads } from './installer-download.js';
+import { createMeteredDownloads } from './metered-download.js';
 import { createStoreOffer } from './offer.js';
 import { entitlementRoutes } from './routes.js';
 import { createEntitlementEvents } from './service.js';
@@ -23,6 +27,9 @@ export function createEntitlementWebhook(deps: {
   storage: BlobStorage;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
   wakeJobs: () => void;
+  links: Pick<DownloadLinks, 'check'>;
+  /** Sends a READY build as a plain signed link does: an installer's download of a license that is not a store's. */
+  sendBuild: (ctx: Koa.Context, buildId: string) => Promise<void>;
 }) {
   const { clock, wakeJobs } = deps;
   const store = createEntitlementsStore(deps.db);
@@ -33,6 +40,8 @@ export function createEntitlementWebhook(deps: {
   const settings = createWebhookSettings({ store, clock, publicBaseUrl: deps.config.publicBaseUrl, credentials });
   const events = createEntitlementEvents({ store, offer, credentials, clock, wakeJobs });
   const companions = createCompanions({ store, offer, clock, credentials, wakeJobs });
-  const pages = createStoreDeliveryPages({ store, offer, tokens, storage: deps.storage, clock });
-  return { verify: settings.verify, routes: entitlementRoutes({ settings, events, companions, pages }) };
+  const metered = createMeteredDownloads({ store, offer, storage: deps.storage, clock });
+  const pages = createStoreDeliveryPages({ store, offer, tokens, metered, clock });
+  const installer = createInstallerDownloads({ store, metered, links: deps.links, clock, plain: deps.sendBuild });
+  return { verify: settings.verify, routes: entitlementRoutes({ settings, events, companions, pages, installer }) };
 }

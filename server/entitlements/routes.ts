@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../http/route.js';
 import type { Companions } from './companions.js';
 import type { StoreDeliveryPages } from './delivery-page.js';
+import type { InstallerDownloads } from './installer-download.js';
 import * as s from './schemas.js';
 import type { EntitlementEvents } from './service.js';
 import type { WebhookSettings } from './settings.js';
@@ -123,6 +124,25 @@ function webhookRoutes(events: EntitlementEvents, companions: Companions): Route
 
 const DeliveryToken = z.string().min(20).max(128);
 
+/** docs/contract.md, Limits: the installer's downloads share the store license's allowance with its page. */
+function installerRoute(installer: InstallerDownloads): RouteDef {
+  return defineRoute({
+    method: 'get', path: '/v1/installer-downloads/{build_id}', operationId: 'installerDownload', tag: 'Runtime', auth: 'none', rateLimit: 'general',
+    summary: "Download a pushed build through an update manifest's signed link, bound to the license",
+    description:
+      'The `url` of an update manifest: signed for the build and the license, valid 7 days; supports Range, ETag and HEAD. For a store license ' +
+      '(entitlement webhook) every download counts against the allowance it shares with the permanent delivery page (10 per build offered, or ' +
+      "the developer's download limit, which replaces it), counted in bytes as there; used up: 403 DOWNLOAD_LIMIT_REACHED. A forged link 403 " +
+      'DOWNLOAD_LINK_INVALID, an expired one 403 DOWNLOAD_LINK_EXPIRED; a license no longer active 403 FORBIDDEN; a build gone 404.',
+    params: z.object({ build_id: z.string().max(64) }),
+    query: z.object({ license: z.string().max(64), expires: z.string().max(20).optional(), signature: z.string().max(128).optional() }),
+    errors: [403, 404, 416],
+    fileResponse: { description: 'The package customers run' },
+    handler: ({ params, query, ctx }) =>
+      installer.download(ctx, { buildId: params.build_id, licenseId: query.license, expires: query.expires, signature: query.signature }),
+  });
+}
+
 /** docs/contract.md's permanent delivery URL of a store license. */
 function deliveryRoutes(pages: StoreDeliveryPages): RouteDef[] {
   return [
@@ -152,6 +172,12 @@ function deliveryRoutes(pages: StoreDeliveryPages): RouteDef[] {
   ];
 }
 
-export function entitlementRoutes(deps: { settings: WebhookSettings; events: EntitlementEvents; companions: Companions; pages: StoreDeliveryPages }): RouteDef[] {
-  return [...settingsRoutes(deps.settings), ...webhookRoutes(deps.events, deps.companions), ...deliveryRoutes(deps.pages)];
+export function entitlementRoutes(deps: {
+  settings: WebhookSettings;
+  events: EntitlementEvents;
+  companions: Companions;
+  pages: StoreDeliveryPages;
+  installer: InstallerDownloads;
+}): RouteDef[] {
+  return [...settingsRoutes(deps.settings), ...webhookRoutes(deps.events, deps.companions), ...deliveryRoutes(deps.pages), installerRoute(deps.installer)];
 }

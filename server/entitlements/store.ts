@@ -358,6 +358,13 @@ export function createEntitlementsStore(db: Db) {
 
     lockStoreLicense: (trx: Knex.Transaction, id: string) => trx('store_licenses').where({ id }).forUpdate().first<StoreLicenseRow | undefined>(),
 
+    /** Whether the license is a store's (has a download allowance). */
+    isStoreLicense: async (licenseId: string) => Boolean(await db('store_licenses').where({ license_id: licenseId }).first('id')),
+
+    /** The store license of a license, locked like `lockStoreLicense`; undefined when the license is not a store's. */
+    lockStoreLicenseOf: (trx: Knex.Transaction, licenseId: string) =>
+      trx('store_licenses').where({ license_id: licenseId }).forUpdate().first<StoreLicenseRow | undefined>(),
+
     readLicense: (q: Knex, id: string, now: Date) =>
       q('licenses').where({ id }).first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(q, now)),
 

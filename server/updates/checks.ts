@@ -34,7 +34,7 @@ export function createUpdateChecks(deps: {
   store: UpdatesStore;
   clock: Clock;
   keyring: Keyring;
-  links: Pick<DownloadLinks, 'create'>;
+  links: Pick<DownloadLinks, 'createForLicense'>;
   limits: LicenseLimits;
 }) {
   const { store, clock, keyring, links, limits } = deps;
@@ -79,7 +79,8 @@ export function createUpdateChecks(deps: {
         version: row.version ?? row.build_id,
         sha256: row.sha256,
         length: row.protected_size_bytes,
-        url: links.create(row.build_id).download_url,
+        // Bound to the license: a store license's installer downloads count against its allowance (docs/contract.md, Limits).
+        url: links.createForLicense(row.build_id, row.license_id),
         release_notes: row.release_notes,
         serial: row.serial,
         iat,
