@@ -244,6 +244,7 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
     return { target_build_id: await resource('build_id'), release_notes: 'Sweep' };
   },
   pushLicenseUpdate: async (resource) => ({ target_build_id: await resource('build_id'), release_notes: 'Sweep' }),
+  setLicenseDownloadLimit: () => ({ download_limit: 5 }),
 };
 
 /** operationId -> what must exist besides the path's resources for the owner's request to succeed. */
