@@ -12,7 +12,6 @@ import type { EntitlementsStore } from './store.js';
  */
 export function createInstallerDownloads(deps: { store: EntitlementsStore; metered: MeteredDownloads; links: Pick<DownloadLinks, 'check'>; clock: Clock; plain: (ctx: Koa.Context, buildId: string) => Promise<void> }) {
   const { store, metered, links, clock } = deps;
-  const buildGone = () => new RequestError('BUILD_NOT_FOUND', 'This build no longer exists');
 
   return {
     async download(ctx: Koa.Context, q: { buildId: string; licenseId: string; expires?: string; signature?: string }): Promise<void> {
@@ -29,7 +28,11 @@ export function createInstallerDownloads(deps: { store: EntitlementsStore; meter
           return { row, license, app: (await store.eventApp(trx, row.app_id))! };
         },
         // The pushed build, offered on the page or not: the signed link names it.
-        file: async (trx, scope) => (await store.readyBuild(trx, scope.app.id, q.buildId)) ?? Promise.reject(buildGone()),
+        async file(trx, scope) {
+          const build = await store.readyBuild(trx, scope.app.id, q.buildId);
+          if (!build) throw new RequestError('BUILD_NOT_FOUND', 'This build no longer exists');
+          return build;
+        },
         limitReached: (limit) => {
           throw new RequestError('DOWNLOAD_LIMIT_REACHED', `All ${limit} downloads of this license are used (its delivery page and its updates together). Contact the seller for more.`);
         },
