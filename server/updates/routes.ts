@@ -99,7 +99,8 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
         "the build's (architecture aside; every device for cross_platform), the device runs the target build (it counts as installed), or it skipped or installed " +
         'that build. The push that applies is the newer (by serial) of the app push and the license\'s own. The manifest is bound to ' +
         `app, platform, license and device, expires ${MANIFEST_LIFETIME_SECONDS / 60} minutes after issue, and names the build's ` +
-        "SHA-256, size and a signed download link. Every check within the limit records the device's platform, engine and " +
+        "SHA-256, size and a download link signed for the build and the license (/v1/installer-downloads; a store license's " +
+        "downloads through it count against its download allowance). Every check within the limit records the device's platform, engine and " +
         `running version and build it sends. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.UpdateCheckBody, response: s.UpdateManifest, errors: [401, 403],
       noContent: 'No update for this device now',
