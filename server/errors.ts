@@ -75,6 +75,8 @@ export const ERROR_CODES = {
   /** An account has at most 20 active API keys. */
   API_KEY_LIMIT_REACHED: 409,
   BUILD_NOT_READY: 409,
+  /** A signed package for a build whose package carries no signature the service checks (not Windows or macOS, or a macOS launcher archive). */
+  BUILD_NOT_SIGNABLE: 409,
   /** A chunk of a resumable upload that does not start where the upload stands (`Upload-Offset` says where). */
   UPLOAD_OFFSET_MISMATCH: 409,
   /** Completing a resumable upload that is missing bytes (`Upload-Offset` says how many it has). */
@@ -117,6 +119,8 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,
   PACKAGE_REJECTED: 422,
+  /** A signed package without the platform's code signature: no Authenticode certificate table in the PE, no LC_CODE_SIGNATURE in the Mach-O. */
+  PACKAGE_NOT_SIGNED: 422,
   /** The bytes of a resumable upload do not hash to the SHA-256 declared when it started. */
   UPLOAD_CHECKSUM_MISMATCH: 422,
   RATE_LIMITED: 429,

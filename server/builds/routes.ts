@@ -99,7 +99,18 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
     defineRoute({
       ...common, method: 'put', path: '/v1/apps/{app_id}/builds/{build_id}/signed-package', operationId: 'replaceBuildPackage', scope: 'builds',
       summary: "Replace a READY build's package with the developer's signed one (Windows and macOS builds, before a push)",
-      description: 'multipart/form-data with `package`. It is scanned like an upload, then becomes what customers download; `sha256` and `protected_size_bytes` are its own.',
+      description:
+        'multipart/form-data with `package`. Checked before it replaces anything, first failure wins: the build 404 (another ' +
+        "developer's too), not READY 409 BUILD_NOT_READY; a build that takes no signature 409 BUILD_NOT_SIGNABLE (a platform " +
+        "other than Windows and macOS, or a macOS launcher archive, whose runtime keeps Node's own signature and is pushed as it is); " +
+        'the signature, read from the structure: a Windows package must be a PE with an Authenticode certificate table (a non-empty ' +
+        'IMAGE_DIRECTORY_ENTRY_SECURITY directory), a macOS package a Mach-O with LC_CODE_SIGNATURE (in every slice of a universal ' +
+        'one), else 422 PACKAGE_NOT_SIGNED (the certificate itself is the operating system\'s to verify); a protected build ' +
+        '(`protection_level` other than `none`) takes only its own protected package, signed: the same program once the signature ' +
+        'is set aside, else 422 PACKAGE_REJECTED, so it stays as protected as it says and is not protected again (that would break ' +
+        'the signature); then the scan of an upload (422 PACKAGE_REJECTED). It then becomes what customers download, with its own ' +
+        '`sha256` and `protected_size_bytes`; status, `protection_level` and `package_format` stay, and `signed_package_at` is set, ' +
+        'which a push of a Windows or macOS build requires (409 reason build_not_signed before).',
       params: s.BuildParams, body: s.SignedPackageBody, response: s.Build, errors: [404, 409, 413, 415, 422],
       multipart: upload('package', 'The signed package'),
       precheck: ({ actor, params }) => builds.assertReplaceable(actor.developerId, params.app_id, params.build_id),

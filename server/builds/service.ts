@@ -6,7 +6,7 @@ import type { Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { UploadedFile } from '../http/multipart.js';
 import type { JobQueue } from '../jobs/queue.js';
-import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
+import { BlobNotFoundError, type BlobStorage, type StagedBlob } from '../storage/blob-storage.js';
 import type { Digest } from '../storage/digest.js';
 import type { ScratchSpace } from '../storage/scratch.js';
 import type { TenantQuotaService } from '../quotas/index.js';
@@ -18,6 +18,7 @@ import { checkUpload } from './upload-check.js';
 import type { ListBuildsFilter, UploadBuildInput } from './schemas.js';
 import type { Scanner } from './scanning/scanner.js';
 import { sendStoredFile } from './send-file.js';
+import { assertSignable, assertSignedReplacement } from './signed-package.js';
 import type { BuildRow, BuildsStore } from './store.js';
 
 export interface BuildsServiceDeps {
@@ -52,11 +53,26 @@ export function createBuildsService(deps: BuildsServiceDeps) {
     return build;
   }
 
-  /** Scans a signed package before it replaces anything (the same checks as an upload's, at once); answers its digest. */
-  function assertClean(key: string, name: string): Promise<Digest> {
+  /**
+   * Checks a signed package before it replaces anything: its signature and, for a protected build,
+   * that it is the build's own package (`signed-package.ts`), then the same scan as an upload's, at
+   * once. Answers its digest.
+   */
+  function assertAcceptable(build: BuildRow, key: string, name: string): Promise<Digest> {
     return deps.scratch.withWorkDir('package', async (workDir) => {
       const file = path.join(workDir, 'package');
       const digest = await storage.copyToFile(key, file);
+      await assertSignedReplacement(build, assertSignable(build), file, async () => {
+        const current = path.join(workDir, 'current');
+        try {
+          await storage.copyToFile(build.package_key!, current);
+        } catch (err) {
+          // Deleted (files first) while the replacement was read.
+          if (err instanceof BlobNotFoundError) throw new RequestError('BUILD_NOT_FOUND', 'No such build of this app');
+          throw err;
+        }
+        return current;
+      });
       const { finding } = await inspectArtifact(deps.scanners, file, name, workDir, AbortSignal.timeout(10 * 60_000));
       if (finding) throw new RequestError('PACKAGE_REJECTED', `The package was refused (${finding.scan_status}): ${finding.reason}`);
       return digest;
@@ -156,20 +172,27 @@ export function createBuildsService(deps: BuildsServiceDeps) {
       });
     },
 
-    /** Before the package is read: the build must be there and READY. */
+    /** Before the package is read: the build must be there, READY, and of a kind that is signed (Windows, macOS). */
     async assertReplaceable(developerId: string, appId: string, buildId: string): Promise<void> {
       const build = await get(developerId, appId, buildId);
       if (build.status !== 'READY') throw notReady(build, 'take a signed package');
+      assertSignable(build);
     },
 
-    /** The developer's signed package replaces what customers download; hash and size are its own. */
+    /**
+     * The developer's signed package replaces what customers download; hash and size are its own.
+     * The build keeps its status, protection level and format: a protected build's replacement is
+     * its own protected package with a signature added, nothing else is accepted.
+     */
     async replacePackage(developerId: string, appId: string, buildId: string, file: UploadedFile<StagedBlob>): Promise<BuildRow> {
       const key = buildFiles.newPackage({ id: buildId, app_id: appId });
       await file.stored.commit(key);
       let replaced;
       try {
+        const build = await get(developerId, appId, buildId);
+        if (build.status !== 'READY') throw notReady(build, 'take a signed package');
         const name = safeFileName(file.filename, 'package');
-        const { size, sha256 } = await assertClean(key, name);
+        const { size, sha256 } = await assertAcceptable(build, key, name);
         replaced = await store.replacePackage(developerId, appId, buildId, {
           package_key: key,
           package_name: name,

@@ -38,7 +38,9 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       description:
         'Checks, first failure wins: app 404; Pro plan 403 PLAN_REQUIRED; `target_build_id` of another app or missing 404 ' +
         'BUILD_NOT_FOUND, not READY 409 BUILD_NOT_READY; without one, the newest READY build (released, under delivery mode ' +
-        'released_only), none 409 NO_READY_BUILD; under released_only an unreleased target 409 reason build_not_released, ' +
+        'released_only), none 409 NO_READY_BUILD; a Windows or macOS target whose package was not replaced with a signed one ' +
+        '(PUT .../builds/{build_id}/signed-package: Replace with Signed Package) 409 reason build_not_signed (a macOS launcher ' +
+        'archive excepted: its runtime keeps the signature of Node); under released_only an unreleased target 409 reason build_not_released, ' +
         'unless `release_current: true`, which releases it; a target created before the active push\'s 409 reason ' +
         'older_than_active_target (the detail names the active target; clear the push first); no ACTIVE license 409 ' +
         `NO_ACTIVE_LICENSE. ${CONFLICTS}. Per-license pushes of the app's licenses are cleared: this later push overrides them. ` +
@@ -69,7 +71,8 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       description:
         'Checks, first failure wins: license 404; Pro plan 403 PLAN_REQUIRED; a license that is not ACTIVE 409 NO_ACTIVE_LICENSE; ' +
         '`target_build_id` not a build of the license\'s app 404 BUILD_NOT_FOUND, not READY 409 BUILD_NOT_READY; without one, the ' +
-        'newest READY build, none 409 NO_READY_BUILD. It applies to the license in place of the app push until a later app push ' +
+        'newest READY build, none 409 NO_READY_BUILD; a Windows or macOS target not yet replaced with a signed package 409 ' +
+        'PUSH_CONFLICT reason build_not_signed, as for an app push. It applies to the license in place of the app push until a later app push ' +
         'overrides (and clears) it.',
       params: LicenseIdParams, body: s.PushLicenseUpdateBody, response: s.LicensePushStatus, errors: [403, 404, 409],
       handler: async ({ actor, params, body }) => licensePushView(params.license_id, await pushes.pushLicense(actor.developerId, params.license_id, body)),

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { RequestError, assertThat } from '../errors.js';
 import type { UpdatesStore } from './store.js';
 
-/** The `reason` of a 409 PUSH_CONFLICT: docs/contract.md's three, and ours for a target older than the active one. */
-export const PUSH_CONFLICT_REASONS = ['build_not_released', 'active_push_target', 'push_target_not_released', 'older_than_active_target'] as const;
+/** The `reason` of a 409 PUSH_CONFLICT: docs/contract.md's four, and ours for a target older than the active one. */
+export const PUSH_CONFLICT_REASONS = ['build_not_released', 'active_push_target', 'push_target_not_released', 'build_not_signed', 'older_than_active_target'] as const;
 export type PushConflictReason = (typeof PUSH_CONFLICT_REASONS)[number];
 
 export const pushConflict = (reason: PushConflictReason, detail: string) => new RequestError('PUSH_CONFLICT', detail, { reason });

@@ -3,6 +3,7 @@ import type { BuildRow } from '../builds/store.js';
 import type { Plan } from '../accounts/plan.js';
 import type { Clock } from '../clock.js';
 import { RequestError, assertThat } from '../errors.js';
+import { awaitsSignedPackage } from '../builds/signed-package.js';
 import { engineSupportsUpdates } from './engine-version.js';
 import { isOlderBuild, pushConflict } from './rules.js';
 import type { DeviceCounts, PushAppUpdateInput, PushLicenseUpdateInput } from './schemas.js';
@@ -65,6 +66,16 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
     return build;
   }
 
+  /** docs/contract.md Versioning 3: a Windows or macOS build is pushed only once its package is signed. */
+  function assertSigned(build: BuildRow): void {
+    if (!awaitsSignedPackage(build)) return;
+    throw pushConflict(
+      'build_not_signed',
+      `Build ${build.id} (${build.platform}) carries no code signature: sign its package and upload it with Replace with Signed Package ` +
+        `(PUT /v1/apps/${build.app_id}/builds/${build.id}/signed-package) before pushing it`,
+    );
+  }
+
   async function assertApp(developerId: string, appId: string): Promise<void> {
     assertThat(await store.findApp(developerId, appId), 'APP_NOT_FOUND', 'No such app');
   }
@@ -78,7 +89,7 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
   return {
     /**
      * Rules in order: the app (404), Pro (403), the target (404, 409 BUILD_NOT_READY, 409
-     * NO_READY_BUILD), released under released_only (409 build_not_released unless release_current),
+     * NO_READY_BUILD), signed if Windows or macOS (409 build_not_signed), released under released_only (409 build_not_released unless release_current),
      * not older than the active target (409 older_than_active_target), an active license (409
      * NO_ACTIVE_LICENSE). Then the push replaces the active one with a new serial.
      */
@@ -90,6 +101,7 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
         assertPro(await store.planOf(trx, developerId, now));
         const releasedOnly = app.delivery_mode === 'released_only';
         const target = await chooseTarget(trx, appId, input.target_build_id, releasedOnly);
+        assertSigned(target);
         const mustRelease = releasedOnly && !target.released;
         if (mustRelease && !input.release_current) {
           throw pushConflict('build_not_released', `Build ${target.id} is not released and the app delivers released builds only; release it, or send release_current: true`);
@@ -122,7 +134,7 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
 
     /**
      * Rules in order: the license (404), Pro (403), ACTIVE (409 NO_ACTIVE_LICENSE), the target (404,
-     * 409 BUILD_NOT_READY, 409 NO_READY_BUILD). Any READY build of the app may be pushed, released
+     * 409 BUILD_NOT_READY, 409 NO_READY_BUILD), signed if Windows or macOS (409 build_not_signed). Any READY build of the app may be pushed, released
      * or not, older or newer (docs/contract.md push rule 7: a portal operation for one customer).
      */
     async pushLicense(developerId: string, licenseId: string, input: PushLicenseUpdateInput): Promise<LicensePushState> {
@@ -133,6 +145,7 @@ export function createPushService(deps: { store: UpdatesStore; clock: Clock }) {
         assertPro(license.plan);
         assertThat(license.effective_status === 'ACTIVE', 'NO_ACTIVE_LICENSE', `The license is ${license.effective_status}; only active licenses receive pushes`);
         const target = await chooseTarget(trx, license.app_id, input.target_build_id, false);
+        assertSigned(target);
         const saved = await store.saveLicensePush(trx, licenseId, { developer_id: developerId, build_id: target.id, release_notes: input.release_notes, pushed_at: now });
         return { appId: license.app_id, push: saved };
       });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EICAR_SIGNATURE } from '../../server/builds/scanning/eicar.js';
 import { expectError } from '../support/assertions.js';
+import { peFile } from '../support/executables.js';
 import { createApp, createLicense, randomFingerprint, setPlan } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { filesOf, owner, settled, storedFiles, upload, uploadBuild, type Owner } from './support.js';
@@ -14,7 +15,8 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 const buildPath = (owner: Owner, id: string, rest = '') => `/v1/apps/${owner.app.id}/builds/${id}${rest}`;
-const ready = async (owner: Owner, name = 'tool.bin', data = 'payload') => settled(owner, (await uploadBuild(owner, { data, name })).id);
+const ready = async (owner: Owner, name = 'tool.bin', data: string | Uint8Array<ArrayBuffer> = 'payload', platform = 'cross_platform') =>
+  settled(owner, (await uploadBuild(owner, { data, name }, { platform })).id);
 const jobCount = async (s: TestServer) => Number((await s.database.db('jobs').count<{ count: number }[]>('* as count'))[0]!.count);
 const failed = async (owner: Owner) => settled(owner, (await uploadBuild(owner, { data: new Uint8Array(EICAR_SIGNATURE), name: 'x.com' })).id);
 
@@ -47,8 +49,8 @@ describe('PUT .../signed-package', () => {
     upload(owner, { method: 'PUT', path: buildPath(owner, id, '/signed-package'), file, fileField });
 
   it("replaces what customers download, with the signed package's own hash and size", async () => {
-    const build = await ready(o, 'Notes.exe', 'unsigned binary');
-    const signed = 'signed binary, now with an Authenticode signature';
+    const build = await ready(o, 'Notes.exe', new Uint8Array(peFile({ program: 'unsigned binary' })), 'win-x64');
+    const signed = new Uint8Array(peFile({ program: 'signed binary', signature: 'an Authenticode signature' }));
     const res = await put(o, build.id, { data: signed, name: 'Notes-signed.exe' });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -64,10 +66,10 @@ describe('PUT .../signed-package', () => {
     const link = await o.call('GET', buildPath(o, build.id, '/download'), { token: o.dev.accessToken });
     const download = await fetch(link.body.download_url);
     expect(download.headers.get('etag')).toBe(`"${res.body.sha256}"`);
-    expect(await download.text()).toBe(signed);
+    expect(Buffer.from(await download.arrayBuffer()).equals(Buffer.from(signed))).toBe(true);
 
     // Replaced again: the previous signed package is removed, the original upload stays.
-    const again = await put(o, build.id, { data: 'signed twice', name: 'Notes.exe' });
+    const again = await put(o, build.id, { data: new Uint8Array(peFile({ signature: 'signed twice' })), name: 'Notes.exe' });
     expect(again.status).toBe(200);
     const files = filesOf(server, build.id);
     expect(files).toHaveLength(2);
@@ -75,9 +77,9 @@ describe('PUT .../signed-package', () => {
   });
 
   it('refuses an infected package with 422 and keeps the current one', async () => {
-    const build = await ready(o);
+    const build = await ready(o, 'x.exe', 'payload', 'win-x64');
     const before = filesOf(server, build.id);
-    const res = await put(o, build.id, { data: new Uint8Array(EICAR_SIGNATURE), name: 'x.exe' });
+    const res = await put(o, build.id, { data: new Uint8Array(peFile({ program: EICAR_SIGNATURE.toString('latin1'), signature: 'pkcs7' })), name: 'x.exe' });
     expectError(res, 422, 'PACKAGE_REJECTED');
     expect(res.body.detail).toContain('EICAR');
     expect(filesOf(server, build.id)).toEqual(before);
@@ -88,7 +90,7 @@ describe('PUT .../signed-package', () => {
     const staged = () => storedFiles(server).filter((f) => f.startsWith('.staging'));
     const bad = await failed(o);
     expectError(await put(o, bad.id, { data: 'x', name: 'x.exe' }), 409, 'BUILD_NOT_READY');
-    const build = await ready(o);
+    const build = await ready(o, 'x.exe', 'payload', 'win-x64');
     expectError(await put(o, build.id), 400, 'VALIDATION_FAILED');
     expectError(await put(o, build.id, { data: 'x', name: 'x.exe' }, 'artifact'), 400, 'VALIDATION_FAILED');
     expectError(await put(o, 'bld_missing', { data: 'x', name: 'x.exe' }), 404, 'BUILD_NOT_FOUND');
