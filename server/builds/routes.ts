@@ -6,6 +6,7 @@ import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
 import { AppIdParams } from '../apps/schemas.js';
 import * as s from './schemas.js';
 import type { BuildsService } from './service.js';
+import { awaitsSignedPackage, signatureKindOf } from './signed-package.js';
 import type { BuildRow } from './store.js';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -31,6 +32,8 @@ export const buildView = (b: BuildRow): z.input<typeof s.Build> => ({
   sha256: b.sha256,
   released: b.released,
   signed_package_at: iso(b.signed_package_at),
+  signature_format: signatureKindOf(b),
+  awaits_signed_package: awaitsSignedPackage(b),
   created_at: b.created_at.toISOString(),
   completed_at: iso(b.completed_at),
 });

@@ -119,6 +119,13 @@ export const Build = z.object({
   sha256: z.string().nullable().describe('SHA-256 of what customers download (the ETag of the download)'),
   released: z.boolean().describe('Matters under the app delivery mode released_only'),
   signed_package_at: z.iso.datetime().nullable().describe('When the package was replaced by a signed one (PUT .../signed-package)'),
+  signature_format: z
+    .enum(['pe', 'mach_o'])
+    .nullable()
+    .describe(
+      'What a signed package of this build must be (Replace with Signed Package): `pe`, a PE with an Authenticode signature (Windows); `mach_o`, a Mach-O with LC_CODE_SIGNATURE (macOS); null when the build takes none (before READY, other platforms, and a macOS launcher archive, whose runtime keeps its vendor signature)',
+    ),
+  awaits_signed_package: z.boolean().describe('True while a push of this build is refused with 409 reason build_not_signed: a Windows or macOS build not yet replaced with a signed package'),
   created_at: z.iso.datetime(),
   completed_at: z.iso.datetime().nullable(),
 });

@@ -14,11 +14,12 @@ type SignableFacts = Pick<BuildRow, 'platform' | 'package_format'>;
  * The signature a build's package carries on its platform: Authenticode in a PE on Windows, a
  * Mach-O code signature on macOS; null for platforms without one, and for a protected macOS build,
  * a launcher archive whose only executable is Node's runtime byte for byte, its vendor signature
- * intact (the launcher and the app are scripts, which macOS does not sign). Re-signing that
+ * intact (the launcher and the app are scripts, which macOS does not sign); null before READY. Re-signing that
  * archive's runtime is not something this service can check, so it is pushed as it is.
  */
 export function signatureKindOf(build: SignableFacts): ExecutableKind | null {
-  if (build.package_format === 'launcher_archive') return null;
+  // Unknown until the build is READY: what protection makes depends on what the upload holds.
+  if (build.package_format === null || build.package_format === 'launcher_archive') return null;
   if (build.platform.startsWith('win-')) return 'pe';
   if (build.platform.startsWith('mac-')) return 'mach_o';
   return null;

@@ -5,6 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { chromiumMissingFor, launchChromium } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE_VERSION } from '../../runtime-sdk/engine/version.js';
+import { peFile } from '../support/executables.js';
 import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 import { activatedDevice, readyBuild, report } from '../updates/support.js';
@@ -191,10 +192,6 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     // Download: the signed link is a plain navigation.
     const [download] = await Promise.all([page.waitForEvent('download'), row.locator('[data-action=download]').click()]);
     expect((await download.path()) && download.suggestedFilename()).toBeTruthy();
-    // Replace with a signed package, uploaded with progress.
-    await row.locator('[data-action=signed-package-file]').setInputFiles({ name: 'notes-signed.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(4096, 2) });
-    await expect.poll(async () => (await call('GET', `/v1/apps/${appId}/builds/${buildId}`, { token: dev.accessToken })).body.signed_package_at, { timeout: 15_000 }).toBeTruthy();
-    await expect.poll(() => page.locator(`#builds-table tr[data-build-id="${buildId}"]`).textContent()).toContain('Signed package');
     // A second build, deleted after confirming.
     await page.setInputFiles('#build-file', { name: 'extra.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(1024, 3) });
     await page.fill('#build-version', '1.3.0');
@@ -338,6 +335,45 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await page.click('#license-detail [data-confirm="yes"]');
     await expect.poll(() => page.textContent('#license-action-notice')).toBe('6 devices removed.');
     await page.waitForSelector('#no-devices');
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('[Versioning 3] explains a refused push of an unsigned Windows build, offers Replace with Signed Package, refuses an unsigned package in words, and pushes once signed', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Signed', platforms: ['win-x64', 'linux-x64'] });
+    const o: Owner = { server, call, dev, app };
+    const build = await readyBuild(o, { platform: 'win-x64', version: '2.0.0' });
+    const linux = await readyBuild(o, { platform: 'linux-x64', version: '2.0.0' });
+    const license = (await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id } })).body;
+    await activatedDevice(o, license, 'win-x64');
+    const { page, errors, close } = await signedInPage(dev);
+
+    await page.goto(`${server.url}/portal#/apps/${app.id}/updates`);
+    await page.waitForSelector('#no-push');
+    await page.selectOption('#push-target', build.id);
+    await page.click('#push-submit');
+    await expect.poll(() => page.textContent('#push-error')).toMatch(/Replace with Signed Package/);
+
+    await page.goto(`${server.url}/portal#/apps/${app.id}/builds`);
+    const row = page.locator(`#builds-table tr[data-build-id="${build.id}"]`);
+    await expect.poll(() => row.textContent()).toContain('Not signed: Replace with Signed Package before pushing');
+    // A Linux build takes no signed package: no button.
+    expect(await page.locator(`#builds-table tr[data-build-id="${linux.id}"] [data-action=signed-package]`).count()).toBe(0);
+    await row.locator('[data-action=signed-package-file]').setInputFiles({ name: 'notes-unsigned.exe', mimeType: 'application/octet-stream', buffer: peFile() });
+    await expect.poll(() => row.locator('td:last-child .error').textContent()).toMatch(/no code signature.*Authenticode/);
+    expect((await call('GET', `/v1/apps/${app.id}/builds/${build.id}`, { token: dev.accessToken })).body.signed_package_at).toBeNull();
+    await row.locator('[data-action=signed-package-file]').setInputFiles({ name: 'notes-signed.exe', mimeType: 'application/octet-stream', buffer: peFile({ signature: 'PKCS#7 signed data' }) });
+    await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain('Signed package');
+    expect(await row.textContent()).not.toContain('Not signed');
+
+    await page.goto(`${server.url}/portal#/apps/${app.id}/updates`);
+    await page.waitForSelector('#no-push');
+    await page.selectOption('#push-target', build.id);
+    await page.click('#push-submit');
+    await page.waitForSelector('#adoption-chart');
+    expect((await call('GET', `/v1/apps/${app.id}/push-update`, { token: dev.accessToken })).body.push.target_build_id).toBe(build.id);
     expect(errors).toEqual([]);
     await close();
   });

@@ -3,10 +3,14 @@
  * (Replace with Signed Package) before they are pushed; the replacement's signature is read from its
  * structure (Authenticode certificate table in the PE, LC_CODE_SIGNATURE in the Mach-O).
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EICAR_SIGNATURE } from '../../server/builds/scanning/eicar.js';
 import { filesOf, owner, upload, type Owner } from '../builds/support.js';
 import { expectError } from '../support/assertions.js';
+import { runLatchkey } from '../support/cli.js';
 import { fatMachOFile, machOFile, peFile } from '../support/executables.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { expectPushConflict, licensedDevice, licensePushPath, otherApp, proOwner, pushApp, pushPath, readyBuild } from './support.js';
@@ -120,5 +124,38 @@ describe('[Versioning 3] PUT /v1/apps/{app_id}/builds/{build_id}/signed-package'
     expectError(await replace(intruder, build.id, signed), 404, 'BUILD_NOT_FOUND');
     expectError(await replace({ ...intruder, app: o.app }, build.id, signed), 404);
     expect(await getBuild(o, build.id)).toMatchObject({ sha256: build.sha256, signed_package_at: null });
+  });
+});
+
+describe('[Versioning 3] the CLI', { timeout: 120_000 }, () => {
+  it('[Versioning 3] latchkey builds replace-signed refuses an unsigned package (exit 5), takes a signed one, and latchkey push then goes through', async () => {
+    const a = await otherApp(o, { platforms: ['win-x64'] });
+    await licensedDevice(a, { platform: 'win-x64' });
+    const build = await readyBuild(a, { platform: 'win-x64' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-signed-'));
+    const latchkey = (args: string[]) => runLatchkey(server.url, a.dev.apiKey, args);
+    try {
+      const refused = await latchkey(['push', '--app', a.app.id]);
+      expect(refused.code, refused.stderr).toBe(5);
+      expect(refused.stderr).toContain('Replace with Signed Package');
+
+      const unsigned = path.join(dir, 'Notes.exe');
+      fs.writeFileSync(unsigned, peFile());
+      const notSigned = await latchkey(['builds', 'replace-signed', '--app', a.app.id, '--build', build.id, '--package', unsigned]);
+      expect(notSigned.code, notSigned.stderr).toBe(5);
+      expect(notSigned.stderr).toContain('PACKAGE_NOT_SIGNED');
+
+      const signed = path.join(dir, 'Notes-signed.exe');
+      fs.writeFileSync(signed, peFile({ signature: 'PKCS#7 signed data' }));
+      const replaced = await latchkey(['builds', 'replace-signed', '--app', a.app.id, '--build', build.id, '--package', signed, '--json']);
+      expect(replaced.code, replaced.stderr).toBe(0);
+      expect(JSON.parse(replaced.stdout)).toMatchObject({ id: build.id, status: 'READY', package_name: 'Notes-signed.exe', signed_package_at: expect.any(String) });
+
+      const pushed = await latchkey(['push', '--app', a.app.id]);
+      expect(pushed.code, pushed.stderr).toBe(0);
+      expect(pushed.stdout).toContain(build.id);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -106,13 +106,15 @@ function buildRow(app, b, refresh) {
         const res = await act(() => get(`${path}/download`), { errorEl: error });
         if (res.ok) location.assign(res.value.download_url);
       } }, 'Download'),
-      signedPackageControl(path, error, refresh),
     );
+    // Windows and macOS builds are pushed once signed (Replace with Signed Package); the API says which take one.
+    if (b.signature_format) actions.append(signedPackageControl(path, b.signature_format, error, refresh));
   }
   actions.append(confirmButton('Delete', 'Delete this build?', run(() => del(path))));
   const status = h('td', null, badge(b.status));
   if (b.status === 'FAILED' && b.failure_reason) status.append(h('p', { class: 'error' }, b.failure_reason));
   if (b.signed_package_at) status.append(h('p', { class: 'hint' }, 'Signed package'));
+  if (b.status === 'READY' && b.awaits_signed_package) status.append(h('p', { class: 'hint', 'data-hint': 'unsigned' }, 'Not signed: Replace with Signed Package before pushing'));
   return h('tr', { 'data-build-id': b.id, 'data-status': b.status },
     h('td', null, b.version ?? '—', h('div', { class: 'hint mono' }, b.package_name ?? b.artifact_name)),
     h('td', null, b.platform),
@@ -123,11 +125,12 @@ function buildRow(app, b, refresh) {
     h('td', null, actions, error));
 }
 
-/** Replace with Signed Package: picks the file, uploads it with progress. */
-function signedPackageControl(path, error, refresh) {
+/** Replace with Signed Package: picks the file (the build's download, signed), uploads it with progress. */
+function signedPackageControl(path, format, error, refresh) {
   const controls = uploadControls('signed', 'Sent');
   const input = h('input', { type: 'file', hidden: true, 'data-action': 'signed-package-file' });
-  const button = h('button', { type: 'button', class: 'secondary', 'data-action': 'signed-package', onclick: () => input.click() }, 'Replace with signed package');
+  const title = format === 'pe' ? 'Signed with signtool: an Authenticode signature' : 'Signed with codesign: LC_CODE_SIGNATURE';
+  const button = h('button', { type: 'button', class: 'secondary', 'data-action': 'signed-package', title, onclick: () => input.click() }, 'Replace with Signed Package');
   input.addEventListener('change', async () => {
     const chosen = input.files?.[0];
     if (!chosen) return;
