@@ -43,6 +43,7 @@ import { createLicensesStore } from './licenses/store.js';
 import { marketplaceRoutes } from './marketplace/routes.js';
 import { createMarketplace } from './marketplace/service.js';
 import { createMarketplaceStore } from './marketplace/store.js';
+import { healthRoutes } from './ops/health-routes.js';
 import { opsRouter } from './ops/routes.js';
 import { passwordResetPageRoutes } from './pages/password-reset-routes.js';
 import { redeemPageRoutes } from './pages/redeem-routes.js';
@@ -135,6 +136,7 @@ export function createApp(deps: AppDeps) {
   );
 
   const routes: RouteDef[] = [
+    ...healthRoutes(db),
     ...accountRoutes(accounts, rateLimiter),
     ...adminRoutes(accounts),
     ...appRoutes(apps),
@@ -159,7 +161,7 @@ export function createApp(deps: AppDeps) {
   const deactivation = createAccountDeactivation(db);
   mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes, refuseChangesIfDeactivated: deactivation.refuseChangesIfDeactivated });
   const metrics = createMetrics();
-  const ops = opsRouter(db, metrics, getOpenApi, authenticator);
+  const ops = opsRouter(metrics, getOpenApi, authenticator);
 
   // Behind a load balancer, client addresses (per-IP limits) come from X-Forwarded-For, believed
   // only from the proxies LATCHKEY_TRUST_PROXY lists (resolveClientAddress, the first middleware).
@@ -171,7 +173,7 @@ export function createApp(deps: AppDeps) {
     else log.error({ err }, 'failure after the answer started');
   });
   // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
-  const portal = createPortal({ config, db, clock, masterKey, api: { router: api, routes } });
+  const portal = createPortal({ config, db, clock, masterKey, rateLimiter, api: { router: api, routes } });
   app.use(resolveClientAddress(config.trustProxy));
   app.use(portal.acceptForwarded);
   app.use(metrics.middleware);

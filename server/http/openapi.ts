@@ -210,6 +210,7 @@ const TAGS: Record<string, string> = {
   Stats: 'Activations, sales and platform fees owed',
   Public: 'Without credentials: signing keys, pricing, purchases, hosted delivery and redemption pages',
   Operator: 'Endpoints of whoever runs the server, enabled by LATCHKEY_ADMIN_TOKEN',
+  Health: 'Liveness and readiness, for load balancers; rate-limited (class `health`) like every operation, generously',
 };
 
 const DESCRIPTION = `The Latchkey license authority's HTTP API: licensing, protected builds, delivery and updates for desktop apps.

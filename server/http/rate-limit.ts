@@ -34,6 +34,17 @@ export const RATE_LIMITS = {
     counted: 'database',
     refusal: { code: 'REDEMPTION_RATE_LIMITED', detail: 'Rate limit exceeded: too many redemption attempts; retry after 60 seconds', retryAfterSeconds: 60 },
   },
+  /**
+   * Liveness and readiness, per address, counted in each process's memory: no database round trip
+   * (readiness must answer while the database is away), and a balancer polling every second uses 60.
+   */
+  health: { limit: 1200, windowSeconds: 60, counted: 'process' },
+  /**
+   * The portal's own answers (its page, files and session calls), per address, in each process's
+   * memory: a page load fetches a score of files. What the portal forwards to the API counts in the
+   * API operation's class too, whose headers its answer carries.
+   */
+  portal: { limit: 1200, windowSeconds: 60, counted: 'process' },
   /** Password reset requests per email address (besides the `auth` limit of the requester's address). */
   password_reset: { limit: 5, windowSeconds: 3600, counted: 'database' },
 } as const satisfies Record<string, RateRule & { counted: 'database' | 'process'; refusal?: RateRefusal }>;

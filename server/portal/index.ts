@@ -23,6 +23,7 @@ import type { MasterKey } from '../crypto/master-key.js';
 import type { Db } from '../db/knex.js';
 import { RequestError } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
+import { rateSubject, type RateLimiter } from '../http/rate-limit.js';
 import type { RouteDef } from '../http/route.js';
 import { sendStaticAsset, staticAsset, type StaticAsset } from '../http/static-asset.js';
 import { CONNECT_COOKIE, setConnectCookie } from '../payments/connect.js';
@@ -59,7 +60,8 @@ export const PORTAL_CSP = [
 
 const PROXY_PATH = /^\/v1\/[A-Za-z0-9._~%-]+(\/[A-Za-z0-9._~%-]+)*\/?$/;
 /** Response headers the browser may see; everything else (cookies of the API, auth challenges) stays behind. */
-const PASSED_HEADERS = ['content-type', 'content-disposition', 'x-total-count', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-request-id'];
+const RATE_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after'];
+const PASSED_HEADERS = ['content-type', 'content-disposition', 'x-total-count', ...RATE_HEADERS, 'x-request-id'];
 const MAX_FORM_BYTES = 64 * 1024;
 const CONNECT_COOKIE_VALUE = new RegExp(`^${CONNECT_COOKIE}=([A-Za-z0-9_-]{43});`);
 
@@ -94,6 +96,8 @@ export interface PortalDeps {
   masterKey: MasterKey;
   /** The API's router and operations: the proxy forwards only to those a developer's token is for. */
   api: { router: Router; routes: RouteDef[] };
+  /** Every portal answer carries the RateLimit headers (docs/contract.md): its own class `portal`, or the forwarded operation's. */
+  rateLimiter: RateLimiter;
 }
 
 export function createPortal(deps: PortalDeps) {
@@ -124,11 +128,14 @@ export function createPortal(deps: PortalDeps) {
     if (!sessions.csrfValid(ctx, session)) throw new RequestError('FORBIDDEN', 'Missing or wrong CSRF token: reload the page and try again');
   }
 
+  /** The API's answer to a session call, with its wait and the state of the API limit that decided it. */
   function answer(ctx: Koa.Context, res: JsonAnswer): void {
     ctx.status = res.status;
     ctx.body = res.body ?? null;
-    const retry = res.headers['retry-after'];
-    if (retry) ctx.set('Retry-After', String(retry));
+    for (const name of RATE_HEADERS) {
+      const value = res.headers[name];
+      if (value) ctx.set(name, String(value));
+    }
   }
 
   /** Completes a sign-in with the API's token pair: who it belongs to comes from GET /v1/auth/me. */
@@ -253,8 +260,9 @@ export function createPortal(deps: PortalDeps) {
 
   const middleware: Koa.Middleware = async (ctx, next) => {
     if (ctx.path !== '/portal' && !ctx.path.startsWith('/portal/')) return next();
-    // Not an API operation: the API's limits apply to what the proxy forwards, not to the shell and its files.
+    // Not an API operation: counted in the portal's own class (the headers of a forwarded call are then the API operation's).
     ctx.state.routePath = ctx.path;
+    await deps.rateLimiter.admit(ctx, 'portal', rateSubject.address(ctx.ip));
     const reading = ctx.method === 'GET' || ctx.method === 'HEAD';
     if (reading && (ctx.path === '/portal' || ctx.path === '/portal/')) return serveShell(ctx);
     if (reading && ctx.path.startsWith('/portal/assets/')) return serveAsset(ctx, ctx.path.slice('/portal/assets/'.length));
