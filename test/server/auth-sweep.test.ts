@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
+import { peFile } from '../support/executables.js';
 import { client, formData, type CallOptions } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
@@ -149,10 +150,10 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     readPath: (id) => `/v1/licenses/${id}`,
   },
   build_id: {
-    // A READY build: release, download links and signed packages need one.
+    // A READY Windows build: release, download links and signed packages need one (a push, its package signed).
     async create(owner, parent) {
       const appId = await parent('app_id');
-      const form = formData({ platform: 'linux-x64' }, { artifact: { name: 'tool.bin', data: 'sweep' } });
+      const form = formData({ platform: 'win-x64' }, { artifact: { name: 'tool.bin', data: 'sweep' } });
       const res = await call('POST', `/v1/apps/${appId}/builds`, { token: owner.accessToken, raw: form });
       expect(res.status).toBe(201);
       for (;;) {
@@ -202,6 +203,7 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   },
 };
 
+const SIGNED_PE = peFile({ signature: 'pkcs7' });
 const SWEEP_SHA256 = createHash('sha256').update('sweep').digest('hex');
 const sendSweepChunk = (uploadPath: string) =>
   call('PUT', `${uploadPath}?offset=0`, { token: devA.accessToken, raw: { data: 'sweep', contentType: 'application/octet-stream' } });
@@ -237,15 +239,23 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   createUploadSession: () => ({ filename: 'tool.bin', size_bytes: 5, sha256: SWEEP_SHA256, platform: 'cross_platform' }),
   putUploadChunk: () => new Form({ data: new TextEncoder().encode('sweep'), contentType: 'application/octet-stream' }),
   uploadBuild: () => new Form(formData({ platform: 'cross_platform' }, { artifact: { name: 'tool.bin', data: 'sweep' } })),
-  replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.bin', data: 'signed' } })),
+  replaceBuildPackage: () => new Form(formData({}, { package: { name: 'signed.exe', data: SIGNED_PE } })),
   pushAppUpdate: async (resource) => {
     // A push needs a license holder besides the READY build it names.
     await resource('license_id');
-    return { target_build_id: await resource('build_id'), release_notes: 'Sweep' };
+    return { target_build_id: await signedBuild(resource), release_notes: 'Sweep' };
   },
-  pushLicenseUpdate: async (resource) => ({ target_build_id: await resource('build_id'), release_notes: 'Sweep' }),
+  pushLicenseUpdate: async (resource) => ({ target_build_id: await signedBuild(resource), release_notes: 'Sweep' }),
   setLicenseDownloadLimit: () => ({ download_limit: 5 }),
 };
+
+/** A Windows build is pushed once its package was replaced with a signed one (SPEC Versioning 3): A's build, signed. */
+async function signedBuild(resource: (param: string) => Promise<string>): Promise<string> {
+  const [appId, buildId] = [await resource('app_id'), await resource('build_id')];
+  const form = formData({}, { package: { name: 'signed.exe', data: SIGNED_PE } });
+  expect((await call('PUT', `/v1/apps/${appId}/builds/${buildId}/signed-package`, { token: devA.accessToken, raw: form })).status).toBe(200);
+  return buildId;
+}
 
 /** operationId -> what must exist besides the path's resources for the owner's request to succeed. */
 const enableWebhookAt = async (path: string) =>

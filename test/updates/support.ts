@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { ENGINE_VERSION } from '../../runtime-sdk/engine/version.js';
-import { settled, uploadBuild, type Owner } from '../builds/support.js';
+import { settled, upload, uploadBuild, type Owner } from '../builds/support.js';
+import { machOFile, peFile } from '../support/executables.js';
 import { createApp, createLicense, randomFingerprint, registerDeveloper, setPlan } from '../support/fixtures.js';
 import { client, type ApiResponse } from '../support/http.js';
 import type { TestServer } from '../support/server.js';
@@ -21,14 +22,24 @@ let uploads = 0;
 /**
  * A READY build (delivered as uploaded: quick to process). The clock moves a second first, so
  * builds made one after another are strictly ordered by creation time, which the push rules read.
+ * With `signed`, a Windows or macOS build's package is then replaced with a signed one, which a
+ * push of it needs (SPEC Versioning 3).
  */
-export async function readyBuild(o: Owner, options: { platform?: string; version?: string } = {}): Promise<Record<string, any>> {
+export async function readyBuild(o: Owner, options: { platform?: string; version?: string; signed?: boolean } = {}): Promise<Record<string, any>> {
   o.server.clock.advance(1000);
   const fields: Record<string, string> = { platform: options.platform ?? 'cross_platform' };
   if (options.version) fields.version = options.version;
   const build = await settled(o, (await uploadBuild(o, { data: `package ${++uploads}`, name: 'tool.bin' }, fields)).id);
   expect(build.status).toBe('READY');
-  return build;
+  return options.signed ? replaceWithSigned(o, build as { id: string; platform: string }) : build;
+}
+
+/** Replace with Signed Package: a PE with an Authenticode table for Windows, a Mach-O with LC_CODE_SIGNATURE for macOS; answers the build as it then is. */
+export async function replaceWithSigned(o: Owner, build: { id: string; platform: string }): Promise<Record<string, any>> {
+  const signed = build.platform.startsWith('win-') ? peFile({ signature: 'pkcs7' }) : machOFile({ signed: true });
+  const res = await upload(o, { method: 'PUT', path: `/v1/apps/${o.app.id}/builds/${build.id}/signed-package`, file: { data: new Uint8Array(signed), name: 'signed.bin' }, fileField: 'package' });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
 }
 
 export interface Device {

@@ -104,7 +104,7 @@ describe('POST /v1/updates/check', () => {
     const windowsArm = await licensedDevice(a, { platform: 'win-arm64' });
     const windowsX64 = await licensedDevice(a, { platform: 'win-x64' });
     const mac = await licensedDevice(a, { platform: 'mac-arm64' });
-    const build = await readyBuild(a, { platform: 'win-x64' });
+    const build = await readyBuild(a, { platform: 'win-x64', signed: true });
     await pushApp(a);
     expect(await offered(a, windowsArm)).toBe(build.id);
     expect(await offered(a, windowsX64)).toBe(build.id);
@@ -183,7 +183,7 @@ describe('POST /v1/updates/check', () => {
     const a = await otherApp(o);
     const windows = await licensedDevice(a, { platform: 'win-x64' });
     const linux = await licensedDevice(a);
-    const build = await readyBuild(a, { platform: 'win-x64', version: '2.0.0' });
+    const build = await readyBuild(a, { platform: 'win-x64', version: '2.0.0', signed: true });
     const push = await pushApp(a, { release_notes: 'Faster.' });
     const minimal = (device: Device) => a.call('POST', '/v1/updates/check', { body: { license_key: device.license_key, device_fingerprint: device.fingerprint } });
 
