@@ -37,10 +37,17 @@ export function client(baseUrl: string) {
     if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
     const body = requestBody(opts, headers);
     // Node's fetch needs `duplex` to send a streamed request body.
-    const res = await fetch(`${baseUrl}${path}`, {
-      method, headers, body,
-      ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
-      ...(opts.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(opts.timeoutMs) }),
+    const send = () =>
+      fetch(`${baseUrl}${path}`, {
+        method, headers, body,
+        ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+        ...(opts.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(opts.timeoutMs) }),
+      });
+    // A kept-alive connection the server closes as the request goes out is reset; like a browser,
+    // a read (GET, HEAD) is sent again once on a new connection.
+    const res = await send().catch((err: Error & { cause?: { code?: string } }) => {
+      if ((method === 'GET' || method === 'HEAD') && err.cause?.code === 'ECONNRESET') return send();
+      throw err;
     });
     const text = await res.text();
     let parsed: unknown = text;
