@@ -1,25 +1,18 @@
 import type { Knex } from 'knex';
 import { hotQuery, type Db } from '../db/knex.js';
-import type { JobKind, JobPayloads } from '../jobs/queue.js';
-import type { FeeCollection } from './fees.js';
+import { insertJobsSql, type JobKind, type JobPayloads } from '../jobs/queue.js';
+import type { LicenseFee } from './fee-rule.js';
 
 /** Where a fee's usage event to the payment processor stands: one closed list (the table's CHECK matches). */
 export const FEE_REPORT_STATUSES = ['pending', 'reported', 'not_reported', 'failed'] as const;
 export type FeeReportStatus = (typeof FEE_REPORT_STATUSES)[number];
 
-export interface NewLicenseFee {
-  license_id: string;
+/** A fee as the ledger keeps it: the rule's values (fee-rule.ts) and the sale's license, tenant, channel and time. */
+export interface NewLicenseFee extends LicenseFee {
   developer_id: string;
   app_id: string;
-  amount_cents: number;
-  currency: string;
   source: string;
   charged_at: Date;
-  report_idempotency_key: string;
-  collected_by: FeeCollection;
-  /** Set only for a fee that is never reported (collected as an application fee). */
-  report_status?: 'not_reported';
-  report_detail?: string;
 }
 
 export interface PendingFeeReport {
@@ -30,41 +23,48 @@ export interface PendingFeeReport {
   report_idempotency_key: string;
 }
 
-/** Knex queries of the fee ledger; each runs on the connection it is given. */
+/**
+ * The job that reports a charged fee to the payment processor. Processor outages are retried with
+ * backoff (5 s doubling to 5 min): about half an hour in all.
+ */
+export const FEE_REPORT_JOB = { kind: 'report_license_fee', maxAttempts: 12 } as const satisfies { kind: JobKind; maxAttempts: number };
+export const feeReportPayload = (licenseId: string): JobPayloads['report_license_fee'] => ({ license_id: licenseId });
 
-/** The job that reports a fee to the payment processor, inserted with the fee. */
-export interface FeeReportJob {
-  kind: JobKind;
-  payload: JobPayloads[JobKind];
-  maxAttempts: number;
-}
+const FEE_COLUMNS = ['license_id', 'developer_id', 'app_id', 'amount_cents', 'currency', 'source', 'charged_at', 'report_idempotency_key', 'collected_by', 'report_status', 'report_detail'];
 
 /**
- * Charges the license (and queues `job`, when given, with it) in one statement: once a license is
- * sold, on every sale. Concurrent inserts of one license wait on each other's primary key, then all
- * but one do nothing, their job included. True when this call charged the license.
+ * The one text that charges a fee, as two CTEs of a statement: `fee` inserts the ledger row (once
+ * per license: concurrent inserts of one license wait on each other's primary key, then all but one
+ * do nothing) and `fee_job` the job that reports it, when it is reported. `record` is the SQL of a
+ * jsonb NewLicenseFee (a parameter, or one completed from `from`'s columns); `from` and `where`
+ * name the statement's rows it is charged for, when it sells the license itself. The job's payload
+ * is feeReportPayload's, built from the row.
  */
-const INSERT_FEE_ONCE_SQL = `
-  WITH fee AS (
-    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by, report_status, report_detail)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10::text, 'pending'), $11)
+export const chargeFeeCtes = (fee: { record: string; from?: string; where?: string }) => `
+  fee AS (
+    INSERT INTO license_fees (${FEE_COLUMNS.join(', ')})
+    SELECT ${FEE_COLUMNS.map((c) => `f.${c}`).join(', ')}
+    FROM ${fee.from ? `${fee.from}, ` : ''}jsonb_populate_record(NULL::license_fees, ${fee.record}) f
+    ${fee.where ? `WHERE ${fee.where}` : ''}
     ON CONFLICT (license_id) DO NOTHING
-    RETURNING license_id
-  ), job AS (
-    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT $2, $12::text, $13::jsonb, $14::integer FROM fee WHERE $12::text IS NOT NULL
-  )
-  SELECT license_id FROM fee`;
+    RETURNING license_id, developer_id, report_status
+  ), fee_job AS (
+    ${insertJobsSql(`fee WHERE report_status = 'pending'`, {
+      developerId: 'developer_id',
+      kind: `'${FEE_REPORT_JOB.kind}'`,
+      payload: `jsonb_build_object('license_id', license_id)`,
+      maxAttempts: String(FEE_REPORT_JOB.maxAttempts),
+    })}
+  )`;
 
-export async function insertFeeOnce(trx: Knex.Transaction, fee: NewLicenseFee, job?: FeeReportJob): Promise<boolean> {
-  const rows = await hotQuery(
-    trx,
-    INSERT_FEE_ONCE_SQL,
-    [
-      fee.license_id, fee.developer_id, fee.app_id, fee.amount_cents, fee.currency, fee.source, fee.charged_at, fee.report_idempotency_key,
-      fee.collected_by, fee.report_status ?? null, fee.report_detail ?? null, job?.kind ?? null, job ? JSON.stringify(job.payload) : null, job?.maxAttempts ?? null,
-    ],
-    'fees.insert_once',
-  );
+/** The fee as `chargeFeeCtes`'s `record` parameter takes it. */
+export const feeRecord = (fee: NewLicenseFee) => JSON.stringify(fee);
+
+const INSERT_FEE_ONCE_SQL = `WITH ${chargeFeeCtes({ record: '$1::jsonb' })} SELECT license_id FROM fee`;
+
+/** Charges the license, with its report job, in one statement (chargeFeeCtes); true when this call charged it. */
+export async function insertFeeOnce(trx: Knex.Transaction, fee: NewLicenseFee): Promise<boolean> {
+  const rows = await hotQuery(trx, INSERT_FEE_ONCE_SQL, [feeRecord(fee)], 'fees.insert_once');
   return rows.length > 0;
 }
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { FeeCollection, FeeLedger, LicenseFeeOutcome } from '../billing/fees.js';
+import type { FeeCollection } from '../billing/fee-rule.js';
+import type { FeeLedger, LicenseFeeOutcome } from '../billing/fees.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import type { DeliveryEmailRequest, EmailOutbox } from '../email/outbox.js';
 import type { LicenseType } from '../licenses/rules.js';

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { MasterKey } from '../crypto/master-key.js';
 import { newId } from '../crypto/secrets.js';
-import type { JobKind, JobPayloads } from '../jobs/queue.js';
 import { renderDeliveryEmail, type DeliveryDetails, type RenderedEmail } from './delivery-message.js';
 import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
 import { emailBodyAad, insertEmailOnce, type EmailKind, type NewOutboxEmail } from './store.js';
@@ -15,14 +14,6 @@ export interface DeliveryEmailRequest extends DeliveryDetails {
 
 /** What makes two delivery emails the same: a license and an address (queued once whatever the retries). */
 export const deliveryDedupeKey = (licenseId: string, recipient: string) => `license_delivery:${licenseId}:${recipient.trim().toLowerCase()}`;
-
-/**
- * The job that sends one outbox email. Transient failures (a mail server down, a full disk) are
- * retried with the job runner's backoff (5 s doubling to 5 min): about ten minutes in all before
- * the email is marked failed.
- */
-export const SEND_EMAIL_JOB = { kind: 'send_email', maxAttempts: 8 } as const satisfies { kind: JobKind; maxAttempts: number };
-export const sendEmailPayload = (emailId: string): JobPayloads['send_email'] => ({ email_id: emailId });
 
 /** The outbox row of a license delivery email (queued by `queueDeliveryEmail`, or by a statement that sells the license). */
 export function deliveryEmail(request: DeliveryEmailRequest): NewOutboxEmail {
@@ -44,8 +35,7 @@ export function deliveryEmail(request: DeliveryEmailRequest): NewOutboxEmail {
 
 /** Emails are written to the outbox in the caller's transaction and sent by the `send_email` job. */
 export function createEmailOutbox() {
-  const queueOnce = (trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> =>
-    insertEmailOnce(trx, email, { kind: SEND_EMAIL_JOB.kind, payload: sendEmailPayload(email.id), maxAttempts: SEND_EMAIL_JOB.maxAttempts });
+  const queueOnce = insertEmailOnce;
 
   return {
     /**

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { hotQuery, type Db } from '../db/knex.js';
-import type { JobKind, JobPayloads } from '../jobs/queue.js';
+import { insertJobsSql, type JobKind } from '../jobs/queue.js';
 
 /** Every kind of email the service sends: one closed list (the table's CHECK matches). */
 export const EMAIL_KINDS = ['license_delivery', 'plan_payment_failed', 'two_factor_locked', 'password_reset', 'password_changed'] as const;
@@ -36,35 +36,46 @@ export interface QueuedEmail {
   attempts: number;
 }
 
-/** Knex queries of the outbox; each runs on the connection it is given (a transaction, mostly). */
+/**
+ * The job that sends one outbox email. Transient failures (a mail server down, a full disk) are
+ * retried with the job runner's backoff (5 s doubling to 5 min): about ten minutes in all before
+ * the email is marked failed.
+ */
+export const SEND_EMAIL_JOB = { kind: 'send_email', maxAttempts: 8 } as const satisfies { kind: JobKind; maxAttempts: number };
 
-/** The outbox row and the job that sends it, in one statement (once per dedupe key, job included). */
-const INSERT_EMAIL_ONCE_SQL = `
-  WITH email AS (
-    INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key, sealed)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $14)
+const EMAIL_COLUMNS = ['id', 'developer_id', 'app_id', 'license_id', 'kind', 'recipient', 'subject', 'text_body', 'html_body', 'dedupe_key'];
+
+/**
+ * The one text that queues an email, as two CTEs of a statement: `email` inserts the outbox row
+ * (once per dedupe key) and `email_job` the job that sends it (its payload, JobPayloads['send_email'], names the row). `record` is the
+ * SQL of a jsonb NewOutboxEmail, or of null for none; `from` names the statement's rows it is
+ * queued for (none: no email), when the statement sells the license itself.
+ */
+export const queueEmailCtes = (email: { record: string; from?: string }) => `
+  email AS (
+    INSERT INTO email_outbox (${EMAIL_COLUMNS.join(', ')}, sealed)
+    SELECT ${EMAIL_COLUMNS.map((c) => `e.${c}`).join(', ')}, COALESCE(e.sealed, false)
+    FROM ${email.from ? `${email.from}, ` : ''}jsonb_populate_record(NULL::email_outbox, ${email.record}) e
+    WHERE ${email.record} IS NOT NULL
     ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id
-  ), job AS (
-    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT $2, $11::text, $12::jsonb, $13::integer FROM email
-  )
-  SELECT id FROM email`;
+    RETURNING id, developer_id
+  ), email_job AS (
+    ${insertJobsSql('email', {
+      developerId: 'developer_id',
+      kind: `'${SEND_EMAIL_JOB.kind}'`,
+      payload: `jsonb_build_object('email_id', id)`,
+      maxAttempts: String(SEND_EMAIL_JOB.maxAttempts),
+    })}
+  )`;
 
-/** Queues the email with the job `send` that sends it; true when queued now, false when the same email (its dedupe key) was queued before. */
-export async function insertEmailOnce(
-  trx: Knex.Transaction,
-  email: NewOutboxEmail,
-  send: { kind: JobKind; payload: JobPayloads[JobKind]; maxAttempts: number },
-): Promise<boolean> {
-  const rows = await hotQuery(
-    trx,
-    INSERT_EMAIL_ONCE_SQL,
-    [
-      email.id, email.developer_id, email.app_id, email.license_id, email.kind, email.recipient, email.subject, email.text_body, email.html_body,
-      email.dedupe_key, send.kind, JSON.stringify(send.payload), send.maxAttempts, email.sealed ?? false,
-    ],
-    'email.insert_once',
-  );
+/** The email as `queueEmailCtes`'s `record` parameter takes it. */
+export const emailRecord = (email: NewOutboxEmail | null) => (email === null ? null : JSON.stringify(email));
+
+const INSERT_EMAIL_ONCE_SQL = `WITH ${queueEmailCtes({ record: '$1::jsonb' })} SELECT id FROM email`;
+
+/** Queues the email with the job that sends it (queueEmailCtes); true when queued now, false when the same email (its dedupe key) was queued before. */
+export async function insertEmailOnce(trx: Knex.Transaction, email: NewOutboxEmail): Promise<boolean> {
+  const rows = await hotQuery(trx, INSERT_EMAIL_ONCE_SQL, [emailRecord(email)], 'email.insert_once');
   return rows.length > 0;
 }
 
@@ -93,3 +104,9 @@ export async function recordEmailError(trx: Knex.Transaction, id: string, reason
 export async function markEmailFailed(db: Db, id: string, reason: string): Promise<void> {
   await db('email_outbox').where({ id, status: 'queued' }).update({ status: 'failed', last_error: reason });
 }
+
+/** Whether the email of this dedupe key was ever queued (sent or not). */
+export const emailQueuedFor = async (q: Knex, dedupeKey: string): Promise<boolean> => Boolean(await q('email_outbox').where({ dedupe_key: dedupeKey }).first('id'));
+
+/** Deletes a license's emails (addresses, keys) when its buyer's data is redacted; answers how many. */
+export const deleteLicenseEmails = (trx: Knex.Transaction, licenseId: string): Promise<number> => trx('email_outbox').where({ license_id: licenseId }).delete();

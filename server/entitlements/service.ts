@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-// The fee as billing/fees.ts's ledger charges it; FINISH_EVENT writes it and its report job with the event's record in one statement.
-import { FEE_CURRENCY, FEE_REPORT_JOB, feeIdempotencyKey, LICENSE_FEE_CENTS } from '../billing/fees.js';
+// The fee as billing's rule says; FINISH_EVENT writes it and its report job with the event's record in one statement.
+import { feeDue } from '../billing/fee-rule.js';
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
 import { isUniqueViolation } from '../db/knex.js';
@@ -136,11 +136,8 @@ export function createEntitlementEvents(deps: {
     // Once the ledger has the license's fee, a later paid event need not ask it again.
     // A store license is sold as a subscription: only a test one is exempt (the ledger's rule), and stays unsettled.
     if (change.charge && !row.fee_settled) {
-      const exempt = scope.event.test ?? false;
-      if (!exempt) {
-        scope.writes.fee = { amountCents: LICENSE_FEE_CENTS, currency: FEE_CURRENCY, idempotencyKey: feeIdempotencyKey(license.id), reportAttempts: FEE_REPORT_JOB.maxAttempts };
-      }
-      row.fee_settled = !exempt;
+      scope.writes.fee = feeDue({ licenseId: license.id, licenseType: 'subscription', test: scope.event.test });
+      row.fee_settled = scope.writes.fee !== null;
     }
     return license;
   }

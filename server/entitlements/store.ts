@@ -1,8 +1,11 @@
 import type { Knex } from 'knex';
 import { EFFECTIVE_PLAN_SQL, effectivePlan, type Plan } from '../accounts/plan.js';
-import { FEE_REPORT_JOB } from '../billing/fees.js';
+import type { LicenseFee } from '../billing/fee-rule.js';
+import { chargeFeeCtes, feeRecord } from '../billing/store.js';
 import { hotQuery, type Db } from '../db/knex.js';
+import { deleteLicenseEmails, emailQueuedFor } from '../email/store.js';
 import type { DeliverableBuild } from '../delivery/deliverable-builds.js';
+import { mintLicenseSql, mintSoldLicense } from '../licenses/mint.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
 import type { CurrentWebhook } from './credentials.js';
 import { COMMERCE_PLATFORM_SOURCE, type TrialKind } from './rules.js';
@@ -92,8 +95,8 @@ export interface NewStoreLicenseKey {
 export interface EventWrites {
   /** A new license (its id is the shop row's license_id) to insert. */
   mint: { license_key: string; device_limit: number; email: string | null } | null;
-  /** The license's fee to charge, once; with its report job. */
-  fee: { amountCents: number; currency: string; idempotencyKey: string; reportAttempts: number } | null;
+  /** The license's fee to charge (billing's rule), once; with its report job. */
+  fee: LicenseFee | null;
   developerId: string;
 }
 
@@ -170,27 +173,23 @@ const PRIOR_AND_LICENSE = `
     (SELECT row_to_json(lic) FROM lic) AS license`;
 
 /**
- * What an applied event leaves, in one statement: the license it mints (when $24), the license's fee
- * with the job reporting it (when $29; once per license: a fee already in the ledger is left alone,
- * as billing/fees.ts's recordLicenseFee does), the shop's row and the event's record. Answers whether
- * the fee was charged now (the job runner is woken after the commit).
+ * What an applied event leaves, in one statement: the license it mints (when $3; licenses/mint.ts's text), the license's fee
+ * with the job reporting it (when $4; billing's CTEs: once per license, a fee already in the ledger
+ * is left alone), the shop's row ($1) and the event's record ($2), each a jsonb row of its table.
+ * Answers whether the fee was charged now (the job runner is woken after the commit).
  */
 const FINISH_EVENT = `
   WITH lic AS (
-    INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source)
-    SELECT $2, $28, $13, $25, 'subscription', $26, $27, '${COMMERCE_PLATFORM_SOURCE}' WHERE $24::boolean),
-  fee AS (
-    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by)
-    SELECT $2, $28, $13, $30, $31, '${COMMERCE_PLATFORM_SOURCE}', $12, $32, 'usage_report' WHERE $29::boolean
-    ON CONFLICT (license_id) DO NOTHING RETURNING license_id),
-  job AS (
-    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT $28, '${FEE_REPORT_JOB.kind}', jsonb_build_object('license_id', license_id), $33 FROM fee),
+    ${mintLicenseSql({ record: '$3::jsonb', where: '$3::jsonb IS NOT NULL' })}),
+  ${chargeFeeCtes({ record: '$4::jsonb', where: '$4::jsonb IS NOT NULL' })},
   shop AS (
-    UPDATE store_licenses SET license_id = $2, trial_kind = $3, delivery_email = $4, subscription_name = $5, attribution = $6,
-      last_occurred_at = $7, last_entitled = $8, delivery_token_hash = $9, offered_build_ids = $10, fee_settled = $11, updated_at = $12
-    WHERE id = $1),
+    UPDATE store_licenses s SET license_id = r.license_id, trial_kind = r.trial_kind, delivery_email = r.delivery_email,
+      subscription_name = r.subscription_name, attribution = r.attribution, last_occurred_at = r.last_occurred_at, last_entitled = r.last_entitled,
+      delivery_token_hash = r.delivery_token_hash, offered_build_ids = r.offered_build_ids, fee_settled = r.fee_settled, updated_at = r.updated_at
+    FROM jsonb_populate_record(NULL::store_licenses, $1::jsonb) r WHERE s.id = r.id),
   ev AS (
-    INSERT INTO entitlement_events (${EVENT_COLUMNS}) VALUES ($13, $14, $15, $1, $16, $17, $8, $7, $18, $19, $20, $21, $22, $23, $2, $12))
+    INSERT INTO entitlement_events (${EVENT_COLUMNS})
+    SELECT ${EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')} FROM jsonb_populate_record(NULL::entitlement_events, $2::jsonb) e)
   SELECT (SELECT count(*) FROM fee)::int AS charged`;
 
 /** The app of a companion request, with the webhook row to confirm its credentials against. */
@@ -285,17 +284,18 @@ export function createEntitlementsStore(db: Db) {
     },
 
     /** FINISH_EVENT: the minted license and its fee, the shop's row as the event left it, and the event's record (failing on an id recorded meanwhile). */
-    finishEvent: async (trx: Knex.Transaction, row: StoreLicenseRow, event: EventRecord, now: Date, writes: EventWrites) =>
-      (
-        await hotQuery<{ charged: number }>(trx, FINISH_EVENT, [
-          row.id, row.license_id, row.trial_kind, row.delivery_email, row.subscription_name, JSON.stringify(row.attribution),
-          event.occurred_at, event.entitled, row.delivery_token_hash, row.offered_build_ids, row.fee_settled, now,
-          event.app_id, event.event_id, event.kind, event.shop, event.app_value, event.trial, event.test, event.topic, event.platform_status,
-          event.action, event.note,
-          writes.mint !== null, writes.mint?.license_key ?? null, writes.mint?.device_limit ?? null, writes.mint?.email ?? null, writes.developerId,
-          writes.fee !== null, writes.fee?.amountCents ?? null, writes.fee?.currency ?? null, writes.fee?.idempotencyKey ?? null, writes.fee?.reportAttempts ?? null,
-        ], 'entitlements.finish_event')
-      )[0]!.charged > 0,
+    finishEvent: async (trx: Knex.Transaction, row: StoreLicenseRow, event: EventRecord, now: Date, writes: EventWrites) => {
+      const shop = { ...row, last_occurred_at: event.occurred_at, last_entitled: event.entitled, updated_at: now };
+      const record: EventRecord = { ...event, store_license_id: row.id, license_id: row.license_id, received_at: now };
+      const mint = writes.mint && {
+        ...writes.mint, id: row.license_id, developer_id: writes.developerId, app_id: event.app_id, license_type: 'subscription', source: COMMERCE_PLATFORM_SOURCE,
+      };
+      const fee = writes.fee && feeRecord({ ...writes.fee, developer_id: writes.developerId, app_id: event.app_id, source: COMMERCE_PLATFORM_SOURCE, charged_at: now });
+      const [result] = await hotQuery<{ charged: number }>(
+        trx, FINISH_EVENT, [JSON.stringify(shop), JSON.stringify(record), mint && JSON.stringify(mint), fee], 'entitlements.finish_event',
+      );
+      return result!.charged > 0;
+    },
 
     /** WEBHOOK_APP: a companion request's app with its webhook row (absent: disabled or deleted). */
     webhookApp: async (q: Knex, appId: string) => (await hotQuery<WebhookApp>(q, WEBHOOK_APP, [appId], 'entitlements.webhook_app'))[0],
@@ -329,13 +329,7 @@ export function createEntitlementsStore(db: Db) {
         .forUpdate()
         .first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(trx, now)),
 
-    insertLicense: (trx: Knex.Transaction, row: NewStoreLicenseKey & { developer_id: string; app_id: string }) =>
-      hotQuery(
-        trx,
-        'INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-        [row.id, row.developer_id, row.app_id, row.license_key, row.license_type, row.device_limit, row.email, row.source],
-        'entitlements.insert_license',
-      ),
+    insertLicense: (trx: Knex.Transaction, row: NewStoreLicenseKey & { developer_id: string; app_id: string }) => mintSoldLicense(trx, row),
 
     updateLicense: (
       trx: Knex.Transaction,
@@ -368,7 +362,7 @@ export function createEntitlementsStore(db: Db) {
     readLicense: (q: Knex, id: string, now: Date) =>
       q('licenses').where({ id }).first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(q, now)),
 
-    emailQueued: async (trx: Knex.Transaction, dedupeKey: string) => Boolean(await trx('email_outbox').where({ dedupe_key: dedupeKey }).first('id')),
+    emailQueued: emailQueuedFor,
 
     /** Device resets through the companion endpoint in the window starting at `since`, oldest first. */
     resetsSince: (trx: Knex.Transaction, storeLicenseId: string, since: Date) =>
@@ -385,7 +379,7 @@ export function createEntitlementsStore(db: Db) {
           if (row.shop) w.orWhere({ shop: row.shop });
         })
         .delete();
-      const emails = row.license_id ? await trx('email_outbox').where({ license_id: row.license_id }).delete() : 0;
+      const emails = row.license_id ? await deleteLicenseEmails(trx, row.license_id) : 0;
       return { events, emails };
     },
   };

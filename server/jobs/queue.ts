@@ -32,12 +32,43 @@ export interface JobQueue {
 
 const DEFAULT_MAX_ATTEMPTS = 3;
 
+/** One job to insert: its tenant, kind and payload, and how often it is tried. */
+export interface NewJob<K extends JobKind = JobKind> {
+  developerId: string;
+  kind: K;
+  payload: JobPayloads[K];
+  maxAttempts?: number;
+}
+
+/** Inserts the job on `q` (the caller's transaction): the one insert of a job, whoever causes it. */
+export async function insertJob<K extends JobKind>(q: Knex, job: NewJob<K>): Promise<void> {
+  await q('jobs').insert({ developer_id: job.developerId, kind: job.kind, payload: JSON.stringify(job.payload), max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS });
+}
+
+/**
+ * The SQL expressions (parameters, or columns of the statement's own rows) a job's columns take,
+ * for a statement that queues a job with the row that causes it (`insertJobsSql`).
+ */
+export interface JobColumnsSql {
+  developerId: string;
+  kind: string;
+  payload: string;
+  maxAttempts: string;
+}
+
+/**
+ * The same insert inside one statement (a data-modifying CTE): one job per row of `from`, so a job
+ * exists exactly when the row that causes it was written, in one round trip. The fee ledger and
+ * the outbox (billing/store.ts, email/store.ts) and the statements that sell a license in one go
+ * (redemption, the entitlement webhook) queue their jobs with it.
+ */
+export const insertJobsSql = (from: string, job: JobColumnsSql) =>
+  `INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT ${job.developerId}, ${job.kind}, ${job.payload}, ${job.maxAttempts} FROM ${from}`;
+
 export function createJobQueue(): JobQueue {
   const listeners: (() => void)[] = [];
   return {
-    async enqueue(trx, developerId, kind, payload, options = {}) {
-      await trx('jobs').insert({ developer_id: developerId, kind, payload: JSON.stringify(payload), max_attempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS });
-    },
+    enqueue: (trx, developerId, kind, payload, options = {}) => insertJob(trx, { developerId, kind, payload, maxAttempts: options.maxAttempts }),
     wake: () => listeners.forEach((listener) => listener()),
     onWake: (listener) => void listeners.push(listener),
   };

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
 import type { PlatformDownload, SoldLicenses } from '../delivery/sold-license.js';
-import { insertSoldLicense } from '../delivery/store.js';
+import { mintSoldLicense } from '../licenses/mint.js';
 import { assertThat } from '../errors.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { ProvisionInput } from './schemas.js';
@@ -55,7 +55,7 @@ export function createMarketplace(deps: { store: MarketplaceStore; sold: SoldLic
           'Paid sales need an active Pro subscription; the free plan can provision trial licenses only',
         );
         const email = input.customer_email ?? null;
-        const license = await insertSoldLicense(trx, {
+        const license = await mintSoldLicense(trx, {
           id: newId('lic'),
           developer_id: developerId,
           app_id: app.id,
@@ -67,7 +67,7 @@ export function createMarketplace(deps: { store: MarketplaceStore; sold: SoldLic
           features: {},
           source: input.channel,
           marketplace_order_id: input.marketplace_order_id,
-        });
+        }, 'marketplace_order');
         // A concurrent call for the same order committed first: answer its license.
         if (!license) return { result: await replay(), wake: false };
         const delivery = await sold.chargeAndDeliver(trx, { app, license, email, source: input.channel, licenseType: config.license_type });

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { FeeCollection, FeeLedger } from '../billing/fees.js';
+import type { FeeCollection } from '../billing/fee-rule.js';
+import type { FeeLedger } from '../billing/fees.js';
 import type { Clock } from '../clock.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import { newId, sha256Hex } from '../crypto/secrets.js';

@@ -1,4 +1,4 @@
-import { LICENSE_FEE_USD } from '../billing/fees.js';
+import { LICENSE_FEE_USD } from '../billing/fee-rule.js';
 
 /** The Pro subscription, per year. docs/contract.md names the field, not the amount: our price list. */
 export const PRO_BASE_FEE_ANNUAL_USD = 99;

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { RequestError } from '../errors.js';
-import { LICENSE_FEE_CENTS } from '../billing/fees.js';
+import { LICENSE_FEE_CENTS } from '../billing/fee-rule.js';
 import { sessionHash } from './fulfilment.js';
 import type { LinksStore, PaymentLinkRow, SalesSetup } from './links-store.js';
 import { askProcessor, requireProcessor } from './service.js';

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
+import { mintSoldLicense } from '../licenses/mint.js';
 
 export interface PaymentConnection {
   payment_account_id: string | null;
@@ -135,19 +136,7 @@ export function createPaymentsStore(db: Db) {
      * already has one (a retried or twin notification). A license-key collision (about one in
      * 10^23) fails the delivery, and the processor's retry mints with another key.
      */
-    mintSessionLicense: (trx: Knex.Transaction, row: SessionLicense) =>
-      trx
-        .raw(
-          `INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, source, payment_session_id, payment_session_hash, expires_at, processor_subscription_id)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (payment_session_hash) WHERE payment_session_hash IS NOT NULL DO NOTHING
-           RETURNING id, license_key`,
-          [
-            row.id, row.developer_id, row.app_id, row.license_key, row.license_type, row.device_limit, row.email, row.source,
-            row.payment_session_id, row.payment_session_hash, row.expires_at, row.processor_subscription_id,
-          ],
-        )
-        .then((r: { rows: { id: string; license_key: string }[] }) => r.rows[0]),
+    mintSessionLicense: (trx: Knex.Transaction, row: SessionLicense) => mintSoldLicense(trx, row, 'payment_session'),
 
     /** The license of a session, if it was minted (by its session hash). */
     licenseOfSession: (q: Knex | Knex.Transaction, sessionHash: string) =>

@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
-import { FEE_CURRENCY, FEE_EXEMPT_LICENSE_TYPES, FEE_REPORT_JOB, feeIdempotencyKey, feeReportPayload, LICENSE_FEE_CENTS, type FeeCollection } from '../billing/fees.js';
+import { FEE_EXEMPT_LICENSE_TYPES, licenseFee } from '../billing/fee-rule.js';
+import { chargeFeeCtes } from '../billing/store.js';
 import { EFFECTIVE_PLAN_SQL } from '../accounts/plan.js';
 import { hotQuery, type Db } from '../db/knex.js';
+import { mintLicenseSql } from '../licenses/mint.js';
 import { channelApp } from '../delivery/store.js';
-import { SEND_EMAIL_JOB, sendEmailPayload } from '../email/outbox.js';
-import type { NewOutboxEmail } from '../email/store.js';
+import { emailRecord, queueEmailCtes, type NewOutboxEmail } from '../email/store.js';
 import type { LicenseType } from '../licenses/rules.js';
 import type { CodeStatus } from './schemas.js';
 
@@ -77,9 +78,6 @@ export interface RedeemRequest {
 const CODE_STATUS_SQL = `CASE WHEN c.status = 'available' AND b.codes_expire_at <= ? THEN 'expired' ELSE c.status END`;
 const codeStatusIs = (status: CodeStatus) => `(${CODE_STATUS_SQL}) = '${status}'`;
 
-/** A redeemed code's fee is reported as a usage event, as every channel's but a processor's application fee. */
-const COLLECTED_BY: FeeCollection = 'usage_report';
-
 /** CODE_STATUS_SQL with the current time as `$2`, for the prepared statements below. */
 const STATUS_AT_$2 = CODE_STATUS_SQL.replace('?', '$2::timestamptz');
 
@@ -94,10 +92,11 @@ const sellableAt$2 = (exemptTypes: string) =>
 /**
  * Redemption in one statement, so one round trip (and no transaction around it) whatever the
  * outcome. $1 code hash, $2 now, $3 the redeemer's address or null, $4/$5 the new license's id and
- * key, $6-$9 the fee (amount, currency, idempotency key, exempt license types), $10-$12 its report
- * job (kind, payload, attempts), $13 the delivery email's outbox row (jsonb) or null, $14-$16 its send
- * job. The code is claimed by one conditional UPDATE: of two concurrent redemptions the second waits
- * on the row lock, re-checks the condition on the committed row and claims nothing. With the claim,
+ * key, $6 its fee (billing's record, completed here with the batch's tenant, app and channel), $7
+ * the fee-exempt license types, $8 the delivery email's outbox row (jsonb) or null. The license,
+ * the fee and the email (with their jobs) are written by their owners' text (licenses/mint.ts,
+ * billing/store.ts, email/store.ts). The code is claimed by one conditional UPDATE: of two
+ * concurrent redemptions the second waits on the row lock, re-checks the condition on the committed row and claims nothing. With the claim,
  * the batch's license (expiring `license_expiry_days` after now, in exact days), its fee once
  * (never for an exempt type) with its report job, and the email with its send job are inserted; the
  * code's license_id is checked against the new license at the end of the statement (deferred).
@@ -106,37 +105,23 @@ const sellableAt$2 = (exemptTypes: string) =>
  */
 const REDEEM_SQL = `
   WITH code AS (
-    SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$9')} AS sellable
+    SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$7')} AS sellable
     FROM redemption_codes c JOIN redemption_batches b ON b.id = c.batch_id JOIN developers ON developers.id = b.developer_id
     WHERE c.code_hash = $1
   ), claimed AS (
     UPDATE redemption_codes c SET status = 'redeemed', redeemed_at = $2, redeemed_email = $3, license_id = $4
     FROM redemption_batches b JOIN apps a ON a.id = b.app_id JOIN developers ON developers.id = b.developer_id
-    WHERE b.id = c.batch_id AND c.code_hash = $1 AND (${STATUS_AT_$2}) = 'available' AND ${sellableAt$2('$9')}
+    WHERE b.id = c.batch_id AND c.code_hash = $1 AND (${STATUS_AT_$2}) = 'available' AND ${sellableAt$2('$7')}
     RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms, b.channel, b.device_limit, b.license_expiry_days, b.license_type, b.features
-  ), license AS (
-    INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, email, expires_at, features, source)
-    SELECT $4, developer_id, app_id, $5::text, license_type, device_limit, $3,
-      CASE WHEN license_expiry_days > 0 THEN $2::timestamptz + make_interval(secs => license_expiry_days * 86400) END, features, channel
-    FROM claimed
-    RETURNING id
-  ), fee AS (
-    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, collected_by)
-    SELECT $4, developer_id, app_id, $6::integer, $7::text, channel, $2, $8::text, '${COLLECTED_BY}' FROM claimed WHERE license_type <> ALL ($9::text[])
-    ON CONFLICT (license_id) DO NOTHING
-    RETURNING license_id, developer_id
-  ), fee_job AS (
-    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT developer_id, $10::text, $11::jsonb, $12::integer FROM fee RETURNING 1
-  ), email AS (
-    INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key)
-    SELECT e.id, e.developer_id, e.app_id, e.license_id, e.kind, e.recipient, e.subject, e.text_body, e.html_body, e.dedupe_key
-    FROM claimed, jsonb_populate_record(NULL::email_outbox, $13::jsonb) e
-    WHERE $13::jsonb IS NOT NULL
-    ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id, developer_id
-  ), email_job AS (
-    INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT developer_id, $14::text, $15::jsonb, $16::integer FROM email RETURNING 1
-  )
+  ), license AS (${mintLicenseSql({
+    record: `to_jsonb(claimed) || jsonb_build_object('id', $4::text, 'license_key', $5::text, 'email', $3::text, 'source', claimed.channel,
+      'expires_at', CASE WHEN claimed.license_expiry_days > 0 THEN $2::timestamptz + make_interval(secs => claimed.license_expiry_days * 86400) END)`,
+    from: 'claimed',
+  })}), ${chargeFeeCtes({
+    record: `$6::jsonb || jsonb_build_object('developer_id', claimed.developer_id, 'app_id', claimed.app_id, 'source', claimed.channel)`,
+    from: 'claimed',
+    where: 'claimed.license_type <> ALL ($7::text[])',
+  })}, ${queueEmailCtes({ record: '$8::jsonb', from: 'claimed' })}
   SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_id, claimed.app_name, claimed.delivery_mode, claimed.platforms,
     EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued
   FROM code
@@ -235,10 +220,9 @@ export function createRedemptionStore(db: Db) {
           REDEEM_SQL,
           [
             r.codeHash, r.now, r.email, r.licenseId, r.licenseKey,
-            LICENSE_FEE_CENTS, FEE_CURRENCY, feeIdempotencyKey(r.licenseId), FEE_EXEMPT_LICENSE_TYPES,
-            FEE_REPORT_JOB.kind, JSON.stringify(feeReportPayload(r.licenseId)), FEE_REPORT_JOB.maxAttempts,
-            r.deliveryEmail && JSON.stringify(r.deliveryEmail),
-            SEND_EMAIL_JOB.kind, r.deliveryEmail && JSON.stringify(sendEmailPayload(r.deliveryEmail.id)), SEND_EMAIL_JOB.maxAttempts,
+            // A redeemed code's fee is reported as a usage event; whether one is due depends on the batch's type ($7).
+            JSON.stringify({ ...licenseFee(r.licenseId), charged_at: r.now }), FEE_EXEMPT_LICENSE_TYPES,
+            emailRecord(r.deliveryEmail),
           ],
           'redemption.redeem',
         )

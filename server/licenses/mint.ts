@@ -1,0 +1,73 @@
+import type { Knex } from 'knex';
+import { hotQuery } from '../db/knex.js';
+import type { LicenseType } from './rules.js';
+
+/**
+ * A license a channel sells (checkout, marketplace, redemption, the entitlement webhook): the
+ * columns a sale sets; status, counters and times take the table's defaults.
+ */
+export interface SoldLicenseRow {
+  id: string;
+  developer_id: string;
+  app_id: string;
+  license_key: string;
+  license_type: LicenseType;
+  device_limit: number;
+  email: string | null;
+  expires_at?: Date | null;
+  features?: Record<string, unknown>;
+  /** The channel that sold it. */
+  source: string;
+  /** Marketplace provisioning: one license per order and app. */
+  marketplace_order_id?: string | null;
+  /** Checkout: one license per processor session (its id masked, and its hash). */
+  payment_session_id?: string | null;
+  payment_session_hash?: string | null;
+  processor_subscription_id?: string | null;
+}
+
+/** The sale a license is minted for once: a second mint of the same order or session does nothing. */
+export type SaleKey = 'marketplace_order' | 'payment_session';
+
+const ONCE_PER: Record<SaleKey, string> = {
+  marketplace_order: 'ON CONFLICT (app_id, marketplace_order_id) WHERE marketplace_order_id IS NOT NULL DO NOTHING',
+  payment_session: 'ON CONFLICT (payment_session_hash) WHERE payment_session_hash IS NOT NULL DO NOTHING',
+};
+
+const COLUMNS = [
+  'id', 'developer_id', 'app_id', 'license_key', 'license_type', 'device_limit', 'email', 'expires_at', 'source',
+  'marketplace_order_id', 'payment_session_id', 'payment_session_hash', 'processor_subscription_id',
+];
+
+/**
+ * The one text that mints a sold license, as the body of a statement or of a CTE: from `record`,
+ * the SQL of a jsonb SoldLicenseRow (completed from `from`'s columns when the statement sells it
+ * itself: redemption), once per `once` when the sale has a key. Answers the new row's id and key.
+ */
+export const mintLicenseSql = (sale: { record: string; from?: string; where?: string; once?: SaleKey }) => `
+  INSERT INTO licenses (${COLUMNS.join(', ')}, features)
+  SELECT ${COLUMNS.map((c) => `l.${c}`).join(', ')}, COALESCE(l.features, '{}'::jsonb)
+  FROM ${sale.from ? `${sale.from}, ` : ''}jsonb_populate_record(NULL::licenses, ${sale.record}) l
+  ${sale.where ? `WHERE ${sale.where}` : ''}
+  ${sale.once ? ONCE_PER[sale.once] : ''}
+  RETURNING id, license_key`;
+
+/** The license row as `mintLicenseSql`'s `record` parameter takes it. */
+export const soldLicenseRecord = (row: SoldLicenseRow) => JSON.stringify(row);
+
+const MINT = mintLicenseSql({ record: '$1::jsonb' });
+const MINT_ONCE_PER: Record<SaleKey, string> = {
+  marketplace_order: mintLicenseSql({ record: '$1::jsonb', once: 'marketplace_order' }),
+  payment_session: mintLicenseSql({ record: '$1::jsonb', once: 'payment_session' }),
+};
+
+/**
+ * Mints the sold license in `trx` (the channel's transaction): answers its id and key, or
+ * undefined when the sale's key (`once`) already minted one (a retried or concurrent twin waits
+ * here for the first to commit). A license-key collision fails the statement.
+ */
+export async function mintSoldLicense(trx: Knex.Transaction, row: SoldLicenseRow, once?: SaleKey): Promise<{ id: string; license_key: string } | undefined> {
+  const sql = once ? MINT_ONCE_PER[once] : MINT;
+  const rows = await hotQuery<{ id: string; license_key: string }>(trx, sql, [soldLicenseRecord(row)], once ? `licenses.mint_once_per_${once}` : 'licenses.mint');
+  return rows[0];
+}
