@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { ComponentHashes } from '@latchkey/runtime-sdk/protocol';
 import { hotQuery, isUniqueViolation, type Db } from '../db/knex.js';
 import { countHitCte, type LicenseLimitWindow } from '../http/license-limits.js';
-import { EFFECTIVE_STATUS_SQL } from '../licenses/rules.js';
+import { effectiveStatusSqlAt } from '../licenses/rules.js';
 import type { LicenseRead } from '../licenses/store.js';
 import type { DeviceReport } from './schemas.js';
 
@@ -28,7 +28,7 @@ export interface ActivationLookup extends LicenseForRuntime {
 // Every statement here binds the current time as $1; those about a device bind it as $2-$5 (`deviceBindings`).
 // The hot ones are prepared statements (parsed and planned once per connection): they name their
 // columns, as a `*` that a migration widens would fail them ("cached plan must not change result type").
-const STATUS_AT_$1 = EFFECTIVE_STATUS_SQL.replace('?', '$1');
+const STATUS_AT_$1 = effectiveStatusSqlAt('$1');
 
 const LICENSE_COLUMNS = `licenses.id, licenses.app_id, licenses.license_type, licenses.features, licenses.device_limit,
   licenses.expires_at, (${STATUS_AT_$1}) AS effective_status`;

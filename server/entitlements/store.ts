@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
-import { EFFECTIVE_PLAN_SQL, effectivePlan, type Plan } from '../accounts/plan.js';
+import { effectivePlan, effectivePlanSqlAt, type Plan } from '../accounts/plan.js';
 import type { LicenseFee } from '../billing/fee-rule.js';
 import { chargeFeeCtes, feeRecord } from '../billing/store.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import { deleteLicenseEmails, emailQueuedFor } from '../email/store.js';
 import type { DeliverableBuild } from '../delivery/deliverable-builds.js';
 import { mintLicenseSql, mintSoldLicense } from '../licenses/mint.js';
-import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
+import { EFFECTIVE_STATUS_SQL, effectiveStatusSqlAt, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
 import type { CurrentWebhook } from './credentials.js';
 import { COMMERCE_PLATFORM_SOURCE, type TrialKind } from './rules.js';
 
@@ -149,7 +149,7 @@ const EVENT_COLUMNS = 'app_id, event_id, kind, store_license_id, shop, app_value
 const OPEN_EVENT = `
   WITH app AS (
     SELECT a.id, a.developer_id, a.name, a.product_key, a.default_device_limit, a.delivery_mode, a.platforms, a.download_limit,
-      w.token_hash, w.secret_hash, w.previous_secret_hash, w.previous_secret_expires_at, (${EFFECTIVE_PLAN_SQL.replace('?', '$4')}) AS plan
+      w.token_hash, w.secret_hash, w.previous_secret_hash, w.previous_secret_expires_at, (${effectivePlanSqlAt('$4')}) AS plan
     FROM apps a JOIN entitlement_webhooks w ON w.app_id = a.id JOIN developers ON developers.id = a.developer_id WHERE a.id = $2),
   locked AS (
     INSERT INTO store_licenses (id, app_id, developer_id, shop, created_at, updated_at)
@@ -167,7 +167,7 @@ const OPEN_EVENT = `
  */
 const PRIOR_AND_LICENSE = `
   WITH lic AS (
-    SELECT id, license_key, license_type, expires_at, email, download_limit, (${EFFECTIVE_STATUS_SQL.replace('?', '$4')}) AS effective_status
+    SELECT id, license_key, license_type, expires_at, email, download_limit, (${effectiveStatusSqlAt('$4')}) AS effective_status
     FROM licenses WHERE id = $3 FOR UPDATE)
   SELECT (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $1 AND event_id = $2) e) AS prior,
     (SELECT row_to_json(lic) FROM lic) AS license`;

@@ -12,10 +12,14 @@ export type LicenseType = (typeof LICENSE_TYPES)[number];
 /**
  * The status a license has now. Only transitions (revoke, redact) are stored; passing `expires_at`
  * expires a license by itself, so this one SQL expression is what every read and filter uses.
- * Its one binding is the current time.
+ * `now` is the SQL of the current time: a knex binding (`?`, EFFECTIVE_STATUS_SQL) or a numbered
+ * parameter of a prepared statement (`$1`).
  */
-export const EFFECTIVE_STATUS_SQL =
-  `CASE WHEN licenses.status IN ('ACTIVE', 'DEMO') AND licenses.expires_at <= ? THEN 'EXPIRED' ELSE licenses.status END`;
+export const effectiveStatusSqlAt = (now: string) =>
+  `CASE WHEN licenses.status IN ('ACTIVE', 'DEMO') AND licenses.expires_at <= ${now} THEN 'EXPIRED' ELSE licenses.status END`;
+
+/** effectiveStatusSqlAt with its one binding, the current time, as knex's `?`. */
+export const EFFECTIVE_STATUS_SQL = effectiveStatusSqlAt('?');
 
 /**
  * Whether a runtime may use the license, first failing rule wins: an unknown or revoked key is

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { FEE_EXEMPT_LICENSE_TYPES, licenseFee } from '../billing/fee-rule.js';
 import { chargeFeeCtes } from '../billing/store.js';
-import { EFFECTIVE_PLAN_SQL } from '../accounts/plan.js';
+import { effectivePlanSqlAt } from '../accounts/plan.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import { mintLicenseSql } from '../licenses/mint.js';
 import { channelApp } from '../delivery/store.js';
@@ -73,13 +73,14 @@ export interface RedeemRequest {
 
 /**
  * A code's status now: only transitions are stored; an Available code past its batch's expiry is
- * Expired. Its one binding is the current time.
+ * Expired. `now` is the SQL of the current time (knex's `?`, or a prepared statement's parameter).
  */
-const CODE_STATUS_SQL = `CASE WHEN c.status = 'available' AND b.codes_expire_at <= ? THEN 'expired' ELSE c.status END`;
+const codeStatusSqlAt = (now: string) => `CASE WHEN c.status = 'available' AND b.codes_expire_at <= ${now} THEN 'expired' ELSE c.status END`;
+const CODE_STATUS_SQL = codeStatusSqlAt('?');
 const codeStatusIs = (status: CodeStatus) => `(${CODE_STATUS_SQL}) = '${status}'`;
 
-/** CODE_STATUS_SQL with the current time as `$2`, for the prepared statements below. */
-const STATUS_AT_$2 = CODE_STATUS_SQL.replace('?', '$2::timestamptz');
+/** The code's status with the current time as `$2`, for the prepared statements below. */
+const STATUS_AT_$2 = codeStatusSqlAt('$2::timestamptz');
 
 /**
  * Whether the code's seller may sell it now (batch `b`, its developer joined as `developers`): docs/contract.md's
@@ -87,7 +88,7 @@ const STATUS_AT_$2 = CODE_STATUS_SQL.replace('?', '$2::timestamptz');
  * no sale. `exemptTypes` is the parameter holding those types; `$2` is the current time.
  */
 const sellableAt$2 = (exemptTypes: string) =>
-  `(b.license_type = ANY (${exemptTypes}::text[]) OR (${EFFECTIVE_PLAN_SQL.replace('?', '$2::timestamptz')}) = 'pro')`;
+  `(b.license_type = ANY (${exemptTypes}::text[]) OR (${effectivePlanSqlAt('$2::timestamptz')}) = 'pro')`;
 
 /**
  * Redemption in one statement, so one round trip (and no transaction around it) whatever the

@@ -4,7 +4,7 @@ import { hotQuery, type Db } from '../db/knex.js';
 import type { BuildPlatform } from '../builds/schemas.js';
 import type { BuildRow } from '../builds/store.js';
 import { countHitCte, type LicenseLimitWindow } from '../http/license-limits.js';
-import { EFFECTIVE_STATUS_SQL, type LicenseStatus } from '../licenses/rules.js';
+import { EFFECTIVE_STATUS_SQL, effectiveStatusSqlAt, type LicenseStatus } from '../licenses/rules.js';
 import type { AdoptionEvent, UpdateCheckInput, UpdateReportInput } from './schemas.js';
 
 export type AdoptionState = AdoptionEvent;
@@ -93,7 +93,7 @@ const PUSH_COLUMNS = [
 ];
 
 // EFFECTIVE_STATUS_SQL's one binding, the current time, is $1 in the runtime statements below.
-const STATUS_AT_$1 = EFFECTIVE_STATUS_SQL.replace('?', '$1');
+const STATUS_AT_$1 = effectiveStatusSqlAt('$1');
 
 /**
  * A device's first report of a build wins, except that an install replaces a skip or a failure (a
