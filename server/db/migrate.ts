@@ -1,12 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from './knex.js';
+import type { Migration } from './migration.js';
 import { migrations } from './migrations/index.js';
-
-export interface Migration {
-  name: string;
-  up(db: Knex): Promise<void>;
-  down(db: Knex): Promise<void>;
-}
 
 /** Migrations are an explicit ordered list (not a folder scan) so they load the same under tsx, vitest and a bundle. */
 const source: Knex.MigrationSource<Migration> = {

@@ -1,5 +1,5 @@
 import { platformName } from '../delivery/deliverable-builds.js';
-import { escapeHtml } from './html.js';
+import { escapeHtml, type RenderedEmail } from './html.js';
 
 /** What a customer needs after buying: the key, where to download, how to start. */
 export interface DeliveryDetails {
@@ -14,12 +14,6 @@ export interface DeliveryDetails {
    * email lists them all, so a buyer on Windows finds the Windows build whatever was uploaded last.
    */
   downloads?: { platform: string; url: string; version?: string }[];
-}
-
-export interface RenderedEmail {
-  subject: string;
-  text: string;
-  html: string;
 }
 
 /** "2025-03-09 14:05 UTC": unambiguous whatever the reader's locale. */

@@ -1,4 +1,9 @@
-import type { RenderedEmail } from './delivery-message.js';
+/** An email as rendered: its subject, a plain-text part and an HTML part. */
+export interface RenderedEmail {
+  subject: string;
+  text: string;
+  html: string;
+}
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 

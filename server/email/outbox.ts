@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { MasterKey } from '../crypto/master-key.js';
 import { newId } from '../crypto/secrets.js';
-import { renderDeliveryEmail, type DeliveryDetails, type RenderedEmail } from './delivery-message.js';
+import { renderDeliveryEmail, type DeliveryDetails } from './delivery-message.js';
+import type { RenderedEmail } from './html.js';
 import { renderPaymentFailedEmail, type PaymentFailedDetails } from './plan-message.js';
 import { emailBodyAad, insertEmailOnce, type EmailKind, type NewOutboxEmail } from './store.js';
 

@@ -1,5 +1,4 @@
-import type { RenderedEmail } from './delivery-message.js';
-import { paragraphsEmail } from './html.js';
+import { paragraphsEmail, type RenderedEmail } from './html.js';
 
 export interface PaymentFailedDetails {
   companyName: string;

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * A count of each license's devices kept beside its limit, so claiming a slot is one UPDATE whose

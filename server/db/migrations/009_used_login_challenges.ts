@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 export const usedLoginChallenges: Migration = {
   name: '009_used_login_challenges',

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** Emails to developers themselves (a failed Pro renewal): about no app, of a new kind. */
 export const developerEmails: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** A subscription license follows the processor subscription it was sold with. */
 export const licenseSubscriptions: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** Redemption batches and their codes, and the marketplace order that provisioned a license. */
 export const redemptionAndMarketplace: Migration = {

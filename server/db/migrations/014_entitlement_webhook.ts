@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** Issue 9: the commerce-platform entitlement webhook, its store licenses and permanent delivery pages. */
 export const entitlementWebhook: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** Connecting a processor account by Connect OAuth: the `state` of each started authorization. */
 export const paymentConnectStates: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** Limits on two-factor guessing: per login challenge, and per account with a lockout and its notice. */
 export const twoFactorAttempts: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** API keys with names, scopes and their last use, several per account; password reset; sessions the portal can end. */
 export const apiKeyScopesAndPasswordReset: Migration = {

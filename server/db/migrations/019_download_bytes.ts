@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * A store license's download allowance counted in bytes served (docs/contract.md's 10 downloads per

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * Resumable uploads (issue 18 item 5): an upload session receives an artifact in chunks, each

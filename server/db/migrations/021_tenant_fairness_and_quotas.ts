@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * One tenant may not starve the others (docs/contract.md, Limits: tenant quotas; server/quotas):

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /** Protected builds encrypted under a content key released only to licensed devices (docs/protocol.md). */
 export const licenseBoundEncryption: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * The entry a build's upload names (issue 19 item 3): the file the app starts from when npm's rules

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * macOS builds are delivered as `launcher_archive`: a .tar.gz with the vendor-signed Node runtime

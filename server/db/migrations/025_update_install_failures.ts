@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * A device reports an install of a pushed build that failed (`event: failed`, with a reason from

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * Component-tolerant device matching (docs/protocol.md, Fingerprint): beside its fingerprint hash,

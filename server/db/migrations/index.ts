@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 import { foundation } from './001_foundation.js';
 import { licensing } from './002_licensing.js';
 import { deviceSlots } from './003_device_slots.js';
