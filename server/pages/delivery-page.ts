@@ -1,7 +1,7 @@
 import { offersForVisitor, platformName } from '../delivery/deliverable-builds.js';
 import type { PlatformDownload } from '../delivery/sold-license.js';
 import { gettingStartedSteps } from '../email/delivery-message.js';
-import type { Entitlement } from '../payments/entitlement.js';
+import type { Entitlement } from '../entitlements/entitlement.js';
 import { escapeHtml as e, type PageOptions } from './html-page.js';
 
 /** docs/contract.md: before fulfilment the buyer is asked to retry after about 2 seconds. */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import { defineRoute } from '../http/route.js';
-import type { Entitlements } from '../payments/entitlement.js';
-import { AppId, CheckoutSessionId } from '../payments/entitlement-schemas.js';
+import type { Entitlements } from '../entitlements/entitlement.js';
+import { AppId, CheckoutSessionId } from '../entitlements/entitlement-schemas.js';
 import { deliveredPage, emailSentPage, errorPage, pendingPage } from './delivery-page.js';
 import { sendPage } from './html-page.js';
 

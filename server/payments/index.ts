@@ -6,11 +6,11 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/knex.js';
 import type { EmailOutbox } from '../email/outbox.js';
+import { createEntitlements } from '../entitlements/entitlement.js';
+import { checkoutEntitlementRoutes } from '../entitlements/entitlement-routes.js';
+import { createEntitlementStore } from '../entitlements/entitlement-store.js';
 import { createProcessorConnect } from './connect.js';
 import { createConnectStore } from './connect-store.js';
-import { createEntitlements } from './entitlement.js';
-import { entitlementRoutes } from './entitlement-routes.js';
-import { createEntitlementStore } from './entitlement-store.js';
 import { createFulfilment } from './fulfilment.js';
 import { createLinksStore } from './links-store.js';
 import { paymentRoutes } from './routes.js';
@@ -62,5 +62,5 @@ export function createPayments(deps: {
   const entitlements = createEntitlements({
     store: createEntitlementStore(deps.db), links: deps.links, outbox: deps.outbox, wakeJobs: deps.wakeJobs,
   });
-  return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...entitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
+  return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...checkoutEntitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
 }

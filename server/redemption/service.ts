@@ -5,7 +5,7 @@ import { deliveryEmail as deliveryEmailOf } from '../email/outbox.js';
 import type { NewOutboxEmail } from '../email/store.js';
 import { assertThat, RequestError, type ErrorCode } from '../errors.js';
 import { newLicenseKey } from '../licenses/license-key.js';
-import type { Entitlement } from '../payments/entitlement.js';
+import type { Entitlement } from '../entitlements/entitlement.js';
 import type { TenantQuotaService } from '../quotas/index.js';
 import { newRedemptionCode, normaliseRedemptionCode, redemptionCodeHash, REDEMPTION_CODE_SHAPE } from './codes.js';
 import type { CreateBatchInput } from './schemas.js';

@@ -3,7 +3,7 @@ import type { Entitlements } from './entitlement.js';
 import * as s from './entitlement-schemas.js';
 
 /** Route C.3: the developer's own page asks for the buyer's license with the session id. */
-export function entitlementRoutes(entitlements: Entitlements) {
+export function checkoutEntitlementRoutes(entitlements: Entitlements) {
   return [
     defineRoute({
       method: 'get', path: '/v1/public/checkout-session/{session_id}/entitlement', operationId: 'getCheckoutEntitlement', tag: 'Public', auth: 'none',

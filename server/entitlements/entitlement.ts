@@ -4,7 +4,7 @@ import { deliverableOffers } from '../delivery/deliverable-builds.js';
 import { deliveryEmailRequest, linkOffers, type PlatformDownload } from '../delivery/sold-license.js';
 import type { EmailOutbox } from '../email/outbox.js';
 import { assertThat, RequestError } from '../errors.js';
-import { sessionHash } from './fulfilment.js';
+import { sessionHash } from '../payments/fulfilment.js';
 import type { EntitledLicense, EntitlementStore } from './entitlement-store.js';
 
 /** What a buyer gets: docs/contract.md's six fields, plus `note` saying why the download fields are null. */
