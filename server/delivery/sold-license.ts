@@ -99,8 +99,9 @@ export function deliveryEmailRequest(
  * What every channel does once it has minted a sold license, in the transaction that minted it:
  * the platform fee (once per license; trial and test licenses exempt), the download link and, when
  * the buyer gave an address and a build is ready, the delivery email. Checkout fulfilment and
- * marketplace provisioning share it; code redemption does the same in one statement
- * (server/redemption/store.ts) with the same fee, job and email pieces, and `downloads` here.
+ * marketplace provisioning share it; code redemption and the entitlement webhook do the same in
+ * one statement each, from the same owners' text (billing/store.ts chargeFeeCtes, email/store.ts
+ * queueEmailCtes), and read their links with `downloads` here.
  */
 export function createSoldLicenses(deps: {
   fees: Pick<FeeLedger, 'recordLicenseFee'>;
