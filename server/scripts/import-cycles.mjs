@@ -2,7 +2,7 @@
 // circle of types still ties two modules' designs together). Run by `npm run check`.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, URL } from 'node:url';
 
 const root = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SKIPPED = new Set(['node_modules', 'dist', 'assets']);
