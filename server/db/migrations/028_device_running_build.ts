@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * The build a device last said it runs (update check or report), so that an update check that

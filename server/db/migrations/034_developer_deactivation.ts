@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.js';
+import type { Migration } from '../migration.js';
 
 /**
  * Account deactivation (docs/contract.md, Billing events): set when the developer's own subscription
