@@ -7,8 +7,9 @@ import { RequestError } from '../errors.js';
  * (payments/subscriptions.ts sets and clears `developers.deactivated_at`). A deactivated developer
  * still signs in and reads everything, and their customers' licenses keep activating and
  * refreshing (those calls carry no developer credential); what stops is every change the developer
- * makes, by session or API key, except securing the account (`RouteDef.securesAccount`). `mountRoutes` asks here before any developer operation
- * that is not a read: the rule's one check.
+ * makes, by session or API key, except securing the account or reducing what it exposes
+ * (`RouteDef.securesAccount`). `mountRoutes` asks here before any developer operation that is not a
+ * read: the rule's one check.
  */
 export function createAccountDeactivation(db: Db) {
   return {

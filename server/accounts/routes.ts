@@ -170,6 +170,7 @@ export function adminRoutes(accounts: AccountsService) {
       method: 'put', path: '/v1/admin/developers/{developer_id}/plan', operationId: 'setDeveloperPlan', tag: 'Operator',
       auth: 'admin', rateLimit: 'general', errors: [404],
       summary: 'Set a developer plan (operator only; enabled by LATCHKEY_ADMIN_TOKEN)',
+      description: 'Ends any grace period. Setting `pro` also reactivates an account deactivated by the deletion of its subscription.',
       params: z.object({ developer_id: z.string().max(64) }),
       body: z.strictObject({ plan: z.enum(PLANS) }),
       response: z.object({ id: z.string(), plan: z.enum(PLANS) }),

@@ -48,9 +48,16 @@ export function createAccountsStore(db: Db) {
     findDeveloperByEmail: (email: string) =>
       db<DeveloperRow>('developers').whereRaw('lower(email) = ?', [email.toLowerCase()]).first(),
 
-    /** An operator's decision replaces any running grace period. */
+    /**
+     * An operator's decision replaces any running grace period; granting Pro also reactivates a
+     * deactivated account (accounts/deactivation.ts), as a paid plan on a locked account means nothing.
+     */
     setPlan: (id: string, plan: DeveloperRow['plan']) =>
-      db('developers').where({ id }).update({ plan, plan_grace_until: null }).returning('*').then((r: DeveloperRow[]) => r[0]),
+      db('developers')
+        .where({ id })
+        .update({ plan, plan_grace_until: null, ...(plan === 'pro' && { deactivated_at: null }) })
+        .returning('*')
+        .then((r: DeveloperRow[]) => r[0]),
 
     /** Stores a not-yet-confirmed TOTP secret and its backup codes, replacing any earlier pending setup. */
     startTwoFactorSetup: (id: string, pendingSealed: string, codeHashes: string[]) =>

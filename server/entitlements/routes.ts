@@ -36,7 +36,7 @@ function settingsRoutes(settings: WebhookSettings): RouteDef[] {
       handler: ({ actor, params }) => settings.status(actor.developerId, params.app_id),
     }),
     defineRoute({
-      ...settingsRoute, method: 'post', path: '/v1/apps/{app_id}/entitlement-webhook/rotate-secret', operationId: 'rotateEntitlementWebhookSecret', scope: 'admin',
+      ...settingsRoute, method: 'post', path: '/v1/apps/{app_id}/entitlement-webhook/rotate-secret', operationId: 'rotateEntitlementWebhookSecret', scope: 'admin', securesAccount: true,
       summary: 'A new webhook secret, shown once; the previous one keeps working for 24 hours',
       description:
         'The URL stays the same. Only the secret just replaced overlaps: rotating twice within 24 hours ends the oldest at once. 404 ENTITLEMENT_WEBHOOK_NOT_FOUND when not enabled.',
@@ -44,7 +44,7 @@ function settingsRoutes(settings: WebhookSettings): RouteDef[] {
       handler: ({ actor, params }) => settings.rotateSecret(actor.developerId, params.app_id),
     }),
     defineRoute({
-      ...settingsRoute, method: 'delete', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'disableEntitlementWebhook', scope: 'admin',
+      ...settingsRoute, method: 'delete', path: '/v1/apps/{app_id}/entitlement-webhook', operationId: 'disableEntitlementWebhook', scope: 'admin', securesAccount: true,
       summary: 'Disable the entitlement webhook: its URL answers 404 from now on',
       description: 'Store licenses and their delivery pages stay as they are. Enabling again gives a new URL and secret.',
       errors: [404],

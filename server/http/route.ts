@@ -42,9 +42,12 @@ export interface RouteDef<
   /** Developer operations: the API key scope they need, or `session` (no API key); checked in `mountRoutes`. */
   scope?: RouteScope;
   /**
-   * A developer operation that secures the account (changing the password or 2FA, revoking or
-   * rotating API keys): a deactivated account may still do it, as a leaked credential must be
-   * stoppable whatever the subscription. Every other developer change is refused while deactivated.
+   * A developer operation that secures the account or reduces what it exposes (changing the
+   * password or 2FA, revoking or rotating API keys; rotating or disabling the entitlement webhook's
+   * secret, disconnecting the payment account, deleting a payment link, revoking a license or
+   * redemption codes): a deactivated account may still do it, as a leaked credential or a live
+   * sales channel must be stoppable whatever the subscription. Every other developer change is
+   * refused while deactivated.
    */
   securesAccount?: true;
   rateLimit: RateLimitClass;
@@ -145,7 +148,7 @@ function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where
 
 /**
  * Whether a deactivated developer is refused this operation: every change a developer makes (any
- * method but GET) except securing the account. Asked by `mountRoutes` and the OpenAPI document.
+ * method but GET) except securing the account or reducing its exposure. Asked by `mountRoutes` and the OpenAPI document.
  */
 export const refusedWhileDeactivated = (route: RouteDef): boolean => route.auth === 'developer' && route.method !== 'get' && !route.securesAccount;
 

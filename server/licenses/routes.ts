@@ -57,7 +57,7 @@ export function licenseRoutes(licenses: LicensesService) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/licenses/{license_id}/revoke', operationId: 'revokeLicense', scope: 'licenses', tag, auth: 'developer', rateLimit: 'general',
+      method: 'post', path: '/v1/licenses/{license_id}/revoke', operationId: 'revokeLicense', scope: 'licenses', securesAccount: true, tag, auth: 'developer', rateLimit: 'general',
       summary: 'Revoke a license at once: its next activation or token refresh fails', params: s.LicenseIdParams, response: s.License, errors: [404],
       handler: async ({ actor, params }) => licenseView(await licenses.revoke(actor.developerId, params.license_id)),
     }),

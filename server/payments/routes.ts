@@ -73,7 +73,7 @@ export function paymentRoutes(
       },
     }),
     defineRoute({
-      method: 'delete', path: '/v1/payments/account', operationId: 'disconnectPaymentAccount', scope: 'admin', tag, auth: 'developer', rateLimit: 'general',
+      method: 'delete', path: '/v1/payments/account', operationId: 'disconnectPaymentAccount', scope: 'admin', securesAccount: true, tag, auth: 'developer', rateLimit: 'general',
       summary: 'Disconnect the processor account; licenses already sold keep working',
       response: s.PaymentAccount,
       handler: async ({ actor }) => connectionView(await payments.disconnect(actor.developerId)),

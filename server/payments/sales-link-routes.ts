@@ -27,7 +27,7 @@ export function salesLinkRoutes(links: SalesLinks) {
       handler: ({ actor, params }) => links.currentPaymentLink(actor.developerId, params.app_id),
     }),
     defineRoute({
-      method: 'delete', path: '/v1/apps/{app_id}/payment-link', operationId: 'deletePaymentLink', scope: 'admin', tag, auth: 'developer', rateLimit: 'general',
+      method: 'delete', path: '/v1/apps/{app_id}/payment-link', operationId: 'deletePaymentLink', scope: 'admin', securesAccount: true, tag, auth: 'developer', rateLimit: 'general',
       summary: 'Route A: pause sales by deactivating the payment link; POST creates a new one', params: AppIdParams, errors: [404, 503],
       handler: ({ actor, params }) => links.removePaymentLink(actor.developerId, params.app_id),
     }),

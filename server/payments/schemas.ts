@@ -61,11 +61,15 @@ export const InvoiceObject = z.object({
   metadata: Metadata,
   parent: z.object({ subscription_details: SubscriptionDetails }).nullish(),
   subscription_details: SubscriptionDetails,
+  /** The subscription the invoice bills, before API version 2025-03-31.basil (now `parent.subscription_details.subscription`). */
+  subscription: SubscriptionId.nullish(),
   period_end: Timestamp.optional(),
   lines: z.object({ data: z.array(z.object({ period: z.object({ end: Timestamp }) })) }).optional(),
 });
 
 export const SubscriptionObject = z.object({
+  /** Always sent by the processor; events without one are taken as about the developer's current subscription. */
+  id: SubscriptionId.optional(),
   customer: z.string().min(1).max(255),
   status: z.string().max(64),
   metadata: Metadata,
@@ -76,6 +80,7 @@ export const LicenseSubscriptionObject = z.object({ id: SubscriptionId });
 
 export type ProcessorEvent = z.infer<typeof ProcessorEvent>;
 export type InvoiceObject = z.infer<typeof InvoiceObject>;
+export type SubscriptionObject = z.infer<typeof SubscriptionObject>;
 
 export const PaymentLink = z.object({
   id: z.string().describe('The processor\'s payment link id (plink_...)'),

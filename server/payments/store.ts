@@ -16,6 +16,11 @@ export interface SubscriptionState {
   company_name: string;
   plan: 'free' | 'pro';
   billing_customer_id: string | null;
+  /** The current Latchkey subscription; after its deletion, the deleted one. */
+  billing_subscription_id: string | null;
+  /** Subscriptions deleted at the processor: their late events change nothing. */
+  ended_billing_subscription_ids: string[];
+  deactivated_at: Date | null;
   subscription_event_at: Date | null;
 }
 
@@ -56,6 +61,9 @@ export interface LicenseSubscriptionState {
 export type SubscriptionChange = Partial<{
   plan: 'free' | 'pro';
   billing_customer_id: string;
+  billing_subscription_id: string;
+  /** A subscription deleted at the processor, added to `ended_billing_subscription_ids`. */
+  ended_subscription_id: string;
   plan_period_end: Date | null;
   plan_grace_until: Date | null;
   subscription_metadata: Record<string, string>;
@@ -63,6 +71,9 @@ export type SubscriptionChange = Partial<{
   deactivated_at: Date | null;
 }>;
 
+const SUBSCRIPTION_COLUMNS = [
+  'id', 'email', 'company_name', 'plan', 'billing_customer_id', 'billing_subscription_id', 'ended_billing_subscription_ids', 'deactivated_at', 'subscription_event_at',
+];
 const CONNECTION_COLUMNS = ['payment_account_id', 'payment_connected_at', 'payment_connection_generation'];
 
 export function createPaymentsStore(db: Db) {
@@ -148,17 +159,18 @@ export function createPaymentsStore(db: Db) {
 
     /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
     subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>
-      trx('developers').where({ billing_customer_id: customerId }).forUpdate().first<SubscriptionState | undefined>('id', 'email', 'company_name', 'plan', 'billing_customer_id', 'subscription_event_at'),
+      trx('developers').where({ billing_customer_id: customerId }).forUpdate().first<SubscriptionState | undefined>(SUBSCRIPTION_COLUMNS),
 
     subscriptionByDeveloper: (trx: Knex.Transaction, developerId: string) =>
-      trx('developers').where({ id: developerId }).forUpdate().first<SubscriptionState | undefined>('id', 'email', 'company_name', 'plan', 'billing_customer_id', 'subscription_event_at'),
+      trx('developers').where({ id: developerId }).forUpdate().first<SubscriptionState | undefined>(SUBSCRIPTION_COLUMNS),
 
-    applySubscription: (trx: Knex.Transaction, developerId: string, eventAt: Date, change: SubscriptionChange) =>
+    applySubscription: (trx: Knex.Transaction, developerId: string, eventAt: Date, { ended_subscription_id, ...change }: SubscriptionChange) =>
       trx('developers')
         .where({ id: developerId })
         .update({
           ...change,
           ...(change.subscription_metadata && { subscription_metadata: JSON.stringify(change.subscription_metadata) }),
+          ...(ended_subscription_id && { ended_billing_subscription_ids: trx.raw('array_append(ended_billing_subscription_ids, ?)', [ended_subscription_id]) }),
           subscription_event_at: eventAt,
         }),
 

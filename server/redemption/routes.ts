@@ -55,7 +55,7 @@ export function redemptionRoutes(redemption: Redemption) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/redemption-codes/{code}/revoke', operationId: 'revokeRedemptionCode', scope: 'licenses', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'post', path: '/v1/redemption-codes/{code}/revoke', operationId: 'revokeRedemptionCode', scope: 'licenses', securesAccount: true, tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Revoke one available redemption code',
       description:
         'Only your own codes (another developer\'s code is 404 REDEMPTION_CODE_NOT_FOUND). Revoking a revoked code answers it again; a redeemed or expired code is ' +
@@ -67,7 +67,7 @@ export function redemptionRoutes(redemption: Redemption) {
       },
     }),
     defineRoute({
-      method: 'post', path: '/v1/redemption-batches/{batch_id}/revoke-all', operationId: 'revokeRedemptionBatch', scope: 'licenses', tag, auth: 'developer', rateLimit: 'apps',
+      method: 'post', path: '/v1/redemption-batches/{batch_id}/revoke-all', operationId: 'revokeRedemptionBatch', scope: 'licenses', securesAccount: true, tag, auth: 'developer', rateLimit: 'apps',
       summary: 'Revoke every available code of a batch (Revoke All)',
       description: 'Redeemed, already revoked and expired codes are left as they are; `revoked` says how many codes this call revoked.',
       params: s.BatchIdParams, response: s.RevokedBatch, errors: [404],
