@@ -105,7 +105,8 @@ export function createApp(deps: AppDeps) {
     wakeJobs,
     publicBaseUrl: config.publicBaseUrl,
   });
-  const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs });
+  const deactivation = createAccountDeactivation(db);
+  const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs, deactivation });
   // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.
   const entitlementWebhook = createEntitlementWebhook({
     config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs, links: builds.links, sendBuild: builds.service.sendBuild,
@@ -158,7 +159,6 @@ export function createApp(deps: AppDeps) {
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
 
   const api = new Router();
-  const deactivation = createAccountDeactivation(db);
   mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes, refuseChangesIfDeactivated: deactivation.refuseChangesIfDeactivated });
   const metrics = createMetrics();
   const ops = opsRouter(metrics, getOpenApi, authenticator);

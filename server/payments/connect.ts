@@ -11,6 +11,7 @@
  * 10 minutes: an authorize URL sent to someone else, a replayed or stale callback, connects nothing.
  */
 import type Koa from 'koa';
+import type { AccountDeactivation } from '../accounts/deactivation.js';
 import type { Clock } from '../clock.js';
 import { randomSecret, sha256Hex } from '../crypto/secrets.js';
 import { RequestError } from '../errors.js';
@@ -62,6 +63,7 @@ export function createProcessorConnect(deps: {
   connectClientId: string | undefined;
   clock: Clock;
   publicBaseUrl: string;
+  deactivation: Pick<AccountDeactivation, 'refuseChangesIfDeactivated'>;
 }) {
   const { store, payments, clock } = deps;
 
@@ -103,6 +105,9 @@ export function createProcessorConnect(deps: {
         throw new RequestError(code, detail);
       }
       if (query.error !== undefined || query.code === undefined) return { result: query.error === 'access_denied' ? 'access_denied' : 'declined' };
+      // The callback carries no developer credential, so mountRoutes does not ask: a connection
+      // started before the account was deactivated does not complete after (accounts/deactivation.ts).
+      await deps.deactivation.refuseChangesIfDeactivated(outcome.developerId);
       const code = query.code;
       const granted = await askProcessor(() => processor.exchangeAuthorizationCode(code));
       if (!granted) throw new RequestError('PAYMENT_AUTHORIZATION_FAILED', 'Stripe refused the authorization code (expired or already used): start connecting again');

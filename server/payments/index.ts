@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AccountDeactivation } from '../accounts/deactivation.js';
 import type { FeeLedger } from '../billing/fees.js';
 import { ledgerOnlyFeeReporter } from '../billing/usage-reporter.js';
 import type { DownloadLinks } from '../builds/download-link.js';
@@ -35,6 +36,7 @@ export function createPayments(deps: {
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail' | 'queuePaymentFailedEmail'>;
   /** Starts jobs queued by a committed notification (emails, fee reports) at once. */
   wakeJobs: () => void;
+  deactivation: AccountDeactivation;
 }) {
   const { clock } = deps;
   const store = createPaymentsStore(deps.db);
@@ -45,6 +47,7 @@ export function createPayments(deps: {
   const service = createPaymentsService({ store, processor, clock });
   const connect = createProcessorConnect({
     store: createConnectStore(deps.db), payments: service, processor, connectClientId: deps.config.stripe?.connectClientId, clock, publicBaseUrl: deps.config.publicBaseUrl,
+    deactivation: deps.deactivation,
   });
   const linksStore = createLinksStore(deps.db);
   const salesLinks = createSalesLinks({ store: linksStore, processor, clock, publicBaseUrl: deps.config.publicBaseUrl });

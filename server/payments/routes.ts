@@ -53,7 +53,7 @@ export function paymentRoutes(
         'the account it was issued for (`stripe_user_id`) and connects it, then answers 303 to the portal settings with `payments=connected` ' +
         '(`access_denied` when the person declined on Stripe, `declined` for another Stripe error; nothing is connected). A state that is ' +
         'unknown, expired or used (400 `PAYMENT_CONNECT_STATE_INVALID`), or that another browser, account or ended sign-in started (403 ' +
-        '`PAYMENT_CONNECT_STATE_MISMATCH`), changes nothing. An account another developer has connected is refused (409 ' +
+        '`PAYMENT_CONNECT_STATE_MISMATCH`), or whose developer\'s account was deactivated since (403 `ACCOUNT_DEACTIVATED`), changes nothing. An account another developer has connected is refused (409 ' +
         '`PAYMENT_ACCOUNT_IN_USE`); a code Stripe refuses answers 400 `PAYMENT_AUTHORIZATION_FAILED`. Refusals are the standard error ' +
         'body, or an HTML page with the same status when the browser asks for HTML.',
       query: s.ConnectCallbackQuery, status: 303, errors: [400, 403, 409, 503],

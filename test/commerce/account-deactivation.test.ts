@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
+import { connectCallback, startConnect } from '../support/connect-account.js';
 import { newEventId, signedEvent } from '../support/fake-stripe.js';
 import { createApp, createLicense, randomFingerprint, registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
@@ -263,6 +264,18 @@ describe('[Billing events] customer.subscription.deleted deactivates the develop
     expect((await plan('pro')).status).toBe(200);
     expect(await accountOf(dev)).toMatchObject({ plan: 'pro', deactivated_at: null });
     expect((await createAppAs(dev)).status).toBe(201);
+  });
+
+  it('[Billing events] a Stripe Connect connection started before the deletion does not complete after it', async () => {
+    const { dev, customer, subscription } = await proDeveloper();
+    const started = await startConnect(server.url, { token: dev.accessToken });
+    expect(started.status).toBe(200);
+    expect((await deliver(subscriptionEvent('customer.subscription.deleted', customer, at(100), 'canceled', subscription))).body.outcome).toBe('applied');
+
+    const back = await connectCallback(server.url, { code: stripe.grantCode(stripe.addAccount()), state: started.state! }, started.cookie);
+    expect(back.status).toBe(403);
+    expect(back.body).toMatchObject({ error_code: 'ACCOUNT_DEACTIVATED' });
+    expect((await call('GET', '/v1/payments/account', { token: dev.accessToken })).body).toMatchObject({ connected: false });
   });
 
   it('[Billing events] the OpenAPI document declares the 403 on every developer change a deactivated account is refused, and on no read', async () => {
