@@ -17,7 +17,22 @@ export default tseslint.config(
     languageOptions: {
       sourceType: 'module',
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'navigator', 'fetch', 'FormData', 'XMLHttpRequest', 'URL', 'URLSearchParams', 'Blob', 'Node', 'setTimeout', 'clearTimeout', 'console'].map((name) => [name, 'readonly']),
+        [
+          'window',
+          'document',
+          'location',
+          'navigator',
+          'fetch',
+          'FormData',
+          'XMLHttpRequest',
+          'URL',
+          'URLSearchParams',
+          'Blob',
+          'Node',
+          'setTimeout',
+          'clearTimeout',
+          'console',
+        ].map((name) => [name, 'readonly']),
       ),
     },
   },

@@ -69,10 +69,7 @@ export class LicenseClient {
     private readonly authority: AuthorityClient,
   ) {
     this.events = new TypedEvents((err) => options.logger.warn('a license event listener threw', { error: String(err) }));
-    this.scheduler = new RefreshScheduler(
-      { intervalMs: options.refreshIntervalMs, backoffBaseMs: options.offlineBackoffMs, jitterRatio: 0.1 },
-      () => this.backgroundRefresh(),
-    );
+    this.scheduler = new RefreshScheduler({ intervalMs: options.refreshIntervalMs, backoffBaseMs: options.offlineBackoffMs, jitterRatio: 0.1 }, () => this.backgroundRefresh());
     this.lastStatus = this.computeStatus();
   }
 
@@ -89,13 +86,15 @@ export class LicenseClient {
   async activate(licenseKey: string): Promise<LicenseStatus> {
     this.assertOpen();
     const key = normalizeLicenseKey(licenseKey);
-    return holdingProcess(() => this.exclusive(async () => {
-      const device = await this.verifiedFingerprint();
-      const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() });
-      await this.acceptGrant(grant.token, device, key);
-      this.scheduler.reset('ok');
-      return this.evaluate();
-    }));
+    return holdingProcess(() =>
+      this.exclusive(async () => {
+        const device = await this.verifiedFingerprint();
+        const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() });
+        await this.acceptGrant(grant.token, device, key);
+        this.scheduler.reset('ok');
+        return this.evaluate();
+      }),
+    );
   }
 
   /**
@@ -171,9 +170,7 @@ export class LicenseClient {
     // A warm start used the remembered fingerprint: confirm it against the hardware, off the start path.
     if (!this.vault.fingerprintVerified) {
       this.recheck = setTimeout(() => {
-        this.exclusive(() => this.verifiedFingerprint()).catch((err: unknown) =>
-          this.options.logger.warn('fingerprint check failed', { error: String(err) }),
-        );
+        this.exclusive(() => this.verifiedFingerprint()).catch((err: unknown) => this.options.logger.warn('fingerprint check failed', { error: String(err) }));
       }, startupDelayMs).unref();
     }
     if (!this.vault.hasToken && !this.vault.hasLicenseKey) return;

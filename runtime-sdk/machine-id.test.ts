@@ -3,7 +3,8 @@ import { machineIdFromIoreg, machineIdFromRegQuery } from './machine-id.js';
 
 describe('machine id parsing', () => {
   it('reads IOPlatformUUID from ioreg, lower case', () => {
-    const out = '+-o J316sAP  <class IOPlatformExpertDevice>\n    {\n      "IOPlatformSerialNumber" = "C02XX"\n      "IOPlatformUUID" = "8A1B2C3D-0000-4E5F-9A8B-112233445566"\n      "model" = <"MacBookPro18,1">\n';
+    const out =
+      '+-o J316sAP  <class IOPlatformExpertDevice>\n    {\n      "IOPlatformSerialNumber" = "C02XX"\n      "IOPlatformUUID" = "8A1B2C3D-0000-4E5F-9A8B-112233445566"\n      "model" = <"MacBookPro18,1">\n';
     expect(machineIdFromIoreg(out)).toBe('8a1b2c3d-0000-4e5f-9a8b-112233445566');
   });
 

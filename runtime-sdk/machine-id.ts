@@ -14,7 +14,10 @@ const COMMAND_TIMEOUT_MS = 5_000;
 export async function readMachineId(platform: NodeJS.Platform, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   if (platform === 'linux') {
     for (const file of LINUX_MACHINE_ID_FILES) {
-      const id = await readFile(file, 'utf8').then((text) => text.trim(), () => '');
+      const id = await readFile(file, 'utf8').then(
+        (text) => text.trim(),
+        () => '',
+      );
       if (id) return id.toLowerCase();
     }
     return undefined;

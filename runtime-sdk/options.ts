@@ -207,12 +207,7 @@ function pinnedKeys(input: LicenseClientOptions['publicKeys'], fail: (message: s
   const keys: unknown = Array.isArray(input) ? input : (input as { keys?: unknown } | undefined)?.keys;
   if (!Array.isArray(keys) || keys.length === 0) return fail('publicKeys must be a JWK Set or a non-empty array of keys');
   for (const key of keys as Partial<Ed25519PublicJwk>[]) {
-    const valid =
-      key?.kty === 'OKP' &&
-      key.crv === 'Ed25519' &&
-      typeof key.kid === 'string' &&
-      typeof key.x === 'string' &&
-      Buffer.from(key.x, 'base64url').length === 32;
+    const valid = key?.kty === 'OKP' && key.crv === 'Ed25519' && typeof key.kid === 'string' && typeof key.x === 'string' && Buffer.from(key.x, 'base64url').length === 32;
     if (!valid) fail('every public key must be an Ed25519 JWK (kty OKP, crv Ed25519) with a kid');
   }
   return keys as Ed25519PublicJwk[];

@@ -277,14 +277,20 @@ export function verifyUpdateManifest(
   const wellFormed =
     claims.iss === 'latchkey' &&
     typeof claims.sub === 'string' &&
-    typeof claims.build_id === 'string' && claims.build_id.length > 0 &&
+    typeof claims.build_id === 'string' &&
+    claims.build_id.length > 0 &&
     typeof claims.version === 'string' &&
-    typeof claims.sha256 === 'string' && /^[0-9a-f]{64}$/.test(claims.sha256) &&
-    Number.isSafeInteger(claims.length) && claims.length > 0 &&
-    typeof claims.url === 'string' && /^https?:\/\//.test(claims.url) &&
+    typeof claims.sha256 === 'string' &&
+    /^[0-9a-f]{64}$/.test(claims.sha256) &&
+    Number.isSafeInteger(claims.length) &&
+    claims.length > 0 &&
+    typeof claims.url === 'string' &&
+    /^https?:\/\//.test(claims.url) &&
     typeof claims.release_notes === 'string' &&
-    Number.isSafeInteger(claims.serial) && claims.serial > 0 &&
-    typeof claims.iat === 'number' && typeof claims.exp === 'number';
+    Number.isSafeInteger(claims.serial) &&
+    claims.serial > 0 &&
+    typeof claims.iat === 'number' &&
+    typeof claims.exp === 'number';
   if (!wellFormed) throw new ProtocolError('malformed', 'missing or malformed manifest claims');
   if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'manifest was issued for another app');
   if (claims.platform !== expect.platform) throw new ProtocolError('wrong_platform', 'manifest was issued for another platform');

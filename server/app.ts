@@ -109,7 +109,15 @@ export function createApp(deps: AppDeps) {
   const payments = createPayments({ config, db, clock, log, links: builds.links, fees, outbox, wakeJobs, deactivation });
   // The commerce-platform entitlement webhook; the authenticator checks its URL token and secret.
   const entitlementWebhook = createEntitlementWebhook({
-    config, db, clock, masterKey, storage: builds.storage, outbox, wakeJobs, links: builds.links, sendBuild: builds.service.sendBuild,
+    config,
+    db,
+    clock,
+    masterKey,
+    storage: builds.storage,
+    outbox,
+    wakeJobs,
+    links: builds.links,
+    sendBuild: builds.service.sendBuild,
   });
   // Marketplace provisioning and code redemption sell licenses like checkout fulfilment: fee, link and delivery email in one transaction.
   const sold = createSoldLicenses({ fees, outbox, links: builds.links });

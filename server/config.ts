@@ -62,9 +62,18 @@ const ConfigSchema = z.object({
   /** Multiplies every rate limit; load tests raise it, production leaves it at 1. */
   LATCHKEY_RATE_LIMIT_MULTIPLIER: z.coerce.number().positive().default(1),
   /** Largest JSON request body accepted, in bytes. */
-  LATCHKEY_MAX_JSON_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  LATCHKEY_MAX_JSON_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** Largest request line and headers, in bytes; larger ones answer 431 (before any authentication). */
-  LATCHKEY_MAX_HEADER_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+  LATCHKEY_MAX_HEADER_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(16 * 1024),
   /** Time a client has to send a request's headers, in ms; 408 past it. */
   LATCHKEY_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
   /** Time a client has to send a whole request body (every route but uploads), in ms; 408 past it. */
@@ -72,7 +81,11 @@ const ConfigSchema = z.object({
   /** Longest pause between two body bytes, uploads included (the floor of an upload's speed), in ms; 408 past it. */
   LATCHKEY_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** Largest artifact an upload may carry, in bytes; larger uploads answer 413. */
-  LATCHKEY_MAX_ARTIFACT_BYTES: z.coerce.number().int().positive().default(2 * 1024 ** 3),
+  LATCHKEY_MAX_ARTIFACT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(2 * 1024 ** 3),
   /** ClamAV's clamd, which then scans every artifact too: `host:port` or a Unix socket path. */
   LATCHKEY_CLAMD_ADDRESS: z
     .string()
@@ -111,9 +124,17 @@ const ConfigSchema = z.object({
   /** License delivery emails queued in a clock hour. */
   LATCHKEY_QUOTA_EMAILS_PER_HOUR: z.coerce.number().int().min(0).default(2_000),
   /** Bytes of stored builds (artifacts and protected packages) on the free plan. */
-  LATCHKEY_QUOTA_STORAGE_BYTES_FREE: z.coerce.number().int().min(0).default(5 * 1024 ** 3),
+  LATCHKEY_QUOTA_STORAGE_BYTES_FREE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(5 * 1024 ** 3),
   /** Bytes of stored builds on the Pro plan. */
-  LATCHKEY_QUOTA_STORAGE_BYTES_PRO: z.coerce.number().int().min(0).default(200 * 1024 ** 3),
+  LATCHKEY_QUOTA_STORAGE_BYTES_PRO: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(200 * 1024 ** 3),
   /**
    * The proxies whose X-Forwarded-For (client address), X-Forwarded-Proto and X-Forwarded-Host are
    * believed: addresses and CIDR ranges, `10.0.0.0/8,192.168.1.5`. Default none; `true` trusts every peer.
@@ -141,7 +162,10 @@ const ConfigSchema = z.object({
     .regex(/^[^\r\n]*[^\s<>@]+@[^\s<>@]+>?\s*$/, 'must be an email address, optionally as `Name <address>`')
     .default('Latchkey <no-reply@localhost>'),
   /** Stripe secret key of the platform account; unset: the commerce routes answer 503 PAYMENTS_NOT_CONFIGURED. */
-  LATCHKEY_STRIPE_SECRET_KEY: z.string().regex(/^(sk|rk)_/, 'must be a Stripe secret or restricted key (sk_... or rk_...)').optional(),
+  LATCHKEY_STRIPE_SECRET_KEY: z
+    .string()
+    .regex(/^(sk|rk)_/, 'must be a Stripe secret or restricted key (sk_... or rk_...)')
+    .optional(),
   /** Signing secret of the webhook endpoint that delivers to POST /v1/webhooks/payments. */
   LATCHKEY_STRIPE_WEBHOOK_SECRET: z.string().startsWith('whsec_', 'must be a Stripe webhook signing secret (whsec_...)').optional(),
   /**
@@ -150,7 +174,10 @@ const ConfigSchema = z.object({
    */
   LATCHKEY_STRIPE_API_BASE: z.string().url().optional(),
   /** The platform's Connect client id (ca_...): developers connect their Stripe accounts by Connect OAuth; unset, connecting answers 503. */
-  LATCHKEY_STRIPE_CONNECT_CLIENT_ID: z.string().regex(/^ca_[A-Za-z0-9]{1,255}$/, 'must be a Stripe Connect client id (ca_...)').optional(),
+  LATCHKEY_STRIPE_CONNECT_CLIENT_ID: z
+    .string()
+    .regex(/^ca_[A-Za-z0-9]{1,255}$/, 'must be a Stripe Connect client id (ca_...)')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -58,8 +58,7 @@ export function apiClient(settings: () => Settings): ApiClient {
   }
 
   return {
-    request: (method, path, body) =>
-      send(method, path, body === undefined ? {} : { 'content-type': 'application/json' }, body === undefined ? undefined : JSON.stringify(body)),
+    request: (method, path, body) => send(method, path, body === undefined ? {} : { 'content-type': 'application/json' }, body === undefined ? undefined : JSON.stringify(body)),
 
     async upload(method, path, upload) {
       settings();

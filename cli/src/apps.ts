@@ -16,7 +16,10 @@ interface App extends Record<string, unknown> {
 
 /** `--platform a,b --platform c`: every platform named, in order. */
 function collectPlatforms(value: string, previous: string[] = []): string[] {
-  const named = value.split(',').map((p) => p.trim()).filter(Boolean);
+  const named = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const unknown = named.filter((p) => !(APP_PLATFORMS as readonly string[]).includes(p));
   if (unknown.length || !named.length) throw new InvalidArgumentError(`must be among ${APP_PLATFORMS.join(', ')}`);
   return [...previous, ...named];
@@ -34,7 +37,7 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
     .option('--default-device-limit <n>', 'devices a license may run on unless it says otherwise (default 2)', wholeNumber)
     .option('--offline-grace-hours <n>', 'how long an app runs without reaching the server (default 72)', wholeNumber)
     .option('--trials-per-computer <n>', 'trials each computer may start (default 1)', wholeNumber)
-    .option('--download-limit <n>', "downloads per license on the delivery page (default: 10 per build)", wholeNumber)
+    .option('--download-limit <n>', 'downloads per license on the delivery page (default: 10 per build)', wholeNumber)
     .option('--price-id <price_id>', 'the payment processor Price to sell it at (price_...)')
     .option('--product-key <key>', "the commerce platform's product key, for its entitlement webhook")
     .action(async (opts) => {

@@ -111,14 +111,23 @@ export function buildsCommand(api: ApiClient, print: (out: string) => void, stde
     });
 
   // docs/contract.md Versioning 3: a Windows or macOS build is pushed once its package is signed by the developer.
-  withJson(builds.command('replace-signed').alias('sign').description("Replace a READY Windows or macOS build's package with the one you signed (Replace with Signed Package), and print the build"))
+  withJson(
+    builds
+      .command('replace-signed')
+      .alias('sign')
+      .description("Replace a READY Windows or macOS build's package with the one you signed (Replace with Signed Package), and print the build"),
+  )
     .requiredOption('--app <app_id>', 'the app')
     .requiredOption('--build <build_id>', 'the build')
     .requiredOption('--package <file>', "the signed package: the build's download signed with signtool (Windows) or codesign (macOS)")
     .action(async (opts) => {
       if (!fs.statSync(opts.package, { throwIfNoEntry: false })?.isFile()) throw new CliError(`${opts.package} is not a readable file`, EXIT.USAGE);
       const bar = progressBar(stderr, 'Uploading');
-      const { body } = await api.upload('PUT', buildPath(opts.app, opts.build, 'signed-package'), { fields: {}, file: { field: 'package', path: opts.package }, onProgress: bar.update });
+      const { body } = await api.upload('PUT', buildPath(opts.app, opts.build, 'signed-package'), {
+        fields: {},
+        file: { field: 'package', path: opts.package },
+        onProgress: bar.update,
+      });
       bar.done();
       print(opts.json ? renderJson(body) : renderRecord(body as Build));
     });

@@ -84,9 +84,7 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
     });
 
   withJson(
-    licenses
-      .command('set-download-limit')
-      .description("Set a license's download limit (delivery page and installer together); it replaces the default allowance of 10 per build"),
+    licenses.command('set-download-limit').description("Set a license's download limit (delivery page and installer together); it replaces the default allowance of 10 per build"),
   )
     .requiredOption('--license <license_id>', 'the license')
     .option('--limit <n>', 'downloads in all, from 1', wholeNumber)

@@ -43,13 +43,8 @@ export function loginCommand(env: Env, print: (out: string) => void, stderr: Nod
       const file = configFile(env);
       saveLogin(file, { url, api_key: apiKey });
       stderr.write(environmentNote(env));
-      print(
-        opts.json
-          ? renderJson({ url, config_file: file, developer })
-          : `Signed in to ${url} as ${developer.email} (${developer.plan} plan); saved to ${file}\n`,
-      );
+      print(opts.json ? renderJson({ url, config_file: file, developer }) : `Signed in to ${url} as ${developer.email} (${developer.plan} plan); saved to ${file}\n`);
     });
-
 }
 
 /** `latchkey logout`: removes the saved login. */

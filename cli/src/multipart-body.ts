@@ -17,9 +17,7 @@ export interface MultipartUpload {
 export async function multipartBody(upload: MultipartUpload): Promise<{ contentType: string; length: number; body: ReadableStream<Uint8Array> }> {
   const boundary = `latchkey-${randomBytes(12).toString('hex')}`;
   const quote = (value: string) => value.replace(/["\r\n]/g, (c) => encodeURIComponent(c));
-  const parts = Object.entries(upload.fields).map(
-    ([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`,
-  );
+  const parts = Object.entries(upload.fields).map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`);
   const head = Buffer.from(
     `${parts.join('')}--${boundary}\r\nContent-Disposition: form-data; name="${quote(upload.file.field)}"; filename="${quote(path.basename(upload.file.path))}"\r\n` +
       'Content-Type: application/octet-stream\r\n\r\n',

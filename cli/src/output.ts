@@ -8,15 +8,21 @@ function text(value: unknown): string {
 export function renderTable(headers: string[], rows: unknown[][]): string {
   const cells = rows.map((row) => row.map(text));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), ...cells.map(line)].join('\n') + '\n';
 }
 
 export function renderRecord(record: Record<string, unknown>): string {
   const width = Math.max(...Object.keys(record).map((k) => k.length));
-  return Object.entries(record)
-    .map(([key, value]) => `${key.padEnd(width)}  ${text(value)}`)
-    .join('\n') + '\n';
+  return (
+    Object.entries(record)
+      .map(([key, value]) => `${key.padEnd(width)}  ${text(value)}`)
+      .join('\n') + '\n'
+  );
 }
 
 export function renderJson(value: unknown): string {

@@ -82,11 +82,10 @@ export function updatesCommand(api: ApiClient, print: (out: string) => void): Co
     print(opts.json ? renderJson(cleared) : `Cleared the push of ${describeAudience(opts)}\n`);
   });
 
-  withJson(withAudience(updates.command('status').description('Show the active push and its devices: installed, skipped, pending, unable')))
-    .action(async (opts) => {
-      const { body } = await api.request('GET', pushPath(opts));
-      print(opts.json ? renderJson(body) : renderPush(body as PushStatus, describeAudience(opts)));
-    });
+  withJson(withAudience(updates.command('status').description('Show the active push and its devices: installed, skipped, pending, unable'))).action(async (opts) => {
+    const { body } = await api.request('GET', pushPath(opts));
+    print(opts.json ? renderJson(body) : renderPush(body as PushStatus, describeAudience(opts)));
+  });
 
   return updates;
 }

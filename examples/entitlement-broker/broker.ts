@@ -99,8 +99,7 @@ export function createBroker(options: BrokerOptions) {
   return {
     /** POST {webhook_url}: one decision. Reusing its event_id on retries is what makes them safe. */
     forward: (decision: EntitlementDecision) => request('POST', '', decision),
-    entitlement: (shop: string, app?: string) =>
-      request('GET', `/entitlement?${new URLSearchParams({ shop, ...(app ? { app } : {}) })}`),
+    entitlement: (shop: string, app?: string) => request('GET', `/entitlement?${new URLSearchParams({ shop, ...(app ? { app } : {}) })}`),
     deliveryEmail: (shop: string, email: string | null, app?: string) => request('POST', '/delivery-email', { shop, email, ...(app ? { app } : {}) }),
     trial: (body: { shop: string; event_id: string; occurred_at: string; app?: string }) => request('POST', '/trial', body),
     redact: (body: { shop: string; app: string; force?: boolean }) => request('POST', '/redact', body),

@@ -45,7 +45,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): 
     topic: header('x-shopify-topic'),
   });
   const delivery = await broker.forward(decision);
-  process.stdout.write(`${decision.shop} ${decision.event_id}: ${delivery.delivered ? JSON.stringify(delivery.body) : `not delivered (${delivery.failure}, HTTP ${delivery.status})`}\n`);
+  process.stdout.write(
+    `${decision.shop} ${decision.event_id}: ${delivery.delivered ? JSON.stringify(delivery.body) : `not delivered (${delivery.failure}, HTTP ${delivery.status})`}\n`,
+  );
   // Saved, or refused for good (retrying cannot help): acknowledge. Out of attempts: let the platform retry later.
   res.writeHead(delivery.delivered || delivery.failure === 'permanent' ? 200 : 503).end();
 }

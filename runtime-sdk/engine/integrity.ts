@@ -28,7 +28,7 @@ export async function protectedRegion(file: string): Promise<Buffer | null> {
     const collected: Buffer[] = [];
     let carry = Buffer.alloc(0);
     let inside = false;
-    for (let position = 0; ; ) {
+    for (let position = 0; ;) {
       const { bytesRead, buffer } = await handle.read(Buffer.alloc(CHUNK), 0, CHUNK, position);
       if (bytesRead === 0) return null;
       position += bytesRead;

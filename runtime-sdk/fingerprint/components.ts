@@ -63,9 +63,7 @@ function systemInformationProbes(platform: Platform, si: SystemInformation): Pro
     },
     async () => {
       // The first fixed disk only: USB sticks and added drives must not change the device.
-      const fixed = (await si.diskLayout())
-        .filter((disk) => !/usb/i.test(disk.interfaceType) && disk.serialNum.trim())
-        .sort((a, b) => a.device.localeCompare(b.device));
+      const fixed = (await si.diskLayout()).filter((disk) => !/usb/i.test(disk.interfaceType) && disk.serialNum.trim()).sort((a, b) => a.device.localeCompare(b.device));
       return { 'disk.serial': fixed[0]?.serialNum };
     },
     async () => {

@@ -1,14 +1,6 @@
 import type { Platform } from '../platform.js';
 import { canonicalize, componentHashes, fingerprintHash, selectComponents } from './canonical.js';
-import {
-  hardwareProbes,
-  importSystemInformation,
-  readComponentsOnce,
-  type ComponentHashes,
-  type ComponentName,
-  type Probe,
-  type SystemInformationLoader,
-} from './components.js';
+import { hardwareProbes, importSystemInformation, readComponentsOnce, type ComponentHashes, type ComponentName, type Probe, type SystemInformationLoader } from './components.js';
 
 export interface Fingerprint {
   /** 64 lower-case hex: what the authority stores and the token is bound to. */

@@ -16,9 +16,5 @@ export interface SavedTimes {
 }
 
 export function timesMatchToken(times: SavedTimes, claims: Pick<RuntimeTokenClaims, 'iat'>): boolean {
-  return (
-    times.lastOnlineAt + times.serverSkewMs === claims.iat * 1000 &&
-    Math.abs(times.serverSkewMs) <= MAX_CLOCK_SKEW_MS &&
-    times.highWaterAt >= times.lastOnlineAt
-  );
+  return times.lastOnlineAt + times.serverSkewMs === claims.iat * 1000 && Math.abs(times.serverSkewMs) <= MAX_CLOCK_SKEW_MS && times.highWaterAt >= times.lastOnlineAt;
 }

@@ -80,7 +80,10 @@ function inRange(host: string, network: string, prefix: number): boolean {
 
 /** Lower case, without IPv6 brackets or a trailing dot. */
 function bareHost(hostname: string): string {
-  return hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+  return hostname
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 }
 
 /** The proxy as logs and errors may show it: scheme, host and port, never the credentials a URL can carry. */

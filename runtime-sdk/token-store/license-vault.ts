@@ -95,7 +95,12 @@ export class LicenseVault {
     const osKeyStore = options.osKeyStore ? await findOsKeyStore(options.platform.name, process.env, options.appId, path.dirname(options.cacheFile)) : undefined;
     const binding = await resolveBinding(envelope ? envelope.binding : null, osKeyStore);
     const bindingKey = binding.material ? keep(memory, binding.material) : undefined;
-    const memoKey = anchor ? keep(memory, deriveBoundKey(bindingKey, (b) => deriveMemoKey(anchor, options.fingerprintSalt, options.appId, b))) : undefined;
+    const memoKey = anchor
+      ? keep(
+          memory,
+          deriveBoundKey(bindingKey, (b) => deriveMemoKey(anchor, options.fingerprintSalt, options.appId, b)),
+        )
+      : undefined;
     const remembered = envelope && memoKey ? parseMemo(openMemo(envelope, memoKey, aadFor(options))) : undefined;
     let fingerprint: DeviceFingerprint;
     if (envelope && remembered) {
@@ -255,7 +260,10 @@ export class LicenseVault {
 
   /** The body's key for fingerprint `hash`, bound as this cache is (cache-binding.ts), kept in secret memory only. */
   private deriveCacheKey(hash: string): SecretBuffer {
-    return keep(this.memory, deriveBoundKey(this.bindingKey, (b) => deriveCacheKey(hash, this.options.fingerprintSalt, this.options.appId, b)));
+    return keep(
+      this.memory,
+      deriveBoundKey(this.bindingKey, (b) => deriveCacheKey(hash, this.options.fingerprintSalt, this.options.appId, b)),
+    );
   }
 
   private load(read: EnvelopeRead): void {

@@ -42,7 +42,13 @@ export function systemCommands(env: NodeJS.ProcessEnv, platform: NodeJS.Platform
       for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
         for (const extension of extensions) {
           const candidate = path.join(dir, name + extension);
-          if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+          if (
+            await access(candidate, constants.X_OK).then(
+              () => true,
+              () => false,
+            )
+          )
+            return candidate;
         }
       }
       return undefined;

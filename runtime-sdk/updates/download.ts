@@ -145,7 +145,10 @@ interface Progress {
 /** The hash of what is already on disk, so a resume continues it; a file past `length` is dropped. */
 async function hashExisting(file: string, length: number): Promise<Progress> {
   const hash = createHash('sha256');
-  const size = await fs.stat(file).then((s) => s.size, () => 0);
+  const size = await fs.stat(file).then(
+    (s) => s.size,
+    () => 0,
+  );
   if (size === 0) return { hash, size };
   if (size > length) {
     await fs.rm(file, { force: true });

@@ -46,8 +46,7 @@ export interface InstallJournal {
 }
 
 export type PendingReport =
-  | { event: 'installed' | 'skipped'; build_id: string; version: string }
-  | { event: 'failed'; reason: UpdateFailureReason; build_id: string; version: string };
+  { event: 'installed' | 'skipped'; build_id: string; version: string } | { event: 'failed'; reason: UpdateFailureReason; build_id: string; version: string };
 
 /** The last build this updater installed, and where: an instance still running the old version learns it is done. */
 export interface LastInstalled {
@@ -138,7 +137,14 @@ function isReport(value: unknown): value is PendingReport {
 
 function isFailedInstall(value: unknown): value is FailedInstall {
   const f = value as Partial<FailedInstall> | null;
-  return typeof f === 'object' && f !== null && isString(f.buildId) && Number.isSafeInteger(f.serial) && Number.isSafeInteger(f.failures) && (f.nextAttemptAt === null || Number.isFinite(f.nextAttemptAt));
+  return (
+    typeof f === 'object' &&
+    f !== null &&
+    isString(f.buildId) &&
+    Number.isSafeInteger(f.serial) &&
+    Number.isSafeInteger(f.failures) &&
+    (f.nextAttemptAt === null || Number.isFinite(f.nextAttemptAt))
+  );
 }
 
 function isLastInstalled(value: unknown): value is LastInstalled {

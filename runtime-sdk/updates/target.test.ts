@@ -9,7 +9,20 @@ function running(described: Partial<AppProcess>): AppProcess {
   const never = () => {
     throw new Error('not started in a rule test');
   };
-  return { pid: 1, runtime: 'single-executable', execPath: '/usr/bin/node', execArgv: [], script: null, args: [], env: {}, cwd: '/home/ana', spawnDetached: never, runInForeground: never, exit: never, ...described };
+  return {
+    pid: 1,
+    runtime: 'single-executable',
+    execPath: '/usr/bin/node',
+    execArgv: [],
+    script: null,
+    args: [],
+    env: {},
+    cwd: '/home/ana',
+    spawnDetached: never,
+    runInForeground: never,
+    exit: never,
+    ...described,
+  };
 }
 
 describe('what an update replaces, and how the app starts again', () => {

@@ -37,7 +37,11 @@ export function createApiKeyStore(db: Db) {
   return {
     /** The active keys, oldest first; never their secrets. */
     listActive: (developerId: string): Promise<ApiKeyRow[]> =>
-      db('api_keys').where({ developer_id: developerId }).whereNull('revoked_at').orderBy([{ column: 'created_at' }, { column: 'id' }]).select(LISTED),
+      db('api_keys')
+        .where({ developer_id: developerId })
+        .whereNull('revoked_at')
+        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .select(LISTED),
 
     isActive: async (developerId: string, keyId: string) =>
       (await db('api_keys').where({ id: keyId, developer_id: developerId }).whereNull('revoked_at').first('id')) !== undefined,
@@ -59,11 +63,7 @@ export function createApiKeyStore(db: Db) {
     rotate: (developerId: string, key: NewApiKey) =>
       db.transaction(async (trx) => {
         await trx('developers').where({ id: developerId }).forUpdate().first('id');
-        const revoked: { id: string }[] = await trx('api_keys')
-          .where({ developer_id: developerId })
-          .whereNull('revoked_at')
-          .update({ revoked_at: trx.fn.now() })
-          .returning('id');
+        const revoked: { id: string }[] = await trx('api_keys').where({ developer_id: developerId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() }).returning('id');
         return { key: await insert(trx, developerId, key), revoked: await notifyRevoked(trx, revoked) };
       }),
 

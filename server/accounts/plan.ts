@@ -21,4 +21,7 @@ export const effectivePlan = (q: Knex, now: Date) => q.raw(`(${EFFECTIVE_PLAN_SQ
 
 /** The developer's plan now. */
 export const planNow = (q: Knex, developerId: string, now: Date): Promise<Plan> =>
-  q('developers').where({ id: developerId }).first<{ plan: Plan }>(effectivePlan(q, now)).then((r) => r?.plan ?? 'free');
+  q('developers')
+    .where({ id: developerId })
+    .first<{ plan: Plan }>(effectivePlan(q, now))
+    .then((r) => r?.plan ?? 'free');

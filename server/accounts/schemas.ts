@@ -33,7 +33,9 @@ const ApiKeyScopes = z
   .array(z.enum(API_KEY_SCOPES))
   .min(1)
   .max(API_KEY_SCOPES.length)
-  .describe('What the key may do (default `["admin"]`): `read` every GET; `licenses` license, activation, redemption-code and marketplace writes; `builds` builds, releases and update pushes; `admin` everything an API key may do');
+  .describe(
+    'What the key may do (default `["admin"]`): `read` every GET; `licenses` license, activation, redemption-code and marketplace writes; `builds` builds, releases and update pushes; `admin` everything an API key may do',
+  );
 export const ApiKeyBody = z
   .strictObject({
     ...Reauthentication,

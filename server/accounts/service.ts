@@ -70,9 +70,7 @@ export function createAccountsService(deps: AccountsDeps) {
     );
     if (password !== undefined) assertThat(await verifyPassword(password, dev.password_hash), 'INVALID_CREDENTIALS', 'The password is incorrect');
     if (code !== undefined) {
-      await secondFactor.counted(dev, async () =>
-        assertThat(dev.two_factor_enabled && (await secondFactor.matches(dev, code)), 'INVALID_TWO_FACTOR_CODE', WRONG_CODE_DETAIL),
-      );
+      await secondFactor.counted(dev, async () => assertThat(dev.two_factor_enabled && (await secondFactor.matches(dev, code)), 'INVALID_TWO_FACTOR_CODE', WRONG_CODE_DETAIL));
     }
     return dev;
   }
@@ -185,7 +183,11 @@ export function createAccountsService(deps: AccountsDeps) {
         const c = randomHumanCode(10);
         return `${c.slice(0, 5)}-${c.slice(5)}`;
       });
-      await store.startTwoFactorSetup(dev.id, masterKey.seal(secret, totpAad(dev.id)), codes.map((c) => sha256Hex(normaliseBackupCode(c))));
+      await store.startTwoFactorSetup(
+        dev.id,
+        masterKey.seal(secret, totpAad(dev.id)),
+        codes.map((c) => sha256Hex(normaliseBackupCode(c))),
+      );
       return { provisioning_uri: totp.provisioningUri(secret, dev.email), backup_codes: codes };
     },
 

@@ -37,16 +37,17 @@ export interface TwoFactorAttemptRule {
 export function createAccountsStore(db: Db) {
   return {
     insertDeveloper: (row: Pick<DeveloperRow, 'id' | 'email' | 'password_hash' | 'company_name'>) =>
-      db('developers').insert(row).returning('*').then((r: DeveloperRow[]) => r[0]!),
+      db('developers')
+        .insert(row)
+        .returning('*')
+        .then((r: DeveloperRow[]) => r[0]!),
 
     findDeveloper: (id: string) => db<DeveloperRow>('developers').where({ id }).first(),
 
     /** The developer's plan now (a lapsed grace period is the free plan) and the grace period's end, if one runs. */
-    planOf: (id: string, now: Date) =>
-      db('developers').where({ id }).first<{ plan: Plan; plan_grace_until: Date | null }>(effectivePlan(db, now), 'plan_grace_until'),
+    planOf: (id: string, now: Date) => db('developers').where({ id }).first<{ plan: Plan; plan_grace_until: Date | null }>(effectivePlan(db, now), 'plan_grace_until'),
 
-    findDeveloperByEmail: (email: string) =>
-      db<DeveloperRow>('developers').whereRaw('lower(email) = ?', [email.toLowerCase()]).first(),
+    findDeveloperByEmail: (email: string) => db<DeveloperRow>('developers').whereRaw('lower(email) = ?', [email.toLowerCase()]).first(),
 
     /**
      * An operator's decision replaces any running grace period; granting Pro also reactivates a
@@ -68,18 +69,14 @@ export function createAccountsStore(db: Db) {
       }),
 
     enableTwoFactor: async (trx: Db, id: string, secretSealed: string, step: number) => {
-      await trx('developers')
-        .where({ id })
-        .update({ two_factor_enabled: true, totp_secret_sealed: secretSealed, totp_pending_sealed: null, totp_last_step: step });
+      await trx('developers').where({ id }).update({ two_factor_enabled: true, totp_secret_sealed: secretSealed, totp_pending_sealed: null, totp_last_step: step });
       await trx('backup_codes').where({ developer_id: id, pending: false }).delete();
       await trx('backup_codes').where({ developer_id: id, pending: true }).update({ pending: false });
     },
 
     disableTwoFactor: (id: string) =>
       db.transaction(async (trx) => {
-        await trx('developers')
-          .where({ id })
-          .update({ two_factor_enabled: false, totp_secret_sealed: null, totp_pending_sealed: null, totp_last_step: null });
+        await trx('developers').where({ id }).update({ two_factor_enabled: false, totp_secret_sealed: null, totp_pending_sealed: null, totp_last_step: null });
         await trx('backup_codes').where({ developer_id: id }).delete();
       }),
 
@@ -92,10 +89,7 @@ export function createAccountsStore(db: Db) {
 
     /** Spends a confirmed backup code once; false when it does not exist or was used. */
     useBackupCode: async (developerId: string, codeHash: string, q: Db = db) =>
-      (await q('backup_codes')
-        .where({ developer_id: developerId, code_hash: codeHash, pending: false })
-        .whereNull('used_at')
-        .update({ used_at: q.fn.now() })) === 1,
+      (await q('backup_codes').where({ developer_id: developerId, code_hash: codeHash, pending: false }).whereNull('used_at').update({ used_at: q.fn.now() })) === 1,
 
     /**
      * Counts one code sent with a 2FA login challenge (by its token's hash), in one statement, so
@@ -163,7 +157,10 @@ export function createAccountsStore(db: Db) {
 
     /** When the account's lock of second-factor checks ends (null or past: not locked). */
     twoFactorLockedUntil: (id: string) =>
-      db('developers').where({ id }).first<{ two_factor_locked_until: Date | null } | undefined>('two_factor_locked_until').then((r) => r?.two_factor_locked_until ?? null),
+      db('developers')
+        .where({ id })
+        .first<{ two_factor_locked_until: Date | null } | undefined>('two_factor_locked_until')
+        .then((r) => r?.two_factor_locked_until ?? null),
 
     countUnusedBackupCodes: (developerId: string) =>
       db('backup_codes')
@@ -207,10 +204,7 @@ export function createAccountsStore(db: Db) {
         return query;
       };
       await matching('portal_sessions', 'session_id').delete();
-      const revoked: { family_id: string }[] = await matching('refresh_tokens', 'family_id')
-        .whereNull('revoked_at')
-        .update({ revoked_at: q.fn.now() })
-        .returning('family_id');
+      const revoked: { family_id: string }[] = await matching('refresh_tokens', 'family_id').whereNull('revoked_at').update({ revoked_at: q.fn.now() }).returning('family_id');
       const sessions = [...new Set(revoked.map((r) => r.family_id))];
       for (const id of sessions) await q.raw('SELECT pg_notify(?, ?)', [SESSION_CHANNELS.revoked, id]);
       return sessions;
@@ -218,9 +212,7 @@ export function createAccountsStore(db: Db) {
 
     /** A new password; a lock of second-factor checks ends with it (whoever caused it knew the old one). */
     setPassword: (q: Db, id: string, passwordHash: string) =>
-      q('developers')
-        .where({ id })
-        .update({ password_hash: passwordHash, two_factor_locked_until: null, two_factor_failures: 0, two_factor_failures_since: null }),
+      q('developers').where({ id }).update({ password_hash: passwordHash, two_factor_locked_until: null, two_factor_failures: 0, two_factor_failures_since: null }),
   };
 }
 

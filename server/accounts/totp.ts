@@ -4,8 +4,7 @@ import { generate, generateSecret, generateURI, verify } from 'otplib';
 export const totp = {
   newSecret: (): string => generateSecret({ length: 20 }),
 
-  provisioningUri: (secret: string, email: string): string =>
-    generateURI({ issuer: 'Latchkey', label: email, secret }),
+  provisioningUri: (secret: string, email: string): string => generateURI({ issuer: 'Latchkey', label: email, secret }),
 
   /** The RFC 6238 time step the code matched (±1 step for clock drift), or null. */
   async matchStep(secret: string, code: string, nowMs: number): Promise<number | null> {

@@ -8,7 +8,12 @@ export function activationRoutes(activations: ActivationsService) {
   const tag = 'Runtime';
   return [
     defineRoute({
-      method: 'post', path: '/v1/licenses/activate', operationId: 'activateLicense', tag, auth: 'none', rateLimit: 'runtime',
+      method: 'post',
+      path: '/v1/licenses/activate',
+      operationId: 'activateLicense',
+      tag,
+      auth: 'none',
+      rateLimit: 'runtime',
       summary: 'Activate a license key on a device; answers a signed runtime token and the policy',
       description:
         'Checks, first failure wins: unknown or revoked key 401 INVALID_LICENSE_KEY; expired 403 LICENSE_EXPIRED; ' +
@@ -16,28 +21,43 @@ export function activationRoutes(activations: ActivationsService) {
         'A device already activated re-activates without taking a slot. A new device of a trial license on a computer ' +
         'that used its trials 403 TRIAL_ALREADY_USED; a new device over the limit 403 DEVICE_LIMIT_EXCEEDED. ' +
         `A trial created without an expiry starts its 14 days at its first activation. ${RUNTIME_LIMITS_DESCRIPTION}`,
-      body: s.ActivateBody, response: s.ActivationResult, errors: [401, 403, 404],
+      body: s.ActivateBody,
+      response: s.ActivationResult,
+      errors: [401, 403, 404],
       handler: ({ body, ctx }) => activations.activate(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
     defineRoute({
-      method: 'post', path: '/v1/licenses/refresh', operationId: 'refreshRuntimeToken', tag, auth: 'none', rateLimit: 'runtime',
+      method: 'post',
+      path: '/v1/licenses/refresh',
+      operationId: 'refreshRuntimeToken',
+      tag,
+      auth: 'none',
+      rateLimit: 'runtime',
       summary: 'Refresh the runtime token of an activated device, by its token or by license key and fingerprint',
       description:
         'Answers like activation. Fails 401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED once it expired, ' +
         `429 (Retry-After) past ${describeLicenseLimit('refresh')}, ` +
         '403 DEVICE_NOT_ACTIVATED once the device was reset, 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign. ' +
         `An expired token is accepted if genuine. ${RUNTIME_LIMITS_DESCRIPTION}`,
-      body: s.RefreshBody, response: s.ActivationResult, errors: [401, 403],
+      body: s.RefreshBody,
+      response: s.ActivationResult,
+      errors: [401, 403],
       handler: ({ body, ctx }) => activations.refresh(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
     defineRoute({
-      method: 'post', path: '/v1/licenses/tamper-report', operationId: 'reportTamper', tag, auth: 'none', rateLimit: 'runtime',
+      method: 'post',
+      path: '/v1/licenses/tamper-report',
+      operationId: 'reportTamper',
+      tag,
+      auth: 'none',
+      rateLimit: 'runtime',
       summary: 'A protected build found modified at start: counted on the license (tamper_reports) the token names',
       description:
         'Sent by the runtime engine when its signed integrity check fails or its encrypted app does not open. 401 INVALID_RUNTIME_TOKEN ' +
         'for a token this authority did not sign; otherwise 204, counted when the device is activated on the license and the build is ' +
         "one of the license's app.",
-      body: s.TamperReportBody, errors: [401],
+      body: s.TamperReportBody,
+      errors: [401],
       noContent: 'Received',
       handler: async ({ body }) => activations.reportTamper(body),
     }),

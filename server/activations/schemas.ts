@@ -64,16 +64,15 @@ export const RefreshBody = DeviceReport.extend({
   fingerprint_components: FingerprintComponents.optional().describe('With license_key and device_fingerprint, as at activation; ignored with a token'),
   build_id: BuildIdField.nullable().default(null).describe('The running build, whose content key the answer carries when it is a protected build'),
   device_key: DeviceKey.optional().describe('With a token, recorded only for a device that has none yet; with the license key, it replaces the one on record'),
-})
-  .transform(({ token, license_key, device_fingerprint, fingerprint_components, build_id, device_key, ...report }, ctx) => {
-    const content = { buildId: build_id, deviceKey: device_key };
-    if (token !== undefined) return { credential: { kind: 'token' as const, token }, report, content };
-    if (license_key !== undefined && device_fingerprint !== undefined) {
-      return { credential: { kind: 'license_key' as const, license_key, device_fingerprint, fingerprint_components }, report, content };
-    }
-    ctx.addIssue({ code: 'custom', message: 'send either token, or license_key and device_fingerprint' });
-    return z.NEVER;
-  });
+}).transform(({ token, license_key, device_fingerprint, fingerprint_components, build_id, device_key, ...report }, ctx) => {
+  const content = { buildId: build_id, deviceKey: device_key };
+  if (token !== undefined) return { credential: { kind: 'token' as const, token }, report, content };
+  if (license_key !== undefined && device_fingerprint !== undefined) {
+    return { credential: { kind: 'license_key' as const, license_key, device_fingerprint, fingerprint_components }, report, content };
+  }
+  ctx.addIssue({ code: 'custom', message: 'send either token, or license_key and device_fingerprint' });
+  return z.NEVER;
+});
 export type RefreshInput = z.infer<typeof RefreshBody>;
 
 const Policy = z.object({

@@ -14,10 +14,7 @@ import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLice
 const DAY_MS = 86_400_000;
 
 const deviceLimitExceeded = (limit: number) =>
-  new RequestError(
-    'DEVICE_LIMIT_EXCEEDED',
-    `The license is already active on ${limit} device(s), its limit; deactivate one or reset devices`,
-  );
+  new RequestError('DEVICE_LIMIT_EXCEEDED', `The license is already active on ${limit} device(s), its limit; deactivate one or reset devices`);
 
 export function createActivationsService(deps: {
   store: ActivationsStore;
@@ -67,9 +64,7 @@ export function createActivationsService(deps: {
       const claim = await store.claimDevice(license.id, device, report, now, trx);
       if (!claim.added) throw deviceLimitExceeded(license.device_limit);
       await store.recordTrialStart(trx, license.app_id, device, license.id, now);
-      return isUnstartedTrial(license)
-        ? store.startTrialClock(trx, license.id, new Date(now.getTime() + NO_COMMITMENT_TRIAL_DAYS * DAY_MS), now)
-        : license;
+      return isUnstartedTrial(license) ? store.startTrialClock(trx, license.id, new Date(now.getTime() + NO_COMMITMENT_TRIAL_DAYS * DAY_MS), now) : license;
     });
   }
 
@@ -134,11 +129,7 @@ export function createActivationsService(deps: {
       const license = await store.refresh(by, device, deviceReport, refreshes, now);
       assertUsable(license);
       enforceLicenseLimit(refreshes.decideFor(license.refresh_hits, license.device_limit), report, 'token refreshes');
-      assertThat(
-        license.device_known,
-        'DEVICE_NOT_ACTIVATED',
-        'This device is not activated on the license (its devices may have been reset); activate it again',
-      );
+      assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', 'This device is not activated on the license (its devices may have been reset); activate it again');
       const contentKey = await releaseContentKey({
         licenseId: license.id,
         appId: license.app_id,

@@ -153,11 +153,11 @@ export function createActivationsStore(db: Db) {
 
     /** Starts the no-commitment trial clock once (the first activation wins); the license as it now reads. */
     startTrialClock: (trx: Knex.Transaction, id: string, expiresAt: Date, now: Date) =>
-      hotQuery<RuntimeLicense>(
-        trx,
-        `UPDATE licenses SET expires_at = coalesce(expires_at, $2), updated_at = $1 WHERE id = $3 RETURNING ${LICENSE_COLUMNS}`,
-        [now, expiresAt, id],
-      ).then((r) => r[0]!),
+      hotQuery<RuntimeLicense>(trx, `UPDATE licenses SET expires_at = coalesce(expires_at, $2), updated_at = $1 WHERE id = $3 RETURNING ${LICENSE_COLUMNS}`, [
+        now,
+        expiresAt,
+        id,
+      ]).then((r) => r[0]!),
 
     /**
      * Serialises trial starts of one computer for one app until the transaction ends: two different
@@ -201,11 +201,12 @@ export function createActivationsStore(db: Db) {
      */
     renameDevice: async (licenseId: string, from: string, to: string, components: ComponentHashes) => {
       try {
-        const renamed = await hotQuery(
-          db,
-          `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4 WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`,
-          [licenseId, from, to, JSON.stringify(components)],
-        );
+        const renamed = await hotQuery(db, `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4 WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`, [
+          licenseId,
+          from,
+          to,
+          JSON.stringify(components),
+        ]);
         return renamed.length === 1;
       } catch (err) {
         if (isUniqueViolation(err)) return false;
@@ -215,11 +216,11 @@ export function createActivationsStore(db: Db) {
 
     /** Keeps the component hashes a device last presented, which later matches compare against. */
     recordComponents: (licenseId: string, device: string, components: ComponentHashes) =>
-      hotQuery(
-        db,
-        `UPDATE devices SET component_hashes = $3 WHERE license_id = $1 AND fingerprint_hash = $2 AND component_hashes IS DISTINCT FROM $3::jsonb`,
-        [licenseId, device, JSON.stringify(components)],
-      ),
+      hotQuery(db, `UPDATE devices SET component_hashes = $3 WHERE license_id = $1 AND fingerprint_hash = $2 AND component_hashes IS DISTINCT FROM $3::jsonb`, [
+        licenseId,
+        device,
+        JSON.stringify(components),
+      ]),
 
     /** One statement: counted only for a device activated on the license and a build of its app. */
     recordTamperReport: (licenseId: string, fingerprintHash: string, buildId: string, now: Date) =>

@@ -18,7 +18,10 @@ const settings = {
     .max(PLATFORMS.length)
     .refine((a) => new Set(a).size === a.length, 'must not repeat a platform'),
   protection_level: z.enum(PROTECTION_LEVELS),
-  price_id: z.string().regex(/^price_[A-Za-z0-9]{1,120}$/, 'must be a Price ID (price_...), not a Product ID').nullable(),
+  price_id: z
+    .string()
+    .regex(/^price_[A-Za-z0-9]{1,120}$/, 'must be a Price ID (price_...), not a Product ID')
+    .nullable(),
   delivery_mode: z.enum(DELIVERY_MODES),
   product_key: z.string().trim().min(1).max(200).nullable().describe('Must equal the `app` field of entitlement webhook events'),
   trials_per_computer: z.number().int().min(0).max(100),
@@ -44,9 +47,7 @@ export const UpdateAppBody = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     ...settings,
-    release_current: z
-      .boolean()
-      .describe('With delivery_mode released_only: also release the build of the active push if it is not released (else 409 push_target_not_released)'),
+    release_current: z.boolean().describe('With delivery_mode released_only: also release the build of the active push if it is not released (else 409 push_target_not_released)'),
   })
   .partial()
   .refine((b) => Object.keys(b).length > 0, 'name at least one field to change')

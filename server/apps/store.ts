@@ -47,7 +47,10 @@ export type AppPatch = Omit<UpdateAppInput, 'release_current'>;
 export function createAppsStore(db: Db) {
   return {
     insert: (row: Omit<AppRow, 'created_at' | 'updated_at'>) =>
-      db('apps').insert(row).returning('*').then((r: AppRow[]) => r[0]!),
+      db('apps')
+        .insert(row)
+        .returning('*')
+        .then((r: AppRow[]) => r[0]!),
 
     /** One round trip: the page and, through a window function, the total. */
     async list(developerId: string, page: Page): Promise<{ rows: AppRow[]; total: number }> {

@@ -31,8 +31,7 @@ export interface LicenseFee {
 }
 
 /** Whether selling a license of this type owes no fee: trial and test licenses never do. */
-export const feeExempt = (sale: { licenseType: LicenseType; test?: boolean }): boolean =>
-  FEE_EXEMPT_LICENSE_TYPES.includes(sale.licenseType) || sale.test === true;
+export const feeExempt = (sale: { licenseType: LicenseType; test?: boolean }): boolean => FEE_EXEMPT_LICENSE_TYPES.includes(sale.licenseType) || sale.test === true;
 
 /**
  * The fee of one license sold, however it is collected: `usage_report` (the default) is reported

@@ -30,7 +30,19 @@ export interface PendingFeeReport {
 export const FEE_REPORT_JOB = { kind: 'report_license_fee', maxAttempts: 12 } as const satisfies { kind: JobKind; maxAttempts: number };
 export const feeReportPayload = (licenseId: string): JobPayloads['report_license_fee'] => ({ license_id: licenseId });
 
-const FEE_COLUMNS = ['license_id', 'developer_id', 'app_id', 'amount_cents', 'currency', 'source', 'charged_at', 'report_idempotency_key', 'collected_by', 'report_status', 'report_detail'];
+const FEE_COLUMNS = [
+  'license_id',
+  'developer_id',
+  'app_id',
+  'amount_cents',
+  'currency',
+  'source',
+  'charged_at',
+  'report_idempotency_key',
+  'collected_by',
+  'report_status',
+  'report_detail',
+];
 
 /**
  * The one text that charges a fee, as two CTEs of a statement: `fee` inserts the ledger row (once

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { fatMachOFile, machOFile, peFile } from '../../test/support/executables.js';
 import { carriesCodeSignature, machOCodeSignature, peProgramDigest, readPeLayout, type ReadAt } from './code-signature.js';
 
-const reader = (bytes: Buffer): ReadAt => async (offset, length) => bytes.subarray(offset, offset + length);
+const reader =
+  (bytes: Buffer): ReadAt =>
+  async (offset, length) =>
+    bytes.subarray(offset, offset + length);
 const signedPe = (bytes: Buffer) => carriesCodeSignature('pe', reader(bytes), bytes.length);
 const signedMachO = (bytes: Buffer) => carriesCodeSignature('mach_o', reader(bytes), bytes.length);
 

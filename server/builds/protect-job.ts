@@ -113,7 +113,13 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
           {
             contentKey,
             signIntegrity: (sha256) =>
-              deps.keyring.sign(DOCUMENT_TYPES.buildIntegrity, { iss: 'latchkey', app_id: build.app_id, build_id: build.id, sha256, iat: Math.floor(clock.now().getTime() / 1000) }),
+              deps.keyring.sign(DOCUMENT_TYPES.buildIntegrity, {
+                iss: 'latchkey',
+                app_id: build.app_id,
+                build_id: build.id,
+                sha256,
+                iat: Math.floor(clock.now().getTime() / 1000),
+              }),
             artifact,
             artifactName: build.artifact_name,
             platform: build.platform,

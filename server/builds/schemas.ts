@@ -54,7 +54,12 @@ export const AppEntry = z
   .refine((p) => !/[\0\\]/.test(p), 'must be a relative path with / separators')
   .refine((p) => !p.startsWith('/') && !/^[A-Za-z]:/.test(p), 'must be a path relative to the app, not an absolute one')
   .refine((p) => !p.split('/').includes('..'), 'must stay inside the app (no ..)')
-  .transform((p) => p.split('/').filter((part) => part !== '' && part !== '.').join('/'))
+  .transform((p) =>
+    p
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .join('/'),
+  )
   .refine((p) => p !== '', 'must name a file in the app')
   .describe(
     'The file the app starts from, overriding package.json: a path relative to the folder holding package.json (or to the ' +
@@ -95,12 +100,12 @@ export const Build = z.object({
   platform: z.enum(BUILD_PLATFORMS),
   python_version: z.string().nullable(),
   version: z.string().nullable(),
-  entry: z.string().nullable().describe('The entry named on upload (`entry`), or null for npm\'s rules'),
+  entry: z.string().nullable().describe("The entry named on upload (`entry`), or null for npm's rules"),
   protection_level: z
     .enum(BUILD_PROTECTION_LEVELS)
     .nullable()
     .describe(
-      'The protection applied: `encrypted` or `encrypted_hardened` for JavaScript apps (per the app\'s `standard` or `hardened` level), `none` for anything delivered as uploaded; null until processed, since what applies depends on what the upload holds',
+      "The protection applied: `encrypted` or `encrypted_hardened` for JavaScript apps (per the app's `standard` or `hardened` level), `none` for anything delivered as uploaded; null until processed, since what applies depends on what the upload holds",
     ),
   scan_status: z.enum(SCAN_STATUSES).describe('PENDING until scanned; INFECTED or REJECTED fail the build'),
   package_format: z
@@ -125,7 +130,9 @@ export const Build = z.object({
     .describe(
       'What a signed package of this build must be (Replace with Signed Package): `pe`, a PE with an Authenticode signature (Windows); `mach_o`, a Mach-O with LC_CODE_SIGNATURE (macOS); null when the build takes none (before READY, other platforms, and a macOS launcher archive, whose runtime keeps its vendor signature)',
     ),
-  awaits_signed_package: z.boolean().describe('True while a push of this build is refused with 409 reason build_not_signed: a Windows or macOS build not yet replaced with a signed package'),
+  awaits_signed_package: z
+    .boolean()
+    .describe('True while a push of this build is refused with 409 reason build_not_signed: a Windows or macOS build not yet replaced with a signed package'),
   created_at: z.iso.datetime(),
   completed_at: z.iso.datetime().nullable(),
 });

@@ -35,8 +35,7 @@ export interface BuildsServiceDeps {
   quotas: Pick<TenantQuotaService, 'assertStorage'>;
 }
 
-const notReady = (build: BuildRow, action: string) =>
-  new RequestError('BUILD_NOT_READY', `Only a READY build can ${action}; this one is ${build.status}`);
+const notReady = (build: BuildRow, action: string) => new RequestError('BUILD_NOT_READY', `Only a READY build can ${action}; this one is ${build.status}`);
 
 export function createBuildsService(deps: BuildsServiceDeps) {
   const { db, store, storage, queue, clock, links } = deps;

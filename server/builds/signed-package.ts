@@ -68,7 +68,10 @@ const MACH_O_DESCRIPTION = 'a code signature (LC_CODE_SIGNATURE in the Mach-O, i
 export async function assertSignedReplacement(build: Pick<BuildRow, 'protection_level'>, kind: ExecutableKind, replacement: string, current: () => Promise<string>): Promise<void> {
   const signed = await withReader(replacement, (read, size) => carriesCodeSignature(kind, read, size));
   if (!signed) {
-    throw new RequestError('PACKAGE_NOT_SIGNED', `The package carries no code signature: a ${kind === 'pe' ? 'Windows' : 'macOS'} package needs ${kind === 'pe' ? PE_DESCRIPTION : MACH_O_DESCRIPTION}`);
+    throw new RequestError(
+      'PACKAGE_NOT_SIGNED',
+      `The package carries no code signature: a ${kind === 'pe' ? 'Windows' : 'macOS'} package needs ${kind === 'pe' ? PE_DESCRIPTION : MACH_O_DESCRIPTION}`,
+    );
   }
   if (build.protection_level === null || build.protection_level === 'none') return;
   const programOf = (file: string) => withReader(file, (read, size) => peProgramDigest(read, size));

@@ -38,7 +38,18 @@ export interface BuildRow {
 
 export type NewBuild = Pick<
   BuildRow,
-  'id' | 'developer_id' | 'app_id' | 'platform' | 'python_version' | 'version' | 'entry' | 'protection_level' | 'artifact_name' | 'artifact_key' | 'artifact_size_bytes' | 'created_at'
+  | 'id'
+  | 'developer_id'
+  | 'app_id'
+  | 'platform'
+  | 'python_version'
+  | 'version'
+  | 'entry'
+  | 'protection_level'
+  | 'artifact_name'
+  | 'artifact_key'
+  | 'artifact_size_bytes'
+  | 'created_at'
 >;
 
 /** What the protection job needs beyond the build: its app's settings. */
@@ -48,21 +59,29 @@ export interface BuildForProcessing extends BuildRow {
   fingerprint_salt: string;
 }
 
-export type ReadyFields = Pick<BuildRow, 'version' | 'protection_level' | 'package_format' | 'engine_version' | 'package_name' | 'package_key' | 'protected_size_bytes' | 'sha256' | 'completed_at'> & {
+export type ReadyFields = Pick<
+  BuildRow,
+  'version' | 'protection_level' | 'package_format' | 'engine_version' | 'package_name' | 'package_key' | 'protected_size_bytes' | 'sha256' | 'completed_at'
+> & {
   /** The content key of an encrypted build, sealed under the master key. */
   content_key_sealed: string | null;
 };
 
 /** Developer operations are scoped by developer and app: another tenant's build is not found. */
 export function createBuildsStore(db: Db) {
-  const scoped = (q: Knex | Knex.Transaction, developerId: string, appId: string) =>
-    q<BuildRow>('builds').where({ developer_id: developerId, app_id: appId });
+  const scoped = (q: Knex | Knex.Transaction, developerId: string, appId: string) => q<BuildRow>('builds').where({ developer_id: developerId, app_id: appId });
 
   return {
     findApp: (developerId: string, appId: string) =>
-      db('apps').where({ id: appId, developer_id: developerId }).first<{ id: string; platforms: string[]; protection_level: AppProtectionLevel } | undefined>('id', 'platforms', 'protection_level'),
+      db('apps')
+        .where({ id: appId, developer_id: developerId })
+        .first<{ id: string; platforms: string[]; protection_level: AppProtectionLevel } | undefined>('id', 'platforms', 'protection_level'),
 
-    insert: (trx: Knex.Transaction, row: NewBuild) => trx('builds').insert(row).returning('*').then((r: BuildRow[]) => r[0]!),
+    insert: (trx: Knex.Transaction, row: NewBuild) =>
+      trx('builds')
+        .insert(row)
+        .returning('*')
+        .then((r: BuildRow[]) => r[0]!),
 
     async list(developerId: string, appId: string, filter: ListBuildsFilter): Promise<{ rows: BuildRow[]; total: number }> {
       const query = () => {
@@ -86,13 +105,26 @@ export function createBuildsStore(db: Db) {
     findReady: (id: string) => db<BuildRow>('builds').where({ id, status: 'READY' }).first(),
 
     remove: (developerId: string, appId: string, id: string) =>
-      scoped(db, developerId, appId).where({ id }).delete().returning('*').then((r: BuildRow[]) => r[0]),
+      scoped(db, developerId, appId)
+        .where({ id })
+        .delete()
+        .returning('*')
+        .then((r: BuildRow[]) => r[0]),
 
     setReleased: (q: Knex, developerId: string, appId: string, id: string, released: boolean) =>
-      scoped(q, developerId, appId).where({ id, status: 'READY' }).update({ released }).returning('*').then((r: BuildRow[]) => r[0]),
+      scoped(q, developerId, appId)
+        .where({ id, status: 'READY' })
+        .update({ released })
+        .returning('*')
+        .then((r: BuildRow[]) => r[0]),
 
     /** The new package of a READY build; answers the build as it was before (its old package key), or undefined. */
-    replacePackage: (developerId: string, appId: string, id: string, fields: Pick<BuildRow, 'package_key' | 'package_name' | 'protected_size_bytes' | 'sha256' | 'signed_package_at'>) =>
+    replacePackage: (
+      developerId: string,
+      appId: string,
+      id: string,
+      fields: Pick<BuildRow, 'package_key' | 'package_name' | 'protected_size_bytes' | 'sha256' | 'signed_package_at'>,
+    ) =>
       db.transaction(async (trx) => {
         const before = await scoped(trx, developerId, appId).where({ id, status: 'READY' }).forUpdate().first();
         if (!before) return undefined;
@@ -119,7 +151,9 @@ export function createBuildsStore(db: Db) {
 
     /** Only a PROCESSING build finishes; false when it was deleted (or finished by another runner) meanwhile. */
     markReady: async (id: string, fields: ReadyFields) =>
-      (await db('builds').where({ id, status: 'PROCESSING' }).update({ ...fields, status: 'READY', scan_status: 'CLEAN', failure_reason: null })) === 1,
+      (await db('builds')
+        .where({ id, status: 'PROCESSING' })
+        .update({ ...fields, status: 'READY', scan_status: 'CLEAN', failure_reason: null })) === 1,
 
     /** `scanStatus` when the scan decided the failure; left as it is otherwise. */
     markFailed: async (id: string, reason: string, at: Date, scanStatus?: ScanStatus) =>

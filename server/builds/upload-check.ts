@@ -29,11 +29,14 @@ export async function checkUpload(file: string, opts: { protectsApps: boolean; e
   if (!opts.protectsApps || !isApp) return;
   const addons = files.filter((f) => f.toLowerCase().endsWith('.node'));
   if (addons.length === 0) return;
-  const named = addons.slice(0, NAMED_ADDONS).map((f) => JSON.stringify(f)).join(', ');
+  const named = addons
+    .slice(0, NAMED_ADDONS)
+    .map((f) => JSON.stringify(f))
+    .join(', ');
   const more = addons.length > NAMED_ADDONS ? ` and ${addons.length - NAMED_ADDONS} more` : '';
   throw new RequestError(
     'PACKAGE_REJECTED',
     `The app carries native addons (${named}${more}): native addons cannot be protected yet; remove them (or the dependencies that build them), ` +
-      'or set the app\'s protection_level to none to deliver the upload as it is',
+      "or set the app's protection_level to none to deliver the upload as it is",
   );
 }

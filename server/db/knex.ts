@@ -36,8 +36,7 @@ export async function hotQuery<T>(db: Db, sql: string, values: unknown[], prepar
   const connection: pg.ClientBase = await db.client.acquireConnection();
   try {
     // pg copies a query config object on every call (it showed in profiles): one only when named.
-    const result =
-      preparedName === undefined ? await connection.query(sql, values) : await connection.query({ name: preparedName, text: sql, values });
+    const result = preparedName === undefined ? await connection.query(sql, values) : await connection.query({ name: preparedName, text: sql, values });
     return result.rows;
   } finally {
     await db.client.releaseConnection(connection);

@@ -134,10 +134,9 @@ export function createNotificationListener(db: Db, log: Logger): NotificationLis
       client?.query('SELECT pg_notify($1, $2)', [channel, payload]).catch((err: unknown) => log.warn({ err }, 'notification not sent'));
     },
     async listenerPids() {
-      const { rows } = await db.raw<{ rows: { pid: number }[] }>(
-        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?`,
-        [LISTENER_APPLICATION_NAME],
-      );
+      const { rows } = await db.raw<{ rows: { pid: number }[] }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?`, [
+        LISTENER_APPLICATION_NAME,
+      ]);
       return rows.map((r) => r.pid);
     },
   };

@@ -84,7 +84,8 @@ export async function clearStalePostmaster(databaseDir: string, notice: (message
     return;
   }
   const stopIt = `stop it (kill -INT ${pid}) and start again`;
-  if (!state.argv) throw new EmbeddedPostgresError(`${file} names process ${pid}, which is running and may be a PostgreSQL on this cluster: ${stopIt}, or remove the file if it is not`);
+  if (!state.argv)
+    throw new EmbeddedPostgresError(`${file} names process ${pid}, which is running and may be a PostgreSQL on this cluster: ${stopIt}, or remove the file if it is not`);
   if (!state.signalable) throw new EmbeddedPostgresError(`PostgreSQL (pid ${pid}) of another user holds ${databaseDir}: ${stopIt}`);
   notice(`PostgreSQL (pid ${pid}) left running by an earlier server holds ${databaseDir}: stopping it to take the cluster over`);
   for (const [signal, waitMs] of STOP_STEPS) {

@@ -27,7 +27,10 @@ describe('offerPerPlatform', () => {
     const win = build('win', 'win-x64', '2026-01-01');
     const linux = build('linux', 'linux-x64', '2026-02-01');
     const offers = offerPerPlatform(['win-x64', 'linux-x64'], [linux, win]);
-    expect(offers.map((o) => [o.platform, o.build.id])).toEqual([['win-x64', 'win'], ['linux-x64', 'linux']]);
+    expect(offers.map((o) => [o.platform, o.build.id])).toEqual([
+      ['win-x64', 'win'],
+      ['linux-x64', 'linux'],
+    ]);
   });
 
   it('falls back to the newest cross_platform build for a platform without one of its own, and offers nothing without either', () => {
@@ -67,16 +70,18 @@ describe('visitorPlatform', () => {
 const choices = (offers: PlatformOffer[]) => offers.map((o) => ({ platform: o.platform, build_platform: o.build.platform, build_id: o.build.id }));
 
 describe('offersForVisitor', () => {
-  const all = choices(offerPerPlatform(
-    ['linux-x64', 'win-x64', 'win-arm64', 'mac-x64', 'mac-arm64'],
-    [
-      build('linux', 'linux-x64', '2026-05-01'),
-      build('win', 'win-x64', '2026-01-01'),
-      build('winarm', 'win-arm64', '2026-01-02'),
-      build('macx', 'mac-x64', '2026-01-03'),
-      build('macarm', 'mac-arm64', '2026-01-04'),
-    ],
-  ));
+  const all = choices(
+    offerPerPlatform(
+      ['linux-x64', 'win-x64', 'win-arm64', 'mac-x64', 'mac-arm64'],
+      [
+        build('linux', 'linux-x64', '2026-05-01'),
+        build('win', 'win-x64', '2026-01-01'),
+        build('winarm', 'win-arm64', '2026-01-02'),
+        build('macx', 'mac-x64', '2026-01-03'),
+        build('macarm', 'mac-arm64', '2026-01-04'),
+      ],
+    ),
+  );
   const mine = (offers: typeof all, ua: string | undefined) => offersForVisitor(offers, ua).mine?.platform;
 
   it("puts the visitor's own OS and architecture first and keeps the rest in the app's order", () => {

@@ -59,7 +59,15 @@ export function linkOffers(links: DownloadLinks, offers: readonly PlatformOffer[
   const linkOf = (buildId: string) => signed.get(buildId) ?? signed.set(buildId, links.create(buildId, since)).get(buildId)!;
   const downloads = offers.map(({ platform, build }) => {
     const link = linkOf(build.id);
-    return { platform, build_platform: build.platform, build_id: build.id, version: build.version, package_name: build.package_name, download_url: link.download_url, download_expires_at: link.expires_at };
+    return {
+      platform,
+      build_platform: build.platform,
+      build_id: build.id,
+      version: build.version,
+      package_name: build.package_name,
+      download_url: link.download_url,
+      download_expires_at: link.expires_at,
+    };
   });
   const newest = newestOffer(offers);
   const single = newest && downloads.find((d) => d.build_id === newest.build.id)!;
@@ -103,11 +111,7 @@ export function deliveryEmailRequest(
  * one statement each, from the same owners' text (billing/store.ts chargeFeeCtes, email/store.ts
  * queueEmailCtes), and read their links with `downloads` here.
  */
-export function createSoldLicenses(deps: {
-  fees: Pick<FeeLedger, 'recordLicenseFee'>;
-  outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
-  links: DownloadLinks;
-}) {
+export function createSoldLicenses(deps: { fees: Pick<FeeLedger, 'recordLicenseFee'>; outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>; links: DownloadLinks }) {
   /** A signed link (7 days) to the build of each platform the app ships, read in `q` (the channel's transaction). */
   async function downloads(q: Knex, app: DeliveredApp): Promise<Downloads> {
     return linkOffers(deps.links, await deliverableOffers(q, app));

@@ -82,10 +82,12 @@ export function docsPageRouter(publicBaseUrl: string): Router {
 
   const router = new Router();
   // A route template of its own: the metrics label it, and the unhandled-request limit leaves it alone.
-  const named = (routePath: string): Koa.Middleware => (ctx, next) => {
-    ctx.state.routePath = routePath;
-    return next();
-  };
+  const named =
+    (routePath: string): Koa.Middleware =>
+    (ctx, next) => {
+      ctx.state.routePath = routePath;
+      return next();
+    };
   router.get('/docs', named('/docs'), (ctx) => {
     ctx.set('Content-Security-Policy', csp);
     ctx.set('Referrer-Policy', 'no-referrer');

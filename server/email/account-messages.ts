@@ -20,8 +20,7 @@ export function renderTwoFactorLockedEmail(d: TwoFactorLockedDetails): RenderedE
   return paragraphsEmail('Latchkey: two-factor sign-in locked after repeated wrong codes', [
     `${d.wrongCodes} wrong two-factor codes were entered for your Latchkey account (${d.email}) within an hour.`,
     `Signing in with a two-factor code is locked until ${utcMinute(d.lockedUntil)}.`,
-    'If this was not you, someone knows your password. Choose a new one now (this also lifts the lock, and ends every session): ' +
-      resetPageUrl(d.publicBaseUrl),
+    'If this was not you, someone knows your password. Choose a new one now (this also lifts the lock, and ends every session): ' + resetPageUrl(d.publicBaseUrl),
   ]);
 }
 

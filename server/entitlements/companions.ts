@@ -18,7 +18,7 @@ export const RESET_WINDOW_MS = 30 * 86_400_000;
 const REDACT_REMOVED = ['shop_domain', 'emails', 'subscription_name', 'attribution', 'delivery_links', 'event_history'];
 const REDACT_KEPT = ['license_row_anonymised', 'device_fingerprint_hashes', 'trial_history', 'fee_ledger'];
 
-const appMismatch = () => new RequestError('APP_MISMATCH', 'The `app` value is not this app\'s product key');
+const appMismatch = () => new RequestError('APP_MISMATCH', "The `app` value is not this app's product key");
 const noLicense = () => new RequestError('LICENSE_NOT_FOUND', 'This shop has no license of this app');
 
 /** The companion endpoints of the webhook: a read, the delivery email, a no-commitment trial, redact, device resets. */
@@ -88,9 +88,22 @@ export function createCompanions(deps: { store: EntitlementsStore; offer: StoreO
         }
         if (mismatch) {
           await store.recordEvent(trx, {
-            app_id: app.id, event_id: newId('dem'), kind: 'delivery_email', store_license_id: row.id, shop: body.shop, app_value: body.app!,
-            entitled: null, occurred_at: null, trial: false, test: false, topic: null, platform_status: null,
-            action: 'accepted', note: 'app_mismatch', license_id: license.id, received_at: now,
+            app_id: app.id,
+            event_id: newId('dem'),
+            kind: 'delivery_email',
+            store_license_id: row.id,
+            shop: body.shop,
+            app_value: body.app!,
+            entitled: null,
+            occurred_at: null,
+            trial: false,
+            test: false,
+            topic: null,
+            platform_status: null,
+            action: 'accepted',
+            note: 'app_mismatch',
+            license_id: license.id,
+            received_at: now,
           });
         }
         return { ok: true, shop: body.shop, email: body.email, email_sent: sent, app_mismatch: mismatch };
@@ -112,14 +125,21 @@ export function createCompanions(deps: { store: EntitlementsStore; offer: StoreO
         const existing = row.license_id ? await store.readLicense(trx, row.license_id, now) : undefined;
         if (existing) return { ...view(body.shop, row, existing), action: 'noop' as const, event_id: body.event_id };
         const license = {
-          id: newId('lic'), license_key: newLicenseKey(), license_type: 'trial' as const, device_limit: app.default_device_limit,
-          email: row.delivery_email, source: COMMERCE_PLATFORM_SOURCE,
+          id: newId('lic'),
+          license_key: newLicenseKey(),
+          license_type: 'trial' as const,
+          device_limit: app.default_device_limit,
+          email: row.delivery_email,
+          source: COMMERCE_PLATFORM_SOURCE,
         };
         await store.insertLicense(trx, { ...license, developer_id: app.developer_id, app_id: app.id });
         Object.assign(row, { license_id: license.id, trial_kind: 'no_commitment', delivery_token_hash: offer.tokenHashOf(row.id) });
         await store.updateShop(trx, row.id, {
-          license_id: license.id, trial_kind: 'no_commitment', delivery_token_hash: row.delivery_token_hash,
-          offered_build_ids: await offer.offeredNow(trx, app, row), updated_at: now,
+          license_id: license.id,
+          trial_kind: 'no_commitment',
+          delivery_token_hash: row.delivery_token_hash,
+          offered_build_ids: await offer.offeredNow(trx, app, row),
+          updated_at: now,
         });
         const minted: StoreLicense = { ...license, effective_status: 'ACTIVE', expires_at: null, download_limit: null };
         return { ...view(body.shop, row, minted), action: 'granted' as const, event_id: body.event_id };
@@ -146,8 +166,14 @@ export function createCompanions(deps: { store: EntitlementsStore; offer: StoreO
         }
         await store.deleteHistory(trx, row);
         await store.updateShop(trx, row.id, {
-          shop: null, delivery_email: null, subscription_name: null, attribution: {}, delivery_token_hash: null,
-          offered_build_ids: [], redacted_at: now, updated_at: now,
+          shop: null,
+          delivery_email: null,
+          subscription_name: null,
+          attribution: {},
+          delivery_token_hash: null,
+          offered_build_ids: [],
+          redacted_at: now,
+          updated_at: now,
         });
         let status = license?.effective_status ?? null;
         if (license) {

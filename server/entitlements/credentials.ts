@@ -32,8 +32,7 @@ const sameSecrets = (a: StoredSecrets, b: StoredSecrets) =>
   (a.previous_secret_expires_at?.getTime() ?? null) === (b.previous_secret_expires_at?.getTime() ?? null);
 
 export const unknownWebhookUrl = () => new RequestError('NOT_FOUND', 'No entitlement webhook has this URL');
-export const badWebhookSecret = () =>
-  new RequestError('UNAUTHORIZED', 'Send the webhook secret in the X-MerchantOps-Secret header; this one is missing, wrong or expired');
+export const badWebhookSecret = () => new RequestError('UNAUTHORIZED', 'Send the webhook secret in the X-MerchantOps-Secret header; this one is missing, wrong or expired');
 
 /**
  * The webhooks this process verified, so a webhook request costs no lookup before its transaction.

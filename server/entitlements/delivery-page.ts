@@ -44,15 +44,22 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
       const scope = await scopeOf(ctx, store.db, token, false);
       if (!scope) return;
       const offers = await offer.current(store.db, scope.app);
-      const offered = unionIds(scope.row.offered_build_ids, offers.map((o) => o.build.id));
+      const offered = unionIds(
+        scope.row.offered_build_ids,
+        offers.map((o) => o.build.id),
+      );
       const limit = downloadLimit(scope.license, scope.app, offered);
-      sendPage(ctx, 200, storeDeliveryPage({
-        appName: scope.app.name,
-        offers: offers.map((o) => ({ platform: o.platform, version: o.build.version, href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}` })),
-        // A part of a download used (a range) leaves the whole ones that still fit.
-        downloadsLeft: Math.max(0, Math.floor(limit - (await downloadMeter.used(store.db, scope.row.id)))),
-        downloadLimit: limit,
-      }));
+      sendPage(
+        ctx,
+        200,
+        storeDeliveryPage({
+          appName: scope.app.name,
+          offers: offers.map((o) => ({ platform: o.platform, version: o.build.version, href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}` })),
+          // A part of a download used (a range) leaves the whole ones that still fit.
+          downloadsLeft: Math.max(0, Math.floor(limit - (await downloadMeter.used(store.db, scope.row.id)))),
+          downloadLimit: limit,
+        }),
+      );
     },
 
     /**

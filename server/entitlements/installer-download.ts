@@ -10,7 +10,13 @@ import type { EntitlementsStore } from './store.js';
  * for a store license counted against the allowance it shares with the hosted page; for any other
  * license, served like a plain signed link. JSON errors, as the runtime reads them.
  */
-export function createInstallerDownloads(deps: { store: EntitlementsStore; metered: MeteredDownloads; links: Pick<DownloadLinks, 'check'>; clock: Clock; plain: (ctx: Koa.Context, buildId: string) => Promise<void> }) {
+export function createInstallerDownloads(deps: {
+  store: EntitlementsStore;
+  metered: MeteredDownloads;
+  links: Pick<DownloadLinks, 'check'>;
+  clock: Clock;
+  plain: (ctx: Koa.Context, buildId: string) => Promise<void>;
+}) {
   const { store, metered, links, clock } = deps;
 
   return {
@@ -34,7 +40,10 @@ export function createInstallerDownloads(deps: { store: EntitlementsStore; meter
           return build;
         },
         limitReached: (limit) => {
-          throw new RequestError('DOWNLOAD_LIMIT_REACHED', `All ${limit} downloads of this license are used (its delivery page and its updates together). Contact the seller for more.`);
+          throw new RequestError(
+            'DOWNLOAD_LIMIT_REACHED',
+            `All ${limit} downloads of this license are used (its delivery page and its updates together). Contact the seller for more.`,
+          );
         },
       });
     },

@@ -41,7 +41,10 @@ export function createMeteredDownloads(deps: { store: EntitlementsStore; offer: 
         const scope = await surface.open(trx);
         if (!scope) return null;
         const current = await offer.current(trx, scope.app);
-        const offered = unionIds(scope.row.offered_build_ids, current.map((o) => o.build.id));
+        const offered = unionIds(
+          scope.row.offered_build_ids,
+          current.map((o) => o.build.id),
+        );
         const file = await surface.file(trx, scope, offered);
         if (!file) return null;
         const answer: FileAnswer = planFileAnswer(ctx, { size: file.protected_size_bytes, sha256: file.sha256 });

@@ -23,7 +23,12 @@ export const unionIds = (...lists: Iterable<string>[]) => {
 
 /** The builds offered so far plus those current given the newest build of each platform. */
 function offeredWith(app: Pick<EventApp, 'platforms'>, row: Pick<StoreLicenseRow, 'offered_build_ids'>, newest: DeliverableBuild[]): string[] {
-  return [...unionIds(row.offered_build_ids, offerPerPlatform(app.platforms, newest).map((o) => o.build.id))];
+  return [
+    ...unionIds(
+      row.offered_build_ids,
+      offerPerPlatform(app.platforms, newest).map((o) => o.build.id),
+    ),
+  ];
 }
 
 /** The store's permanent delivery: its page's URL, the builds it offers, the delivery email. */

@@ -20,7 +20,7 @@ export const Shop = z
   .toLowerCase()
   .min(1)
   .max(255)
-  .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/, 'must be the store\'s platform domain, e.g. acme.myshopify.com');
+  .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/, "must be the store's platform domain, e.g. acme.myshopify.com");
 
 const ProductKey = z.string().trim().min(1).max(200);
 const EventId = z.string().trim().min(1).max(255);
@@ -42,15 +42,15 @@ const GID = /^gid:\/\/[A-Za-z0-9_-]{1,64}\/[A-Za-z0-9_]{1,64}\/[A-Za-z0-9_-]{1,6
 export const ATTRIBUTION_FIELDS = ['source', 'subscription_gid', 'shop_gid', 'order_gid', 'order_number'] as const;
 
 export const EntitlementEvent = z.object({
-  app: ProductKey.describe('Must equal the app\'s product key; another value is recorded and answered `unactionable`'),
-  shop: Shop.describe('The store\'s permanent platform domain: the license identity'),
+  app: ProductKey.describe("Must equal the app's product key; another value is recorded and answered `unactionable`"),
+  shop: Shop.describe("The store's permanent platform domain: the license identity"),
   entitled: z.boolean().describe('The decision, a JSON boolean: true means the license should be active, false ends it'),
   event_id: EventId.describe('Unique per event; a repeat is answered `duplicate` with the original outcome'),
   occurred_at: OccurredAt.describe('ISO 8601 with an offset; an event older than one already applied for the shop is `stale_skipped`'),
   topic: z.string().max(200).nullish().describe('Audit only'),
   status: z.string().max(200).nullish().describe('Platform status, audit only; never used for the decision'),
   subscription_name: z.string().max(200).nullish().describe('Plan name, stored for display'),
-  trial: z.boolean().optional().describe('true during the subscription\'s free trial: no fee until an event without it'),
+  trial: z.boolean().optional().describe("true during the subscription's free trial: no fee until an event without it"),
   test: z.boolean().optional().describe('A test subscription: the full flow runs, nothing is billed, and no trial state is kept'),
   customer_email: z
     .unknown()

@@ -55,7 +55,10 @@ export function createEntitlementEvents(deps: {
 }) {
   const { store, offer } = deps;
 
-  const record = (scope: { app: EventApp; event: EntitlementEventInput; now: Date }, fields: Pick<EventRecord, 'action' | 'note' | 'store_license_id' | 'license_id'>): EventRecord => ({
+  const record = (
+    scope: { app: EventApp; event: EntitlementEventInput; now: Date },
+    fields: Pick<EventRecord, 'action' | 'note' | 'store_license_id' | 'license_id'>,
+  ): EventRecord => ({
     app_id: scope.app.id,
     event_id: scope.event.event_id,
     kind: 'webhook',
@@ -145,7 +148,12 @@ export function createEntitlementEvents(deps: {
   async function processIn(trx: Knex.Transaction, actor: WebhookActor, event: EntitlementEventInput): Promise<Applied> {
     const now = deps.clock.now();
     const opened = await store.openEvent(trx, {
-      id: newId('stl'), appId: actor.appId, shop: event.shop, now, appValue: event.app, eventId: event.event_id,
+      id: newId('stl'),
+      appId: actor.appId,
+      shop: event.shop,
+      now,
+      appValue: event.app,
+      eventId: event.event_id,
     });
     // The authenticator may have answered from memory: the webhook row read now has the last word.
     deps.credentials.confirm(actor, opened?.app, now);
@@ -178,10 +186,7 @@ export function createEntitlementEvents(deps: {
     // store's entitlement end (a revoke protects the developer), but grants nothing: the broker gets a
     // permanent 403 and nothing is recorded, so the decision can be sent again once the plan is renewed.
     assertThat(!event.entitled || opened.plan === 'pro', 'PLAN_REQUIRED', "The entitlement webhook grants licenses only while the developer's Pro subscription is active");
-    const decision = decide(
-      { entitled: event.entitled, trial: event.trial ?? false, test: event.test ?? false },
-      found ? { ...found, trial_kind: row.trial_kind } : null,
-    );
+    const decision = decide({ entitled: event.entitled, trial: event.trial ?? false, test: event.test ?? false }, found ? { ...found, trial_kind: row.trial_kind } : null);
     const scope: EventScope = { trx, app, row, event, now, queued: false, writes: { mint: null, fee: null, developerId: app.developer_id } };
     const license = await apply(scope, found, decision.change);
 

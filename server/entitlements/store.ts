@@ -115,7 +115,6 @@ const shopFromJson = (row: Json<StoreLicenseRow>): StoreLicenseRow => ({
 const eventFromJson = (row: Json<EventRecord> | null): EventRecord | undefined =>
   row ? { ...row, occurred_at: dateOrNull(row.occurred_at), received_at: new Date(row.received_at) } : undefined;
 
-
 const STATUS_AT = (q: Knex, now: Date) => q.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now]);
 
 // Named, not \`*\`: the statement is prepared, and a later migration widening the table must not change its result type.
@@ -134,7 +133,8 @@ const LOCK_SHOP = `
   ON CONFLICT (app_id, shop) WHERE shop IS NOT NULL DO UPDATE SET updated_at = store_licenses.updated_at
   RETURNING ${STORE_LICENSE_COLUMNS}`;
 
-const EVENT_COLUMNS = 'app_id, event_id, kind, store_license_id, shop, app_value, entitled, occurred_at, trial, test, topic, platform_status, action, note, license_id, received_at';
+const EVENT_COLUMNS =
+  'app_id, event_id, kind, store_license_id, shop, app_value, entitled, occurred_at, trial, test, topic, platform_status, action, note, license_id, received_at';
 
 /**
  * The first statement of an event: its app with the webhook row (to confirm the credentials the
@@ -189,7 +189,9 @@ const FINISH_EVENT = `
     FROM jsonb_populate_record(NULL::store_licenses, $1::jsonb) r WHERE s.id = r.id),
   ev AS (
     INSERT INTO entitlement_events (${EVENT_COLUMNS})
-    SELECT ${EVENT_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')} FROM jsonb_populate_record(NULL::entitlement_events, $2::jsonb) e)
+    SELECT ${EVENT_COLUMNS.split(', ')
+      .map((c) => `e.${c}`)
+      .join(', ')} FROM jsonb_populate_record(NULL::entitlement_events, $2::jsonb) e)
   SELECT (SELECT count(*) FROM fee)::int AS charged`;
 
 /** The app of a companion request, with the webhook row to confirm its credentials against. */
@@ -212,9 +214,14 @@ export function createEntitlementsStore(db: Db) {
         .first<DeliverableBuild | undefined>('id', 'platform', 'version', 'package_key', 'package_name', 'protected_size_bytes', 'sha256', 'completed_at'),
 
     webhookByToken: async (tokenHash: string) =>
-      (await hotQuery<Pick<WebhookRow, 'app_id' | 'developer_id' | 'secret_hash' | 'previous_secret_hash' | 'previous_secret_expires_at'>>(
-        db, WEBHOOK_BY_TOKEN, [tokenHash], 'entitlements.webhook_by_token',
-      ))[0],
+      (
+        await hotQuery<Pick<WebhookRow, 'app_id' | 'developer_id' | 'secret_hash' | 'previous_secret_hash' | 'previous_secret_expires_at'>>(
+          db,
+          WEBHOOK_BY_TOKEN,
+          [tokenHash],
+          'entitlements.webhook_by_token',
+        )
+      )[0],
 
     /** The developer's app with its owner's plan now; never another tenant's. */
     appWithPlan: (developerId: string, appId: string, now: Date) =>
@@ -226,8 +233,7 @@ export function createEntitlementsStore(db: Db) {
     webhookOf: (appId: string) => db('entitlement_webhooks').where({ app_id: appId }).first<WebhookRow | undefined>(),
 
     /** false when the app already has a webhook. */
-    insertWebhook: async (row: WebhookRow) =>
-      (await db('entitlement_webhooks').insert(row).onConflict('app_id').ignore().returning('app_id')).length === 1,
+    insertWebhook: async (row: WebhookRow) => (await db('entitlement_webhooks').insert(row).onConflict('app_id').ignore().returning('app_id')).length === 1,
 
     rotateSecret: (appId: string, secretHash: string, previousExpiresAt: Date, now: Date) =>
       db('entitlement_webhooks')
@@ -240,18 +246,22 @@ export function createEntitlementsStore(db: Db) {
         })
         .then((n) => n === 1),
 
-    deleteWebhook: (appId: string) => db('entitlement_webhooks').where({ app_id: appId }).delete().then((n) => n === 1),
+    deleteWebhook: (appId: string) =>
+      db('entitlement_webhooks')
+        .where({ app_id: appId })
+        .delete()
+        .then((n) => n === 1),
 
     eventApp: async (q: Knex, appId: string) => (await hotQuery<EventApp>(q, EVENT_APP, [appId], 'entitlements.event_app'))[0],
 
     /** OPEN_EVENT: the app with its webhook row; the shop's row, locked, when the event's app value is the product key. */
-    openEvent: async (
-      trx: Knex.Transaction,
-      params: { id: string; appId: string; shop: string; now: Date; appValue: string; eventId: string },
-    ) => {
+    openEvent: async (trx: Knex.Transaction, params: { id: string; appId: string; shop: string; now: Date; appValue: string; eventId: string }) => {
       const row = (
         await hotQuery<WebhookApp & { plan: Plan; shop: (Json<StoreLicenseRow> & { inserted: boolean }) | null; prior: Json<EventRecord> | null }>(
-          trx, OPEN_EVENT, [params.id, params.appId, params.shop, params.now, params.appValue, params.eventId], 'entitlements.open_event',
+          trx,
+          OPEN_EVENT,
+          [params.id, params.appId, params.shop, params.now, params.appValue, params.eventId],
+          'entitlements.open_event',
         )
       )[0];
       if (!row) return undefined;
@@ -267,17 +277,12 @@ export function createEntitlementsStore(db: Db) {
     },
 
     /** PRIOR_AND_LICENSE: the event id's earlier record and the shop's license, locked. */
-    priorAndLicense: async (
-      trx: Knex.Transaction,
-      params: { appId: string; eventId: string; licenseId: string | null; now: Date },
-    ) => {
+    priorAndLicense: async (trx: Knex.Transaction, params: { appId: string; eventId: string; licenseId: string | null; now: Date }) => {
       const row = (
         await hotQuery<{
           prior: Json<EventRecord> | null;
           license: (Omit<StoreLicense, 'expires_at'> & { expires_at: string | null }) | null;
-        }>(
-          trx, PRIOR_AND_LICENSE, [params.appId, params.eventId, params.licenseId, params.now], 'entitlements.prior_and_license',
-        )
+        }>(trx, PRIOR_AND_LICENSE, [params.appId, params.eventId, params.licenseId, params.now], 'entitlements.prior_and_license')
       )[0]!;
       const license: StoreLicense | undefined = row.license ? { ...row.license, expires_at: dateOrNull(row.license.expires_at) } : undefined;
       return { prior: eventFromJson(row.prior), license };
@@ -288,11 +293,19 @@ export function createEntitlementsStore(db: Db) {
       const shop = { ...row, last_occurred_at: event.occurred_at, last_entitled: event.entitled, updated_at: now };
       const record: EventRecord = { ...event, store_license_id: row.id, license_id: row.license_id, received_at: now };
       const mint = writes.mint && {
-        ...writes.mint, id: row.license_id, developer_id: writes.developerId, app_id: event.app_id, license_type: 'subscription', source: COMMERCE_PLATFORM_SOURCE,
+        ...writes.mint,
+        id: row.license_id,
+        developer_id: writes.developerId,
+        app_id: event.app_id,
+        license_type: 'subscription',
+        source: COMMERCE_PLATFORM_SOURCE,
       };
       const fee = writes.fee && feeRecord({ ...writes.fee, developer_id: writes.developerId, app_id: event.app_id, source: COMMERCE_PLATFORM_SOURCE, charged_at: now });
       const [result] = await hotQuery<{ charged: number }>(
-        trx, FINISH_EVENT, [JSON.stringify(shop), JSON.stringify(record), mint && JSON.stringify(mint), fee], 'entitlements.finish_event',
+        trx,
+        FINISH_EVENT,
+        [JSON.stringify(shop), JSON.stringify(record), mint && JSON.stringify(mint), fee],
+        'entitlements.finish_event',
       );
       return result!.charged > 0;
     },
@@ -304,16 +317,14 @@ export function createEntitlementsStore(db: Db) {
       (await hotQuery<StoreLicenseRow>(trx, LOCK_SHOP, [row.id, row.appId, row.developerId, row.shop, row.now], 'entitlements.lock_shop'))[0]!,
 
     /** A shop's row, locked, without creating one. */
-    findShop: (trx: Knex.Transaction, appId: string, shop: string) =>
-      trx('store_licenses').where({ app_id: appId, shop }).forUpdate().first<StoreLicenseRow | undefined>(),
+    findShop: (trx: Knex.Transaction, appId: string, shop: string) => trx('store_licenses').where({ app_id: appId, shop }).forUpdate().first<StoreLicenseRow | undefined>(),
 
     updateShop: (trx: Knex.Transaction, id: string, patch: Partial<Omit<StoreLicenseRow, 'id' | 'app_id' | 'developer_id'>> & { updated_at: Date }) =>
       trx('store_licenses')
         .where({ id })
         .update({ ...patch, ...(patch.attribution && { attribution: JSON.stringify(patch.attribution) }) }),
 
-    findEvent: (trx: Knex.Transaction, appId: string, eventId: string) =>
-      trx('entitlement_events').where({ app_id: appId, event_id: eventId }).first<EventRecord | undefined>(),
+    findEvent: (trx: Knex.Transaction, appId: string, eventId: string) => trx('entitlement_events').where({ app_id: appId, event_id: eventId }).first<EventRecord | undefined>(),
 
     /** false when the event id is already recorded (a concurrent twin waits here for the first to commit). */
     insertEvent: async (trx: Knex.Transaction, row: EventRecord) =>
@@ -324,10 +335,7 @@ export function createEntitlementsStore(db: Db) {
 
     /** The license of a store, locked: activations and device resets take the same lock. */
     lockLicense: (trx: Knex.Transaction, id: string, now: Date) =>
-      trx('licenses')
-        .where({ id })
-        .forUpdate()
-        .first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(trx, now)),
+      trx('licenses').where({ id }).forUpdate().first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(trx, now)),
 
     insertLicense: (trx: Knex.Transaction, row: NewStoreLicenseKey & { developer_id: string; app_id: string }) => mintSoldLicense(trx, row),
 
@@ -347,8 +355,7 @@ export function createEntitlementsStore(db: Db) {
     freeTrialMachines: (trx: Knex.Transaction, licenseId: string) => trx('trial_starts').where({ license_id: licenseId }).delete(),
 
     /** The store license behind a delivery page token, with its app. */
-    byDeliveryToken: (tokenHash: string) =>
-      db('store_licenses').where({ delivery_token_hash: tokenHash }).first<StoreLicenseRow | undefined>(),
+    byDeliveryToken: (tokenHash: string) => db('store_licenses').where({ delivery_token_hash: tokenHash }).first<StoreLicenseRow | undefined>(),
 
     lockStoreLicense: (trx: Knex.Transaction, id: string) => trx('store_licenses').where({ id }).forUpdate().first<StoreLicenseRow | undefined>(),
 
@@ -356,8 +363,7 @@ export function createEntitlementsStore(db: Db) {
     isStoreLicense: async (licenseId: string) => Boolean(await db('store_licenses').where({ license_id: licenseId }).first('id')),
 
     /** The store license of a license, locked like `lockStoreLicense`; undefined when the license is not a store's. */
-    lockStoreLicenseOf: (trx: Knex.Transaction, licenseId: string) =>
-      trx('store_licenses').where({ license_id: licenseId }).forUpdate().first<StoreLicenseRow | undefined>(),
+    lockStoreLicenseOf: (trx: Knex.Transaction, licenseId: string) => trx('store_licenses').where({ license_id: licenseId }).forUpdate().first<StoreLicenseRow | undefined>(),
 
     readLicense: (q: Knex, id: string, now: Date) =>
       q('licenses').where({ id }).first<StoreLicense | undefined>('id', 'license_key', 'license_type', 'expires_at', 'email', 'download_limit', STATUS_AT(q, now)),

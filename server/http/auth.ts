@@ -22,9 +22,7 @@ export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
  */
 export type RouteScope = ApiKeyScope | 'session';
 
-export type Actor =
-  | { developerId: string; via: 'access_token'; sessionId: string }
-  | { developerId: string; via: 'api_key'; keyId: string; scopes: readonly ApiKeyScope[] };
+export type Actor = { developerId: string; via: 'access_token'; sessionId: string } | { developerId: string; via: 'api_key'; keyId: string; scopes: readonly ApiKeyScope[] };
 
 /** The app whose entitlement webhook URL token and secret a request presented. */
 export interface WebhookActor {

@@ -38,7 +38,10 @@ export function parseTrustedProxies(value: string): TrustedProxies {
   if (SWITCH_OFF.has(setting)) return NO_PROXY;
   if (SWITCH_ON.has(setting)) return EVERY_PEER;
   const list = new BlockList();
-  for (const entry of setting.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of setting
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const [rawAddress, prefix, ...rest] = entry.split('/');
     const address = normaliseAddress(rawAddress!);
     const family = isIP(address);

@@ -8,11 +8,7 @@ const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', '57P01', '57P02
 /** The database is down or restarting: the client should retry, not treat it as a bug. */
 function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; name?: string; message?: string };
-  return (
-    UNAVAILABLE_CODES.has(e?.code ?? '') ||
-    e?.name === 'KnexTimeoutError' ||
-    /Connection terminated|connect ECONNREFUSED/.test(e?.message ?? '')
-  );
+  return UNAVAILABLE_CODES.has(e?.code ?? '') || e?.name === 'KnexTimeoutError' || /Connection terminated|connect ECONNREFUSED/.test(e?.message ?? '');
 }
 
 /**

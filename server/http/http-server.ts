@@ -130,10 +130,7 @@ function watchBody(req: http.IncomingMessage, res: http.ServerResponse, limits: 
     if (!watch.relaxed && now - startedAt >= limits.bodyTimeoutMs) {
       return timeOut(req, res, `The request body took longer than ${limits.bodyTimeoutMs} ms`);
     }
-    const next = Math.min(
-      limits.bodyIdleTimeoutMs - idleFor,
-      watch.relaxed ? Infinity : limits.bodyTimeoutMs - (now - startedAt),
-    );
+    const next = Math.min(limits.bodyIdleTimeoutMs - idleFor, watch.relaxed ? Infinity : limits.bodyTimeoutMs - (now - startedAt));
     timer = setTimeout(check, Math.max(10, next));
     timer.unref();
   };

@@ -229,12 +229,7 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const responses: Record<string, unknown> = successResponses(r, toSchema);
-    const statuses = new Set([
-      ...COMMON_ERROR_STATUSES,
-      ...(r.errors ?? []),
-      ...(r.auth === 'none' ? [] : [401]),
-      ...(refusedWhileDeactivated(r) ? [403] : []),
-    ]);
+    const statuses = new Set([...COMMON_ERROR_STATUSES, ...(r.errors ?? []), ...(r.auth === 'none' ? [] : [401]), ...(refusedWhileDeactivated(r) ? [403] : [])]);
     for (const status of [...statuses].sort()) {
       responses[status] = errorResponseRef(status);
       errorStatuses.add(status);
@@ -263,7 +258,9 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: `An API key. ${SCOPES}` },
         adminToken: { type: 'http', scheme: 'bearer', description: 'LATCHKEY_ADMIN_TOKEN' },
         merchantOpsSecret: {
-          type: 'apiKey', in: 'header', name: 'X-MerchantOps-Secret',
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-MerchantOps-Secret',
           description: 'The entitlement webhook secret, sent with the per-app URL token in the path ({webhook_token}); a wrong token answers 404',
         },
       },

@@ -17,13 +17,7 @@ export interface JobQueue {
    * commits. Call `wake` after the commit to start it at once in this process. `developerId` is the
    * tenant it works for: the runner takes turns between tenants (runner.ts).
    */
-  enqueue<K extends JobKind>(
-    trx: Knex.Transaction,
-    developerId: string,
-    kind: K,
-    payload: JobPayloads[K],
-    options?: { maxAttempts?: number },
-  ): Promise<void>;
+  enqueue<K extends JobKind>(trx: Knex.Transaction, developerId: string, kind: K, payload: JobPayloads[K], options?: { maxAttempts?: number }): Promise<void>;
   /** Tells this process's runner a job is waiting (other processes find it by polling). */
   wake(): void;
   /** @internal the runner listens here. */

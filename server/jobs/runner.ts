@@ -136,15 +136,18 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
       await finish(job.id);
       return;
     }
-    const heartbeat = setInterval(() => {
-      mine(job.id)
-        .update({ locked_until: db.raw('now() + make_interval(secs => ?)', [leaseSeconds]) })
-        .then((renewed) => {
-          // Gone (another runner took over after a stall, or the job was removed): stop working on it.
-          if (renewed === 0) abort.abort(new Error('lease lost'));
-        })
-        .catch((err) => log.warn({ err, job: job.id }, 'job lease renewal failed'));
-    }, (leaseSeconds * 1000) / 3);
+    const heartbeat = setInterval(
+      () => {
+        mine(job.id)
+          .update({ locked_until: db.raw('now() + make_interval(secs => ?)', [leaseSeconds]) })
+          .then((renewed) => {
+            // Gone (another runner took over after a stall, or the job was removed): stop working on it.
+            if (renewed === 0) abort.abort(new Error('lease lost'));
+          })
+          .catch((err) => log.warn({ err, job: job.id }, 'job lease renewal failed'));
+      },
+      (leaseSeconds * 1000) / 3,
+    );
     try {
       await handler.run(job.payload, { attempt: job.attempts, signal: abort.signal });
       await finish(job.id);

@@ -10,8 +10,4 @@ export function newLicenseKey(): string {
 }
 
 /** A key as people type it: surrounding spaces and lower case are forgiven, anything else is refused. */
-export const LicenseKeyInput = z
-  .string()
-  .trim()
-  .toUpperCase()
-  .regex(LICENSE_KEY_PATTERN, 'must be a license key of the form XXXX-XXXX-XXXX-XXXX');
+export const LicenseKeyInput = z.string().trim().toUpperCase().regex(LICENSE_KEY_PATTERN, 'must be a license key of the form XXXX-XXXX-XXXX-XXXX');

@@ -35,8 +35,19 @@ const ONCE_PER: Record<SaleKey, string> = {
 };
 
 const COLUMNS = [
-  'id', 'developer_id', 'app_id', 'license_key', 'license_type', 'device_limit', 'email', 'expires_at', 'source',
-  'marketplace_order_id', 'payment_session_id', 'payment_session_hash', 'processor_subscription_id',
+  'id',
+  'developer_id',
+  'app_id',
+  'license_key',
+  'license_type',
+  'device_limit',
+  'email',
+  'expires_at',
+  'source',
+  'marketplace_order_id',
+  'payment_session_id',
+  'payment_session_hash',
+  'processor_subscription_id',
 ];
 
 /**

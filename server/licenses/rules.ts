@@ -15,8 +15,7 @@ export type LicenseType = (typeof LICENSE_TYPES)[number];
  * `now` is the SQL of the current time: a knex binding (`?`, EFFECTIVE_STATUS_SQL) or a numbered
  * parameter of a prepared statement (`$1`).
  */
-export const effectiveStatusSqlAt = (now: string) =>
-  `CASE WHEN licenses.status IN ('ACTIVE', 'DEMO') AND licenses.expires_at <= ${now} THEN 'EXPIRED' ELSE licenses.status END`;
+export const effectiveStatusSqlAt = (now: string) => `CASE WHEN licenses.status IN ('ACTIVE', 'DEMO') AND licenses.expires_at <= ${now} THEN 'EXPIRED' ELSE licenses.status END`;
 
 /** effectiveStatusSqlAt with its one binding, the current time, as knex's `?`. */
 export const EFFECTIVE_STATUS_SQL = effectiveStatusSqlAt('?');

@@ -43,13 +43,7 @@ export type LicenseStatusFilter = (typeof LICENSE_STATUS_FILTERS)[number];
 export const ListLicensesQuery = PageQuery.extend({
   app_id: z.string().max(64).optional(),
   status: z.enum(LICENSE_STATUS_FILTERS).optional(),
-  q: z
-    .string()
-    .trim()
-    .min(1)
-    .max(254)
-    .optional()
-    .describe('Search: a license key or license id (exact, any case), or part of the email address (case-insensitive)'),
+  q: z.string().trim().min(1).max(254).optional().describe('Search: a license key or license id (exact, any case), or part of the email address (case-insensitive)'),
 });
 export type ListLicensesFilter = z.infer<typeof ListLicensesQuery>;
 

@@ -91,8 +91,7 @@ export function createLicensesStore(db: Db) {
       return { rows, total: Number(counted[0]!.count) };
     },
 
-    find: (developerId: string, id: string, now: Date) =>
-      db('licenses').where({ id, developer_id: developerId }).first<LicenseRead | undefined>(licenseColumns(db, now)),
+    find: (developerId: string, id: string, now: Date) => db('licenses').where({ id, developer_id: developerId }).first<LicenseRead | undefined>(licenseColumns(db, now)),
 
     listDevices: (licenseId: string) =>
       db<DeviceRow>('devices')

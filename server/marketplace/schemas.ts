@@ -14,7 +14,7 @@ export const LicenseConfig = z
     expiry_days: z.number().int().min(1).max(36_500).nullable().default(null).describe('null (default): perpetual; a trial with null runs 14 days from its first activation'),
     license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may provision trial licenses only'),
   })
-  .describe('Optional; default: a perpetual license with the app\'s default device limit');
+  .describe("Optional; default: a perpetual license with the app's default device limit");
 
 export const ProvisionBody = z.strictObject({
   app_id: z.string().min(1).max(64),
@@ -37,6 +37,8 @@ export const ProvisionedLicense = z.object({
   download_url: z
     .string()
     .nullable()
-    .describe('Signed link to the newest READY build of any platform, valid 7 days; null while no build is READY. Kept for existing clients: `downloads` has the build of each platform'),
+    .describe(
+      'Signed link to the newest READY build of any platform, valid 7 days; null while no build is READY. Kept for existing clients: `downloads` has the build of each platform',
+    ),
   downloads: PlatformDownloads,
 });

@@ -55,19 +55,23 @@ export function createMarketplace(deps: { store: MarketplaceStore; sold: SoldLic
           'Paid sales need an active Pro subscription; the free plan can provision trial licenses only',
         );
         const email = input.customer_email ?? null;
-        const license = await mintSoldLicense(trx, {
-          id: newId('lic'),
-          developer_id: developerId,
-          app_id: app.id,
-          license_key: newLicenseKey(),
-          license_type: config.license_type,
-          device_limit: config.device_limit ?? app.default_device_limit,
-          email,
-          expires_at: config.expiry_days === null ? null : new Date(now.getTime() + config.expiry_days * DAY_MS),
-          features: {},
-          source: input.channel,
-          marketplace_order_id: input.marketplace_order_id,
-        }, 'marketplace_order');
+        const license = await mintSoldLicense(
+          trx,
+          {
+            id: newId('lic'),
+            developer_id: developerId,
+            app_id: app.id,
+            license_key: newLicenseKey(),
+            license_type: config.license_type,
+            device_limit: config.device_limit ?? app.default_device_limit,
+            email,
+            expires_at: config.expiry_days === null ? null : new Date(now.getTime() + config.expiry_days * DAY_MS),
+            features: {},
+            source: input.channel,
+            marketplace_order_id: input.marketplace_order_id,
+          },
+          'marketplace_order',
+        );
         // A concurrent call for the same order committed first: answer its license.
         if (!license) return { result: await replay(), wake: false };
         const delivery = await sold.chargeAndDeliver(trx, { app, license, email, source: input.channel, licenseType: config.license_type });

@@ -10,9 +10,7 @@ export function createMarketplaceStore(db: Db) {
 
     /** The license an earlier call provisioned for the order. */
     licenseOfOrder: (trx: Knex.Transaction, appId: string, orderId: string) =>
-      trx('licenses')
-        .where({ app_id: appId, marketplace_order_id: orderId })
-        .first<{ id: string; license_key: string; status: string } | undefined>('id', 'license_key', 'status'),
+      trx('licenses').where({ app_id: appId, marketplace_order_id: orderId }).first<{ id: string; license_key: string; status: string } | undefined>('id', 'license_key', 'status'),
   };
 }
 

@@ -16,13 +16,19 @@ export function healthRoutes(db: Db) {
   const common = { tag: 'Health', auth: 'none', rateLimit: 'health' } as const;
   return [
     defineRoute({
-      ...common, method: 'get', path: '/healthz', operationId: 'liveness',
+      ...common,
+      method: 'get',
+      path: '/healthz',
+      operationId: 'liveness',
       summary: 'Liveness: the process answers',
       response: Liveness,
       handler: async () => ({ status: 'ok' as const }),
     }),
     defineRoute({
-      ...common, method: 'get', path: '/readyz', operationId: 'readiness',
+      ...common,
+      method: 'get',
+      path: '/readyz',
+      operationId: 'readiness',
       summary: 'Readiness: the database answers too',
       description: 'While the database is not reachable: 503 SERVICE_UNAVAILABLE with `Retry-After: 1`.',
       response: Readiness,

@@ -52,7 +52,9 @@ export function deliveredPage(d: Entitlement, userAgent: string | undefined, hea
 ${download}
 <h2>Getting started</h2>
 <ol>
-${gettingStartedSteps(app, 'Keep your key').map((step) => `<li>${e(step)}</li>`).join('\n')}
+${gettingStartedSteps(app, 'Keep your key')
+  .map((step) => `<li>${e(step)}</li>`)
+  .join('\n')}
 </ol>
 ${emailed}`,
   };

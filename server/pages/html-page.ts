@@ -21,14 +21,7 @@ const cspHash = (source: string) => `'sha256-${createHash('sha256').update(sourc
  * plain navigation, which CSP does not restrict.
  */
 const contentSecurityPolicy = (formAction: string) =>
-  [
-    "default-src 'none'",
-    `style-src ${cspHash(STYLE)}`,
-    `script-src ${cspHash(COPY_SCRIPT)}`,
-    "base-uri 'none'",
-    `form-action ${formAction}`,
-    "frame-ancestors 'none'",
-  ].join('; ');
+  ["default-src 'none'", `style-src ${cspHash(STYLE)}`, `script-src ${cspHash(COPY_SCRIPT)}`, "base-uri 'none'", `form-action ${formAction}`, "frame-ancestors 'none'"].join('; ');
 const CONTENT_SECURITY_POLICY = contentSecurityPolicy("'none'");
 const CONTENT_SECURITY_POLICY_WITH_FORM = contentSecurityPolicy("'self'");
 

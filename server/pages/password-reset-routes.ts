@@ -40,10 +40,14 @@ export function passwordResetPageRoutes(accounts: AccountsService, rateLimiter: 
 
   return [
     defineRoute({
-      ...common, method: 'get', path: RESET_PAGE_PATH, operationId: 'passwordResetPage',
+      ...common,
+      method: 'get',
+      path: RESET_PAGE_PATH,
+      operationId: 'passwordResetPage',
       summary: 'Hosted password reset page (HTML): with the emailed `token`, a form for the new password; without, a form to email a link',
       description: `A token that no longer works shows the email form with the reason (401). ${description}`,
-      query: z.object({ token: z.string().max(200).optional().describe("The emailed link's token") }), errors: [401],
+      query: z.object({ token: z.string().max(200).optional().describe("The emailed link's token") }),
+      errors: [401],
       handler: async ({ query, ctx }) => {
         if (query.token === undefined) return sendPage(ctx, 200, requestLinkPage({ email: '' }));
         if (await accounts.passwordResetUsable(query.token)) return sendPage(ctx, 200, newPasswordPage({ token: query.token }));
@@ -51,10 +55,14 @@ export function passwordResetPageRoutes(accounts: AccountsService, rateLimiter: 
       },
     }),
     defineRoute({
-      ...common, method: 'post', path: `${RESET_PAGE_PATH}/request`, operationId: 'passwordResetPageRequest',
+      ...common,
+      method: 'post',
+      path: `${RESET_PAGE_PATH}/request`,
+      operationId: 'passwordResetPageRequest',
       summary: "The reset page's email form: sends a link like POST /v1/auth/password-reset (HTML)",
       description: `The same answer whether or not an account has the address, and the same limits as the API. ${description}`,
-      formBody: true, body: RequestForm,
+      formBody: true,
+      body: RequestForm,
       handler: async ({ body, ctx }) => {
         const email = Email.safeParse(body.email);
         if (!email.success) return sendPage(ctx, 400, requestLinkPage({ email: body.email, error: 'Enter a valid email address.' }));
@@ -69,10 +77,15 @@ export function passwordResetPageRoutes(accounts: AccountsService, rateLimiter: 
       },
     }),
     defineRoute({
-      ...common, method: 'post', path: RESET_PAGE_PATH, operationId: 'passwordResetPageSubmit',
+      ...common,
+      method: 'post',
+      path: RESET_PAGE_PATH,
+      operationId: 'passwordResetPageSubmit',
       summary: "The reset page's new-password form: sets it like POST /v1/auth/password-reset/confirm (HTML)",
       description: `The two passwords must match (400 with the form again); a token that no longer works shows the email form (401). ${description}`,
-      formBody: true, body: NewPasswordForm, errors: [401],
+      formBody: true,
+      body: NewPasswordForm,
+      errors: [401],
       handler: async ({ body, ctx }) => {
         const password = NewPassword.safeParse(body.new_password);
         const mismatch = !password.success ? `The password ${password.error.issues[0]!.message}.` : body.new_password !== body.repeat_password ? 'The two passwords differ.' : null;

@@ -21,7 +21,12 @@ export function redeemPageRoutes(redemption: Redemption, rateLimiter: RateLimite
     'with `Referrer-Policy: no-referrer` and `Cache-Control: no-store`; it works without JavaScript.';
   return [
     defineRoute({
-      method: 'get', path: '/redeem', operationId: 'redeemPage', tag: 'Public', auth: 'none', rateLimit: 'general',
+      method: 'get',
+      path: '/redeem',
+      operationId: 'redeemPage',
+      tag: 'Public',
+      auth: 'none',
+      rateLimit: 'general',
       summary: 'Hosted redemption page (HTML): the form, with `code` prefilled',
       description: `The form asks for the code and an optional email and posts to POST /redeem. ${description}`,
       query: z.object({ code: z.string().max(200).optional().describe('Prefills the code field') }),
@@ -29,13 +34,20 @@ export function redeemPageRoutes(redemption: Redemption, rateLimiter: RateLimite
       handler: async ({ query, ctx }) => sendPage(ctx, 200, redeemFormPage({ code: query.code ?? '', email: '' })),
     }),
     defineRoute({
-      method: 'post', path: '/redeem', operationId: 'redeemPageSubmit', tag: 'Public', auth: 'none', rateLimit: 'general',
+      method: 'post',
+      path: '/redeem',
+      operationId: 'redeemPageSubmit',
+      tag: 'Public',
+      auth: 'none',
+      rateLimit: 'general',
       summary: "The redemption page's form: redeems the code and shows the license (HTML)",
       description:
         'Same rules as POST /v1/public/redeem, and the same limit of 5 attempts a minute per address, counted together. Success shows the license key with a copy ' +
         'button, a download button (signed link, 7 days) and getting-started text; a failure shows the form again with the reason, with the status of the ' +
         `JSON endpoint (404, 409, 410, 429 with \`Retry-After: 60\`). Reloading the result page posts again and says the code was already redeemed. ${description}`,
-      formBody: true, body: RedeemForm, errors: [404, 409, 410],
+      formBody: true,
+      body: RedeemForm,
+      errors: [404, 409, 410],
       fileResponse: { description: 'The HTML page', contentType: 'text/html' },
       handler: async ({ body, ctx }) => {
         const code = body.code.trim();

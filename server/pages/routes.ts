@@ -10,7 +10,7 @@ const DeliveryPageQuery = z
   .object({
     app_id: AppId,
     session_id: CheckoutSessionId.optional().describe('Processor checkout (route C.1): the checkout session id; shows the license'),
-    email: z.email().max(254).optional().describe('Generic storefront redirect: the buyer\'s address; shows the newest live license bought with it'),
+    email: z.email().max(254).optional().describe("Generic storefront redirect: the buyer's address; shows the newest live license bought with it"),
   })
   .refine((q) => (q.session_id === undefined) !== (q.email === undefined), { message: 'give either session_id or email' });
 
@@ -18,7 +18,12 @@ const DeliveryPageQuery = z
 export function deliveryPageRoutes(entitlements: Entitlements) {
   return [
     defineRoute({
-      method: 'get', path: '/download', operationId: 'deliveryPage', tag: 'Public', auth: 'none', rateLimit: 'general',
+      method: 'get',
+      path: '/download',
+      operationId: 'deliveryPage',
+      tag: 'Public',
+      auth: 'none',
+      rateLimit: 'general',
       summary: 'Hosted delivery page (HTML) after a purchase',
       description:
         'With `session_id` and `app_id`: the license key with a copy button, a download button (signed link, 7 days) and getting-started text; ' +
@@ -30,7 +35,8 @@ export function deliveryPageRoutes(entitlements: Entitlements) {
         'the links are those of the current 7-day window since the sale, so a refresh shows the same links. ' +
         'An unknown app or a revoked license answers a 404 HTML page; an invalid query the standard ' +
         'JSON error body (400). Sent with a strict Content-Security-Policy, `Referrer-Policy: no-referrer` and `Cache-Control: no-store`.',
-      query: DeliveryPageQuery, errors: [404],
+      query: DeliveryPageQuery,
+      errors: [404],
       fileResponse: { description: 'The HTML page', contentType: 'text/html' },
       handler: async ({ query, ctx }) => {
         try {

@@ -12,20 +12,23 @@ export interface ConnectStateRow {
 }
 
 /** Why a callback's state is refused; the state is spent only when it is `ok`. */
-export type StateOutcome =
-  | { kind: 'ok'; developerId: string }
-  | { kind: 'unknown' | 'used' | 'expired' | 'other_browser' | 'session_ended' };
+export type StateOutcome = { kind: 'ok'; developerId: string } | { kind: 'unknown' | 'used' | 'expired' | 'other_browser' | 'session_ended' };
 
 /** Queries of the processor-connection states (table payment_connect_states, owned here). */
 export function createConnectStore(db: Db) {
   return {
     /** Whether the sign-in session is a portal session's (the portal signs in with its own API session). */
     isPortalSession: (sessionId: string) =>
-      db('portal_sessions').where({ session_id: sessionId }).first('id_hash').then((row) => row !== undefined),
+      db('portal_sessions')
+        .where({ session_id: sessionId })
+        .first('id_hash')
+        .then((row) => row !== undefined),
 
     insertState: async (row: Omit<ConnectStateRow, 'used_at'>, now: Date) => {
       // States nobody came back with are removed here rather than by a timer (only ones well past use).
-      await db('payment_connect_states').where('expires_at', '<', new Date(now.getTime() - 86_400_000)).delete();
+      await db('payment_connect_states')
+        .where('expires_at', '<', new Date(now.getTime() - 86_400_000))
+        .delete();
       await db('payment_connect_states').insert(row);
     },
 
@@ -45,11 +48,7 @@ export function createConnectStore(db: Db) {
         const live = await trx('refresh_tokens').where({ family_id: row.session_id, developer_id: row.developer_id }).whereNull('revoked_at').first('id');
         const portal =
           !row.via_portal ||
-          (await trx('portal_sessions')
-            .where({ session_id: row.session_id })
-            .where('expires_at', '>', now)
-            .where('absolute_expires_at', '>', now)
-            .first('id_hash'));
+          (await trx('portal_sessions').where({ session_id: row.session_id }).where('expires_at', '>', now).where('absolute_expires_at', '>', now).first('id_hash'));
         if (!live || !portal) return { kind: 'session_ended' };
         await trx('payment_connect_states').where({ state_hash: stateHash }).update({ used_at: now });
         return { kind: 'ok', developerId: row.developer_id };

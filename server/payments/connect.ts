@@ -32,7 +32,12 @@ export function setConnectCookie(ctx: Koa.Context, value: string): void {
   // SameSite=Lax: the processor sends the browser back with a top-level GET, which carries it.
   // `ctx.secure` reads X-Forwarded-Proto only from a proxy LATCHKEY_TRUST_PROXY lists.
   ctx.cookies.set(CONNECT_COOKIE, value, {
-    path: CONNECT_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure: ctx.secure, maxAge: CONNECT_STATE_TTL_MS, overwrite: true,
+    path: CONNECT_CALLBACK_PATH,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.secure,
+    maxAge: CONNECT_STATE_TTL_MS,
+    overwrite: true,
   });
 }
 
@@ -72,7 +77,7 @@ export function createProcessorConnect(deps: {
     async start(developerId: string, sessionId: string) {
       const processor = requireProcessor(deps.processor);
       if (!deps.connectClientId) {
-        throw new RequestError('PAYMENTS_NOT_CONFIGURED', 'Connecting a Stripe account needs the platform\'s Connect client id (LATCHKEY_STRIPE_CONNECT_CLIENT_ID is unset)');
+        throw new RequestError('PAYMENTS_NOT_CONFIGURED', "Connecting a Stripe account needs the platform's Connect client id (LATCHKEY_STRIPE_CONNECT_CLIENT_ID is unset)");
       }
       const state = randomSecret(32);
       const browserSecret = randomSecret(32);

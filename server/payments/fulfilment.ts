@@ -54,7 +54,11 @@ export function createFulfilment(deps: {
    * (docs/contract.md: links stop delivering until regenerated). A link this service did not create is the
    * developer's own (Route C): its fee is an application fee when it set a percentage.
    */
-  async function feeCollection(trx: Knex.Transaction, developer: { id: string; payment_connection_generation: number }, session: ProcessorCheckoutSession): Promise<FeeCollection | null> {
+  async function feeCollection(
+    trx: Knex.Transaction,
+    developer: { id: string; payment_connection_generation: number },
+    session: ProcessorCheckoutSession,
+  ): Promise<FeeCollection | null> {
     if (!session.paymentLinkId) return 'usage_report';
     const link = await deps.linksStore.linkById(trx, session.paymentLinkId);
     if (!link) return session.applicationFeePercent ? 'application_fee' : 'usage_report';
@@ -93,9 +97,7 @@ export function createFulfilment(deps: {
     };
     // Route B: the session pays for an existing license, which it converts instead of minting one.
     // Its metadata names the license, but only the stored session hash makes it a purchase session.
-    const purchase = session.metadata.license_id
-      ? await deps.linksStore.completePurchaseSession(trx, developer.id, paid.payment_session_hash, deps.clock.now())
-      : undefined;
+    const purchase = session.metadata.license_id ? await deps.linksStore.completePurchaseSession(trx, developer.id, paid.payment_session_hash, deps.clock.now()) : undefined;
     if (purchase?.completed) return 'already_fulfilled';
     const license = purchase
       ? await deps.linksStore.convertPurchasedLicense(trx, purchase.licenseId, { license_type: licenseType, email, ...paid, now: deps.clock.now() })

@@ -46,7 +46,12 @@ export function createPayments(deps: {
   const feeReporter = stripe ? createStripeFeeReporter({ stripe, billingCustomerOf: store.billingCustomerOf }) : ledgerOnlyFeeReporter;
   const service = createPaymentsService({ store, processor, clock });
   const connect = createProcessorConnect({
-    store: createConnectStore(deps.db), payments: service, processor, connectClientId: deps.config.stripe?.connectClientId, clock, publicBaseUrl: deps.config.publicBaseUrl,
+    store: createConnectStore(deps.db),
+    payments: service,
+    processor,
+    connectClientId: deps.config.stripe?.connectClientId,
+    clock,
+    publicBaseUrl: deps.config.publicBaseUrl,
     deactivation: deps.deactivation,
   });
   const linksStore = createLinksStore(deps.db);
@@ -63,7 +68,15 @@ export function createPayments(deps: {
       afterCommit: deps.wakeJobs,
     });
   const entitlements = createEntitlements({
-    store: createEntitlementStore(deps.db), links: deps.links, outbox: deps.outbox, wakeJobs: deps.wakeJobs,
+    store: createEntitlementStore(deps.db),
+    links: deps.links,
+    outbox: deps.outbox,
+    wakeJobs: deps.wakeJobs,
   });
-  return { service, entitlements, feeReporter, routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...checkoutEntitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)] };
+  return {
+    service,
+    entitlements,
+    feeReporter,
+    routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...checkoutEntitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)],
+  };
 }

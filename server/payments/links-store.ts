@@ -30,7 +30,13 @@ export interface PurchasableLicense extends SalesSetup {
   effective_status: LicenseStatus;
 }
 
-const setupColumns = (q: Knex, now: Date) => ['apps.id as app_id', 'apps.price_id', effectivePlan(q, now), 'developers.payment_account_id', 'developers.payment_connection_generation'];
+const setupColumns = (q: Knex, now: Date) => [
+  'apps.id as app_id',
+  'apps.price_id',
+  effectivePlan(q, now),
+  'developers.payment_account_id',
+  'developers.payment_connection_generation',
+];
 
 /** Queries of Route A's payment links and Route B's purchase sessions; every developer query is scoped by developer. */
 export function createLinksStore(db: Db) {
@@ -46,12 +52,14 @@ export function createLinksStore(db: Db) {
         .first<SalesSetup | undefined>(setupColumns(trx, now)),
 
     connectionGeneration: (developerId: string) =>
-      db('developers').where({ id: developerId }).first<{ g: number }>('payment_connection_generation as g').then((r) => r!.g),
+      db('developers')
+        .where({ id: developerId })
+        .first<{ g: number }>('payment_connection_generation as g')
+        .then((r) => r!.g),
 
     appExists: (developerId: string, appId: string) => db('apps').where({ id: appId, developer_id: developerId }).first<{ id: string } | undefined>('id'),
 
-    currentLink: (appId: string, q: Knex | Knex.Transaction = db) =>
-      q('payment_links').where({ app_id: appId }).whereNull('deactivated_at').first<PaymentLinkRow | undefined>(),
+    currentLink: (appId: string, q: Knex | Knex.Transaction = db) => q('payment_links').where({ app_id: appId }).whereNull('deactivated_at').first<PaymentLinkRow | undefined>(),
 
     deactivateLink: (trx: Knex.Transaction, linkId: string, now: Date) => trx('payment_links').where({ id: linkId }).update({ deactivated_at: now }),
 

@@ -13,8 +13,7 @@ export const PURCHASE_SESSION_MINUTES = 30;
  * docs/contract.md's redirect form C.1, where Routes A and B send the buyer after paying. The braces are
  * literal: the processor puts the session id there itself.
  */
-export const downloadRedirectUrl = (publicBaseUrl: string, appId: string) =>
-  `${publicBaseUrl}/download?session_id={CHECKOUT_SESSION_ID}&app_id=${encodeURIComponent(appId)}`;
+export const downloadRedirectUrl = (publicBaseUrl: string, appId: string) => `${publicBaseUrl}/download?session_id={CHECKOUT_SESSION_ID}&app_id=${encodeURIComponent(appId)}`;
 
 export const paymentLinkView = (link: PaymentLinkRow, currentGeneration: number) => ({
   id: link.id,

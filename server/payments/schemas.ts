@@ -8,9 +8,20 @@ export const ConnectStart = z.object({
 /** What the processor's redirect carries back: `code` when the person approved, `error` when not; `state` always. */
 export const ConnectCallbackQuery = z
   .object({
-    state: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'must be the state this server issued').describe('The state of the authorize URL'),
-    code: z.string().regex(/^ac_[A-Za-z0-9_]{1,255}$/, 'must be an authorization code (ac_...)').optional().describe('The single-use authorization code'),
-    error: z.string().regex(/^[a-z_]{1,64}$/).optional().describe('`access_denied` when the person declined'),
+    state: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{43}$/, 'must be the state this server issued')
+      .describe('The state of the authorize URL'),
+    code: z
+      .string()
+      .regex(/^ac_[A-Za-z0-9_]{1,255}$/, 'must be an authorization code (ac_...)')
+      .optional()
+      .describe('The single-use authorization code'),
+    error: z
+      .string()
+      .regex(/^[a-z_]{1,64}$/)
+      .optional()
+      .describe('`access_denied` when the person declined'),
     error_description: z.string().max(1000).optional(),
     scope: z.string().max(64).optional(),
   })
@@ -35,7 +46,10 @@ export const WebhookReceipt = z.object({
   outcome: z.string().describe('What processing did: fulfilled, already_fulfilled, applied, stale_skipped, ignored, ...'),
 });
 
-const Metadata = z.record(z.string(), z.string()).nullish().transform((m) => m ?? {});
+const Metadata = z
+  .record(z.string(), z.string())
+  .nullish()
+  .transform((m) => m ?? {});
 const Timestamp = z.number().int().nonnegative();
 
 /** The envelope every Stripe event shares; `account` is set on events of connected accounts. */
@@ -43,7 +57,10 @@ export const ProcessorEvent = z.object({
   id: z.string().min(1).max(255),
   type: z.string().min(1).max(255),
   created: Timestamp,
-  account: z.string().regex(/^acct_/).optional(),
+  account: z
+    .string()
+    .regex(/^acct_/)
+    .optional(),
   data: z.object({ object: z.unknown() }),
 });
 
@@ -83,7 +100,7 @@ export type InvoiceObject = z.infer<typeof InvoiceObject>;
 export type SubscriptionObject = z.infer<typeof SubscriptionObject>;
 
 export const PaymentLink = z.object({
-  id: z.string().describe('The processor\'s payment link id (plink_...)'),
+  id: z.string().describe("The processor's payment link id (plink_...)"),
   url: z.string().describe('The reusable buying URL to publish'),
   created_at: z.iso.datetime(),
   delivering: z.boolean().describe('False when the processor account was reconnected since: regenerate the link to sell again'),

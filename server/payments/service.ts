@@ -75,7 +75,10 @@ export function createPaymentsService(deps: { store: PaymentsStore; processor: P
       const processor = requireProcessor(deps.processor);
       const { payment_account_id: accountId } = await connection(developerId);
       if (!accountId) {
-        throw new RequestError('PAYMENT_ACCOUNT_NOT_CONNECTED', 'Connect your payment processor account (POST /v1/payments/account/connect, or Settings in the portal) before saving a Price ID');
+        throw new RequestError(
+          'PAYMENT_ACCOUNT_NOT_CONNECTED',
+          'Connect your payment processor account (POST /v1/payments/account/connect, or Settings in the portal) before saving a Price ID',
+        );
       }
       const price = await askProcessor(() => processor.retrievePrice(accountId, priceId));
       if (!price) throw new RequestError('PRICE_NOT_FOUND', `Your connected account ${accountId} has no Price ${priceId}`);

@@ -72,7 +72,15 @@ export type SubscriptionChange = Partial<{
 }>;
 
 const SUBSCRIPTION_COLUMNS = [
-  'id', 'email', 'company_name', 'plan', 'billing_customer_id', 'billing_subscription_id', 'ended_billing_subscription_ids', 'deactivated_at', 'subscription_event_at',
+  'id',
+  'email',
+  'company_name',
+  'plan',
+  'billing_customer_id',
+  'billing_subscription_id',
+  'ended_billing_subscription_ids',
+  'deactivated_at',
+  'subscription_event_at',
 ];
 const CONNECTION_COLUMNS = ['payment_account_id', 'payment_connected_at', 'payment_connection_generation'];
 
@@ -114,11 +122,7 @@ export function createPaymentsStore(db: Db) {
 
     /** Records the event id in `trx`; false when it was already processed (a concurrent twin waits here for the first to commit). */
     claimEvent: async (trx: Knex.Transaction, event: { id: string; type: string }, now: Date): Promise<boolean> => {
-      const rows = await trx('payment_events')
-        .insert({ id: event.id, type: event.type, outcome: 'processing', received_at: now })
-        .onConflict('id')
-        .ignore()
-        .returning('id');
+      const rows = await trx('payment_events').insert({ id: event.id, type: event.type, outcome: 'processing', received_at: now }).onConflict('id').ignore().returning('id');
       return rows.length === 1;
     },
 
@@ -155,7 +159,10 @@ export function createPaymentsStore(db: Db) {
 
     /** The developer's customer on the platform account, where license fees are billed. */
     billingCustomerOf: (developerId: string) =>
-      db('developers').where({ id: developerId }).first<{ billing_customer_id: string | null } | undefined>('billing_customer_id').then((r) => r?.billing_customer_id ?? null),
+      db('developers')
+        .where({ id: developerId })
+        .first<{ billing_customer_id: string | null } | undefined>('billing_customer_id')
+        .then((r) => r?.billing_customer_id ?? null),
 
     /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
     subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>

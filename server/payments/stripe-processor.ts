@@ -1,11 +1,5 @@
 import Stripe from 'stripe';
-import {
-  InvalidSignatureError,
-  ProcessorUnavailableError,
-  type PaymentProcessor,
-  type ProcessorCheckoutSession,
-  type ProcessorPrice,
-} from './processor.js';
+import { InvalidSignatureError, ProcessorUnavailableError, type PaymentProcessor, type ProcessorCheckoutSession, type ProcessorPrice } from './processor.js';
 
 /** Stripe's default tolerance for the signature timestamp: older deliveries are refused as replays. */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -64,7 +58,6 @@ export function createStripeClient(settings: StripeSettings): Stripe {
 
 /** The processor interface on the official `stripe` package; connected accounts through the Stripe-Account header. */
 export function createStripeProcessor(settings: StripeSettings, stripe: Stripe = createStripeClient(settings)): PaymentProcessor {
-
   return {
     authorizeUrl({ state, redirectUri }) {
       if (!settings.connectClientId) throw new Error('authorizeUrl needs LATCHKEY_STRIPE_CONNECT_CLIENT_ID');

@@ -60,9 +60,7 @@ export function createSubscriptionLicenses(deps: { store: PaymentsStore; clock: 
 
     const now = deps.clock.now();
     const current = license.expires_at?.getTime();
-    const expiresAt = paidUntil
-      ? new Date(Math.max(current ?? 0, subscriptionLicenseExpiry(paidUntil).getTime()))
-      : new Date(Math.min(current ?? Infinity, now.getTime()));
+    const expiresAt = paidUntil ? new Date(Math.max(current ?? 0, subscriptionLicenseExpiry(paidUntil).getTime())) : new Date(Math.min(current ?? Infinity, now.getTime()));
     await store.applyLicenseSubscription(trx, license.id, { expires_at: expiresAt, processor_subscription_event_at: eventAt, updated_at: now });
     return 'applied';
   };

@@ -29,13 +29,7 @@ const LIVE_STATUSES = new Set(['active', 'trialing']);
  * about one that is not the current one; `other_subscription_ended`: a replaced subscription's
  * deletion, recorded without deactivating the account.
  */
-export type SubscriptionOutcome =
-  | 'applied'
-  | 'stale_skipped'
-  | 'developer_not_found'
-  | 'ended_subscription_skipped'
-  | 'other_subscription_skipped'
-  | 'other_subscription_ended';
+export type SubscriptionOutcome = 'applied' | 'stale_skipped' | 'developer_not_found' | 'ended_subscription_skipped' | 'other_subscription_skipped' | 'other_subscription_ended';
 
 /** Validates the event's object after the signature check: a signed but malformed event is still a 400. */
 export function parseObject<T>(schema: z.ZodType<T>, value: unknown): T {

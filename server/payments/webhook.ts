@@ -63,11 +63,8 @@ export function createWebhookHandler(deps: {
       // The developer's own subscription lives on the platform account; a connected account's are its buyers', paying for licenses.
       else if (isSubscriptionEvent(event.type)) {
         const subscriptionEvent = { ...event, type: event.type };
-        outcome = event.account
-          ? await deps.applyLicenseSubscriptionEvent(trx, event.account, subscriptionEvent)
-          : await deps.applySubscriptionEvent(trx, subscriptionEvent);
-      }
-      else outcome = 'ignored';
+        outcome = event.account ? await deps.applyLicenseSubscriptionEvent(trx, event.account, subscriptionEvent) : await deps.applySubscriptionEvent(trx, subscriptionEvent);
+      } else outcome = 'ignored';
       await store.settleEvent(trx, event.id, outcome);
       return { received: true, duplicate: false, outcome };
     });

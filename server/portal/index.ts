@@ -210,11 +210,7 @@ export function createPortal(deps: PortalDeps) {
     const target = ctx.url.slice('/portal/api'.length);
     const pathOnly = target.split('?', 1)[0]!;
     const segments = pathOnly.split('/');
-    if (
-      !PROXY_PATH.test(pathOnly) ||
-      segments.some((s) => s === '.' || s === '..' || /%2e|%2f|%5c/i.test(s)) ||
-      !forwardable.allows(ctx.method, pathOnly)
-    ) {
+    if (!PROXY_PATH.test(pathOnly) || segments.some((s) => s === '.' || s === '..' || /%2e|%2f|%5c/i.test(s)) || !forwardable.allows(ctx.method, pathOnly)) {
       throw new RequestError('NOT_FOUND', `The portal does not forward ${ctx.method} ${pathOnly}`);
     }
     if (!['GET', 'HEAD', 'POST', 'PUT', 'DELETE'].includes(ctx.method)) throw new RequestError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed`);

@@ -63,7 +63,9 @@ export function createPortalSessions(deps: { db: Db; clock: Clock; masterKey: Ma
 
   async function load(sessionId: string): Promise<SessionRow | undefined> {
     const now = clock.now();
-    const row = await db<SessionRow>('portal_sessions').where({ id_hash: sha256Hex(sessionId) }).first();
+    const row = await db<SessionRow>('portal_sessions')
+      .where({ id_hash: sha256Hex(sessionId) })
+      .first();
     if (!row || row.expires_at <= now || row.absolute_expires_at <= now) return undefined;
     if (row.expires_at.getTime() - now.getTime() < SESSION_IDLE_MS - TOUCH_EVERY_MS) {
       const expires = new Date(Math.min(now.getTime() + SESSION_IDLE_MS, row.absolute_expires_at.getTime()));
@@ -108,7 +110,10 @@ export function createPortalSessions(deps: { db: Db; clock: Clock; masterKey: Ma
       const id = randomSecret(32);
       const idHash = sha256Hex(id);
       const old = ctx.cookies.get(COOKIE.session);
-      if (old) await db('portal_sessions').where({ id_hash: sha256Hex(old) }).delete();
+      if (old)
+        await db('portal_sessions')
+          .where({ id_hash: sha256Hex(old) })
+          .delete();
       // Sessions nobody signed out of are removed here rather than by a timer.
       await db('portal_sessions').where('expires_at', '<', new Date(now)).delete();
       await db('portal_sessions').insert({
@@ -130,7 +135,10 @@ export function createPortalSessions(deps: { db: Db; clock: Clock; masterKey: Ma
 
     async destroy(ctx: Koa.Context): Promise<void> {
       const id = ctx.cookies.get(COOKIE.session);
-      if (id) await db('portal_sessions').where({ id_hash: sha256Hex(id) }).delete();
+      if (id)
+        await db('portal_sessions')
+          .where({ id_hash: sha256Hex(id) })
+          .delete();
       clearCookie(ctx, COOKIE.session);
       clearCookie(ctx, COOKIE.challenge);
     },
@@ -176,11 +184,13 @@ export function createPortalSessions(deps: { db: Db; clock: Clock; masterKey: Ma
         }
         if (answer.status !== 200) throw new RequestError('SERVICE_UNAVAILABLE', 'The portal could not renew its access token; retry shortly');
         const tokens = answer.body as TokenPair;
-        await trx('portal_sessions').where({ id_hash: locked.id_hash }).update({
-          access_token_sealed: masterKey.seal(tokens.access_token, aad(locked.id_hash, 'access')),
-          refresh_token_sealed: masterKey.seal(tokens.refresh_token, aad(locked.id_hash, 'refresh')),
-          access_expires_at: new Date(clock.now().getTime() + tokens.expires_in * 1000),
-        });
+        await trx('portal_sessions')
+          .where({ id_hash: locked.id_hash })
+          .update({
+            access_token_sealed: masterKey.seal(tokens.access_token, aad(locked.id_hash, 'access')),
+            refresh_token_sealed: masterKey.seal(tokens.refresh_token, aad(locked.id_hash, 'refresh')),
+            access_expires_at: new Date(clock.now().getTime() + tokens.expires_in * 1000),
+          });
         return tokens.access_token;
       });
     },

@@ -33,10 +33,7 @@ export function createTenantQuotas(deps: { db: Db; limits: TenantQuotas }) {
     /** Takes `quantity` redemption codes of the tenant's day in `trx` (the batch's transaction). */
     async takeRedemptionCodes(trx: Knex.Transaction, developerId: string, quantity: number): Promise<void> {
       if (quantity > limits.codesPerBatch) {
-        throw new RequestError(
-          'REDEMPTION_BATCH_TOO_LARGE',
-          `A batch holds at most ${limits.codesPerBatch} codes on this server; create ${quantity} codes as several batches`,
-        );
+        throw new RequestError('REDEMPTION_BATCH_TOO_LARGE', `A batch holds at most ${limits.codesPerBatch} codes on this server; create ${quantity} codes as several batches`);
       }
       await trx.raw('SELECT take_tenant_quota(?, ?, 86400, ?, ?)', [developerId, 'codes_per_day', quantity, limits.codesPerDay]);
     },

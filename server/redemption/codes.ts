@@ -25,9 +25,7 @@ export const newRedemptionCode = (): string => canonical(randomHumanCode(RANDOM_
 export function normaliseRedemptionCode(input: string): string | null {
   const compact = input.toUpperCase().replace(/[\s\-\u2010-\u2015_]+/g, '');
   const random =
-    compact.length === REDEMPTION_CODE_PREFIX.length + RANDOM_LENGTH && compact.startsWith(REDEMPTION_CODE_PREFIX)
-      ? compact.slice(REDEMPTION_CODE_PREFIX.length)
-      : compact;
+    compact.length === REDEMPTION_CODE_PREFIX.length + RANDOM_LENGTH && compact.startsWith(REDEMPTION_CODE_PREFIX) ? compact.slice(REDEMPTION_CODE_PREFIX.length) : compact;
   return RANDOM_PART.test(random) ? canonical(random) : null;
 }
 

@@ -21,7 +21,13 @@ export const CreateBatchBody = z.strictObject({
   quantity: z.number().int().min(1).max(MAX_BATCH_QUANTITY).describe(`Number of codes, 1 to ${MAX_BATCH_QUANTITY}`),
   label: z.string().trim().max(200).default('').describe('Descriptive text for the portal'),
   device_limit: z.number().int().min(1).max(10_000).optional().describe("Of each license; default: the app's default_device_limit"),
-  license_expiry_days: z.number().int().min(0).max(36_500).default(0).describe('0 (default): perpetual licenses; otherwise each license expires this many days after its redemption'),
+  license_expiry_days: z
+    .number()
+    .int()
+    .min(0)
+    .max(36_500)
+    .default(0)
+    .describe('0 (default): perpetual licenses; otherwise each license expires this many days after its redemption'),
   license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may create trial batches only'),
   features: Features.default({}).describe('Copied to every license, e.g. `{ "tier": "pro", "beta": true }`'),
   codes_expire_at: z.iso.datetime({ offset: true }).optional().describe('Codes not redeemed by then become Expired; must be in the future; default: never'),
@@ -81,7 +87,9 @@ export const Redeemed = z.object({
   download_url: z
     .string()
     .nullable()
-    .describe('Signed link to the newest READY build of any platform, valid 7 days; null while none is READY. Kept for existing clients: `downloads` has the build of each platform'),
+    .describe(
+      'Signed link to the newest READY build of any platform, valid 7 days; null while none is READY. Kept for existing clients: `downloads` has the build of each platform',
+    ),
   download_expires_at: z.iso.datetime().nullable(),
   downloads: PlatformDownloads,
   customer_email: z.string().nullable(),

@@ -52,11 +52,7 @@ export function createRedemption(deps: {
       const app = await store.app(developerId, appId, now);
       assertThat(app, 'APP_NOT_FOUND', 'No such app');
       // docs/contract.md: the free tier issues trial licenses only; creating codes is free, so only the type is checked.
-      assertThat(
-        app.plan === 'pro' || input.license_type === 'trial',
-        'PLAN_REQUIRED',
-        'The free plan can create trial batches only; paid codes need an active Pro subscription',
-      );
+      assertThat(app.plan === 'pro' || input.license_type === 'trial', 'PLAN_REQUIRED', 'The free plan can create trial batches only; paid codes need an active Pro subscription');
       const codesExpireAt = input.codes_expire_at === undefined ? null : new Date(input.codes_expire_at);
       if (codesExpireAt && codesExpireAt.getTime() <= now.getTime()) {
         throw new RequestError('VALIDATION_FAILED', 'body.codes_expire_at: must be in the future');

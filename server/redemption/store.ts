@@ -87,8 +87,7 @@ const STATUS_AT_$2 = codeStatusSqlAt('$2::timestamptz');
  * plan rules make paid sales need an active Pro subscription; a code of a fee-exempt (trial) type is
  * no sale. `exemptTypes` is the parameter holding those types; `$2` is the current time.
  */
-const sellableAt$2 = (exemptTypes: string) =>
-  `(b.license_type = ANY (${exemptTypes}::text[]) OR (${effectivePlanSqlAt('$2::timestamptz')}) = 'pro')`;
+const sellableAt$2 = (exemptTypes: string) => `(b.license_type = ANY (${exemptTypes}::text[]) OR (${effectivePlanSqlAt('$2::timestamptz')}) = 'pro')`;
 
 /**
  * Redemption in one statement, so one round trip (and no transaction around it) whatever the
@@ -143,8 +142,7 @@ export function createRedemptionStore(db: Db) {
 
     app: (developerId: string, appId: string, now: Date) => channelApp(db, developerId, appId, now),
 
-    insertBatch: (trx: Knex.Transaction, row: BatchRow) =>
-      trx('redemption_batches').insert({ ...row, features: JSON.stringify(row.features) }),
+    insertBatch: (trx: Knex.Transaction, row: BatchRow) => trx('redemption_batches').insert({ ...row, features: JSON.stringify(row.features) }),
 
     /** Inserts the codes' hashes; answers those inserted (a hash already taken, about never, is left out). */
     insertCodes: (trx: Knex.Transaction, batch: { id: string; developer_id: string }, hashes: string[]) =>
@@ -188,9 +186,7 @@ export function createRedemptionStore(db: Db) {
     codeState: (codeHash: string, now: Date, scope: { developerId?: string; trx?: Knex.Transaction } = {}) => {
       const q = scope.trx ?? db;
       const developerId = scope.developerId;
-      const query = q('redemption_codes as c')
-        .join('redemption_batches as b', 'b.id', 'c.batch_id')
-        .where('c.code_hash', codeHash);
+      const query = q('redemption_codes as c').join('redemption_batches as b', 'b.id', 'c.batch_id').where('c.code_hash', codeHash);
       if (developerId) query.where('c.developer_id', developerId);
       return query.first<{ status: CodeStatus; batch_id: string; revoked_at: Date | null } | undefined>(
         q.raw(`(${CODE_STATUS_SQL}) AS status`, [now]),
@@ -199,8 +195,7 @@ export function createRedemptionStore(db: Db) {
       );
     },
 
-    batchExists: (developerId: string, batchId: string) =>
-      db('redemption_batches').where({ id: batchId, developer_id: developerId }).first('id').then(Boolean),
+    batchExists: (developerId: string, batchId: string) => db('redemption_batches').where({ id: batchId, developer_id: developerId }).first('id').then(Boolean),
 
     /** Revokes every code of the batch that is Available now; answers how many. */
     revokeAvailable: (developerId: string, batchId: string, now: Date) =>
@@ -220,9 +215,14 @@ export function createRedemptionStore(db: Db) {
           db,
           REDEEM_SQL,
           [
-            r.codeHash, r.now, r.email, r.licenseId, r.licenseKey,
+            r.codeHash,
+            r.now,
+            r.email,
+            r.licenseId,
+            r.licenseKey,
             // A redeemed code's fee is reported as a usage event; whether one is due depends on the batch's type ($7).
-            JSON.stringify({ ...licenseFee(r.licenseId), charged_at: r.now }), FEE_EXEMPT_LICENSE_TYPES,
+            JSON.stringify({ ...licenseFee(r.licenseId), charged_at: r.now }),
+            FEE_EXEMPT_LICENSE_TYPES,
             emailRecord(r.deliveryEmail),
           ],
           'redemption.redeem',
@@ -230,8 +230,7 @@ export function createRedemptionStore(db: Db) {
       )[0],
 
     /** The code's status now and its app (REDEEMABLE_SQL); undefined for a code that does not exist. */
-    redeemable: async (codeHash: string, now: Date) =>
-      (await hotQuery<RedeemableCode>(db, REDEEMABLE_SQL, [codeHash, now, FEE_EXEMPT_LICENSE_TYPES], 'redemption.redeemable'))[0],
+    redeemable: async (codeHash: string, now: Date) => (await hotQuery<RedeemableCode>(db, REDEEMABLE_SQL, [codeHash, now, FEE_EXEMPT_LICENSE_TYPES], 'redemption.redeemable'))[0],
   };
 }
 

@@ -22,9 +22,7 @@ const known = new Set(files);
 const edges = new Map(
   files.map((file) => {
     const text = readFileSync(file, 'utf8');
-    const targets = [...text.matchAll(SPECIFIER)]
-      .map((m) => path.resolve(path.dirname(file), (m[1] ?? m[2]).replace(/\.js$/, '.ts')))
-      .filter((target) => known.has(target));
+    const targets = [...text.matchAll(SPECIFIER)].map((m) => path.resolve(path.dirname(file), (m[1] ?? m[2]).replace(/\.js$/, '.ts'))).filter((target) => known.has(target));
     return [file, targets];
   }),
 );

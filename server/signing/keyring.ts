@@ -1,13 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import {
-  assembleJws,
-  signingInput,
-  verifyJws,
-  type DocumentType,
-  type Ed25519PublicJwk,
-  type JwkSet,
-  type JwsHeader,
-} from '@latchkey/runtime-sdk/protocol';
+import { assembleJws, signingInput, verifyJws, type DocumentType, type Ed25519PublicJwk, type JwkSet, type JwsHeader } from '@latchkey/runtime-sdk/protocol';
 
 interface SigningKey {
   kid: string;
@@ -18,7 +10,9 @@ interface SigningKey {
 
 /** RFC 7638 thumbprint: SHA-256 over the required members in lexicographic order, base64url. */
 function thumbprint(x: string): string {
-  return createHash('sha256').update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x })).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x }))
+    .digest('base64url');
 }
 
 function assertEd25519(privateKey: KeyObject): void {

@@ -14,7 +14,12 @@ const PublicJwk = z.object({
 export function signingRoutes(keyring: Keyring) {
   return [
     defineRoute({
-      method: 'get', path: '/v1/public/keys', operationId: 'getSigningKeys', tag: 'Public', auth: 'none', rateLimit: 'general',
+      method: 'get',
+      path: '/v1/public/keys',
+      operationId: 'getSigningKeys',
+      tag: 'Public',
+      auth: 'none',
+      rateLimit: 'general',
       summary: 'The JWK Set that verifies runtime tokens and update manifests; the first key signs, the others remain valid during a rotation',
       response: z.object({ keys: z.array(PublicJwk) }),
       handler: async ({ ctx }) => {

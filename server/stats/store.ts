@@ -14,10 +14,7 @@ export function createStatsStore(db: Db) {
     appExists: (developerId: string, appId: string) => db('apps').where({ id: appId, developer_id: developerId }).first('id'),
 
     async activations(developerId: string, appId: string | undefined, since: Date): Promise<DayCount[]> {
-      const q = db('devices')
-        .join('licenses', 'licenses.id', 'devices.license_id')
-        .where('licenses.developer_id', developerId)
-        .where('devices.first_seen_at', '>=', since);
+      const q = db('devices').join('licenses', 'licenses.id', 'devices.license_id').where('licenses.developer_id', developerId).where('devices.first_seen_at', '>=', since);
       if (appId) q.where('licenses.app_id', appId);
       return q.select(db.raw(`${dayOf('devices.first_seen_at')} AS day`), db.raw('count(*) AS count')).groupBy('day');
     },
@@ -46,7 +43,12 @@ export function createStatsStore(db: Db) {
         )
         .groupBy('currency')
         .orderBy('currency');
-      return rows.map((r) => ({ currency: r.currency, period_cents: Number(r.period_cents), period_licenses: Number(r.period_licenses), unbilled_cents: Number(r.unbilled_cents) }));
+      return rows.map((r) => ({
+        currency: r.currency,
+        period_cents: Number(r.period_cents),
+        period_licenses: Number(r.period_licenses),
+        unbilled_cents: Number(r.unbilled_cents),
+      }));
     },
   };
 }

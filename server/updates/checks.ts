@@ -30,13 +30,7 @@ const assertActivatedDevice = (row: { device_known: boolean }) =>
 const buildNotFound = () => new RequestError('BUILD_NOT_FOUND', 'No such build of this app');
 
 /** The update check and the adoption report of protected apps: docs/contract.md push rules 5 and 9. */
-export function createUpdateChecks(deps: {
-  store: UpdatesStore;
-  clock: Clock;
-  keyring: Keyring;
-  links: Pick<DownloadLinks, 'createForLicense'>;
-  limits: LicenseLimits;
-}) {
+export function createUpdateChecks(deps: { store: UpdatesStore; clock: Clock; keyring: Keyring; links: Pick<DownloadLinks, 'createForLicense'>; limits: LicenseLimits }) {
   const { store, clock, keyring, links, limits } = deps;
 
   return {

@@ -27,10 +27,7 @@ const releaseNotes = z
 export const PushAppUpdateBody = z.strictObject({
   target_build_id: targetBuildId('A READY build of the app (released, under delivery mode released_only); default: the newest such build'),
   release_notes: releaseNotes,
-  release_current: z
-    .boolean()
-    .default(false)
-    .describe('Under released_only: release the named target if it is not released yet, instead of answering 409 build_not_released'),
+  release_current: z.boolean().default(false).describe('Under released_only: release the named target if it is not released yet, instead of answering 409 build_not_released'),
 });
 export type PushAppUpdateInput = z.infer<typeof PushAppUpdateBody>;
 
@@ -94,9 +91,7 @@ const EngineVersion = Version.describe(`Runtime engine of the running build; old
 export const UpdateCheckBody = z.object({
   ...runtimeCredential,
   app_id: AppId.optional().describe("Optional: the license's app; a key of another app reads as unknown (401)"),
-  build_id: BuildId.nullable()
-    .optional()
-    .describe('The running build; null for an app embedding the SDK without a protected build; omitted: the one the device last reported'),
+  build_id: BuildId.nullable().optional().describe('The running build; null for an app embedding the SDK without a protected build; omitted: the one the device last reported'),
   version: Version.optional().describe('The running app version; omitted: the one on record'),
   platform: Platform.optional().describe("The device's platform; omitted: the one recorded at activation or an earlier check"),
   engine_version: EngineVersion.optional().describe('Omitted: the one on record; none on record gets no updates'),
@@ -130,7 +125,5 @@ export const UpdateReportBody = z
 export type UpdateReportInput = z.infer<typeof UpdateReportBody>;
 
 export const UpdateManifest = z.object({
-  manifest: z
-    .string()
-    .describe('Compact JWS (EdDSA, typ latchkey-update-manifest+jwt) of the update manifest claims; verify with the JWK Set at /v1/public/keys'),
+  manifest: z.string().describe('Compact JWS (EdDSA, typ latchkey-update-manifest+jwt) of the update manifest claims; verify with the JWK Set at /v1/public/keys'),
 });

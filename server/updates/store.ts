@@ -81,16 +81,7 @@ export interface ReportRow extends CountedLicense {
   build_known: boolean;
 }
 
-const PUSH_COLUMNS = [
-  'p.build_id',
-  'p.release_notes',
-  'p.serial',
-  'p.pushed_at',
-  'builds.version',
-  'builds.platform',
-  'builds.released',
-  'builds.created_at as build_created_at',
-];
+const PUSH_COLUMNS = ['p.build_id', 'p.release_notes', 'p.serial', 'p.pushed_at', 'builds.version', 'builds.platform', 'builds.released', 'builds.created_at as build_created_at'];
 
 // EFFECTIVE_STATUS_SQL's one binding, the current time, is $1 in the runtime statements below.
 const STATUS_AT_$1 = effectiveStatusSqlAt('$1');
@@ -176,9 +167,7 @@ const REPORT_SQL = `
 /** Push records and adoption. Developer reads are scoped by developer; runtime ones by license key. */
 export function createUpdatesStore(db: Db) {
   const appOf = (q: Knex, developerId: string, appId: string) =>
-    q('apps')
-      .where({ id: appId, developer_id: developerId })
-      .first<{ id: string; delivery_mode: 'all' | 'released_only' } | undefined>('id', 'delivery_mode');
+    q('apps').where({ id: appId, developer_id: developerId }).first<{ id: string; delivery_mode: 'all' | 'released_only' } | undefined>('id', 'delivery_mode');
 
   const licenseWithPlan = (q: Knex, developerId: string, licenseId: string, now: Date) =>
     q('licenses')
@@ -196,8 +185,7 @@ export function createUpdatesStore(db: Db) {
     q(`${table} as p`).join('builds', 'builds.id', 'p.build_id').where(where).first<PushRead | undefined>(PUSH_COLUMNS);
 
   /** Reads the build and holds it (FOR KEY SHARE) until the push commits: deleting it waits, then clears the push. */
-  const heldBuild = (trx: Knex.Transaction, appId: string) =>
-    trx<BuildRow>('builds').where({ app_id: appId }).forKeyShare();
+  const heldBuild = (trx: Knex.Transaction, appId: string) => trx<BuildRow>('builds').where({ app_id: appId }).forKeyShare();
 
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
@@ -216,8 +204,7 @@ export function createUpdatesStore(db: Db) {
     findLicense: (developerId: string, licenseId: string, now: Date) => licenseWithPlan(db, developerId, licenseId, now),
 
     /** The developer's license, with its app locked like `lockApp`: per-license pushes take turns with app pushes. */
-    lockLicense: (trx: Knex.Transaction, developerId: string, licenseId: string, now: Date) =>
-      licenseWithPlan(trx, developerId, licenseId, now).forNoKeyUpdate('apps'),
+    lockLicense: (trx: Knex.Transaction, developerId: string, licenseId: string, now: Date) => licenseWithPlan(trx, developerId, licenseId, now).forNoKeyUpdate('apps'),
 
     findBuild: (trx: Knex.Transaction, appId: string, buildId: string) => heldBuild(trx, appId).where({ id: buildId }).first(),
 
@@ -225,7 +212,12 @@ export function createUpdatesStore(db: Db) {
     findNewestReadyBuild: (trx: Knex.Transaction, appId: string, releasedOnly: boolean) => {
       const q = heldBuild(trx, appId).where({ status: 'READY' });
       if (releasedOnly) q.where({ released: true });
-      return q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).first();
+      return q
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .first();
     },
 
     findAppPush: (appId: string, q: Knex = db) => pushOf(q, 'app_pushes', { 'p.app_id': appId }),
@@ -245,7 +237,9 @@ export function createUpdatesStore(db: Db) {
         .insert({ app_id: appId, ...push, serial: trx.raw(`nextval('push_serials')`) })
         .onConflict('app_id')
         .merge();
-      await trx('license_pushes').whereIn('license_id', trx('licenses').select('id').where({ app_id: appId })).delete();
+      await trx('license_pushes')
+        .whereIn('license_id', trx('licenses').select('id').where({ app_id: appId }))
+        .delete();
       return (await pushOf(trx, 'app_pushes', { 'p.app_id': appId }))!;
     },
 
@@ -259,8 +253,7 @@ export function createUpdatesStore(db: Db) {
 
     deleteAppPush: (developerId: string, appId: string) => db('app_pushes').where({ app_id: appId, developer_id: developerId }).delete(),
 
-    deleteLicensePush: (developerId: string, licenseId: string) =>
-      db('license_pushes').where({ license_id: licenseId, developer_id: developerId }).delete(),
+    deleteLicensePush: (developerId: string, licenseId: string) => db('license_pushes').where({ license_id: licenseId, developer_id: developerId }).delete(),
 
     releaseBuild: (trx: Knex.Transaction, buildId: string) => trx('builds').where({ id: buildId }).update({ released: true }),
 
@@ -268,16 +261,12 @@ export function createUpdatesStore(db: Db) {
     countDevices: (scope: PushScope, buildId: string, now: Date) => {
       const q = db('licenses')
         .join('devices as d', 'd.license_id', 'licenses.id')
-        .leftJoin('update_adoptions as a', (on) =>
-          on.on('a.license_id', 'd.license_id').andOn('a.fingerprint_hash', 'd.fingerprint_hash').andOnVal('a.build_id', buildId),
-        )
+        .leftJoin('update_adoptions as a', (on) => on.on('a.license_id', 'd.license_id').andOn('a.fingerprint_hash', 'd.fingerprint_hash').andOnVal('a.build_id', buildId))
         .whereRaw(`(${EFFECTIVE_STATUS_SQL}) = 'ACTIVE'`, [now])
         .groupBy('a.state', 'd.engine_version')
         .select<DeviceGroup[]>('a.state', 'd.engine_version', db.raw('count(*)::int AS devices'));
       if ('licenseId' in scope) return q.where('licenses.id', scope.licenseId);
-      return q
-        .where('licenses.app_id', scope.appId)
-        .whereNotExists(db('license_pushes as lp').whereRaw('lp.license_id = licenses.id').where('lp.serial', '>', scope.serial));
+      return q.where('licenses.app_id', scope.appId).whereNotExists(db('license_pushes as lp').whereRaw('lp.license_id = licenses.id').where('lp.serial', '>', scope.serial));
     },
 
     // The runtime's side: one statement per request where it can be.
@@ -286,20 +275,25 @@ export function createUpdatesStore(db: Db) {
     // PostgreSQL more than running them (the bench went from 0.5 to about 1 times its baseline).
     check: async (input: UpdateCheckInput, checks: LicenseLimitWindow, now: Date) =>
       (
-        await hotQuery<CheckRow>(db, CHECK_SQL, [
-          now,
-          input.license_key,
-          input.app_id ?? null,
-          input.device_fingerprint,
-          input.platform ?? null,
-          input.engine_version ?? null,
-          input.version ?? null,
-          checks.bucketPrefix,
-          checks.start,
-          checks.limit,
-          input.build_id !== undefined,
-          input.build_id ?? null,
-        ], 'update-check')
+        await hotQuery<CheckRow>(
+          db,
+          CHECK_SQL,
+          [
+            now,
+            input.license_key,
+            input.app_id ?? null,
+            input.device_fingerprint,
+            input.platform ?? null,
+            input.engine_version ?? null,
+            input.version ?? null,
+            checks.bucketPrefix,
+            checks.start,
+            checks.limit,
+            input.build_id !== undefined,
+            input.build_id ?? null,
+          ],
+          'update-check',
+        )
       )[0],
 
     report: async (input: UpdateReportInput, reports: LicenseLimitWindow, now: Date) =>
@@ -323,11 +317,12 @@ export function createUpdatesStore(db: Db) {
 
     /** A device seen running the target build counts as installed. */
     recordInstalled: (licenseId: string, fingerprintHash: string, buildId: string, now: Date) =>
-      hotQuery(
-        db,
-        `INSERT INTO update_adoptions (license_id, fingerprint_hash, build_id, state, at) VALUES ($1, $2, $3, 'installed', $4) ${ADOPTION_UPSERT}`,
-        [licenseId, fingerprintHash, buildId, now],
-      ),
+      hotQuery(db, `INSERT INTO update_adoptions (license_id, fingerprint_hash, build_id, state, at) VALUES ($1, $2, $3, 'installed', $4) ${ADOPTION_UPSERT}`, [
+        licenseId,
+        fingerprintHash,
+        buildId,
+        now,
+      ]),
   };
 }
 

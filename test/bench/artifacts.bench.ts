@@ -87,7 +87,14 @@ export default defineBench({
     try {
       const artifact = path.join(dir, 'artifact.bin');
       const block = randomBytes(MIB);
-      await pipeline(Readable.from((function* () { for (let i = 0; i < ARTIFACT_BYTES / MIB; i++) yield block; })()), createWriteStream(artifact));
+      await pipeline(
+        Readable.from(
+          (function* () {
+            for (let i = 0; i < ARTIFACT_BYTES / MIB; i++) yield block;
+          })(),
+        ),
+        createWriteStream(artifact),
+      );
 
       const latchkey = await ctx.startLatchkey();
       const baseline = await ctx.startBaseline('artifact-stream');

@@ -51,8 +51,13 @@ export default defineBench({
       const headers = { 'x-merchantops-secret': hook.secret };
       let clock = Date.parse('2026-01-01T00:00:00Z');
       const event = (shop: string) => ({
-        app: PRODUCT_KEY, shop, entitled: true, event_id: `evt_${randomBytes(10).toString('hex')}`,
-        occurred_at: new Date((clock += 1)).toISOString(), topic: 'app_subscriptions/update', subscription_gid: 'gid://shopify/AppSubscription/1',
+        app: PRODUCT_KEY,
+        shop,
+        entitled: true,
+        event_id: `evt_${randomBytes(10).toString('hex')}`,
+        occurred_at: new Date((clock += 1)).toISOString(),
+        topic: 'app_subscriptions/update',
+        subscription_gid: 'gid://shopify/AppSubscription/1',
       });
 
       const distinct: RequestSpec = { method: 'POST', path, headers, bodyPerRequest: () => event(`shop-${randomBytes(6).toString('hex')}.myshopify.com`) };

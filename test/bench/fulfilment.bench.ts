@@ -69,8 +69,13 @@ export default defineBench({
           const sessionId = newSessionId();
           stripe.addSession(account, { id: sessionId, price_id: priceId, email: `buyer-${randomBytes(4).toString('hex')}@example.com` });
           return {
-            id: newEventId(), object: 'event', type: 'checkout.session.completed', account, livemode: true,
-            created: Math.floor(Date.now() / 1000), data: { object: { id: sessionId, object: 'checkout.session' } },
+            id: newEventId(),
+            object: 'event',
+            type: 'checkout.session.completed',
+            account,
+            livemode: true,
+            created: Math.floor(Date.now() / 1000),
+            data: { object: { id: sessionId, object: 'checkout.session' } },
           };
         },
         headersPerRequest: (body) => ({ 'stripe-signature': stripeSignature(body) }),

@@ -48,11 +48,9 @@ export default defineBench({
       const latchkey = await ctx.startLatchkey({ LATCHKEY_NODE_RUNTIMES_DIR: NODE_RUNTIMES_DIR });
       const dev = await seedDeveloper(latchkey.call);
       await seedProPlan(latchkey.call, latchkey.adminToken, dev);
-      const app = expectStatus(
-        await latchkey.call('POST', '/v1/apps', { apiKey: dev.apiKey, body: { name: 'Bench App', platforms: ['linux-x64'] } }),
-        201,
-        'create app',
-      ).body as { id: string };
+      const app = expectStatus(await latchkey.call('POST', '/v1/apps', { apiKey: dev.apiKey, body: { name: 'Bench App', platforms: ['linux-x64'] } }), 201, 'create app').body as {
+        id: string;
+      };
       const source = appSource();
       const input = await zipOf({ 'package.json': JSON.stringify({ name: 'bench-app', version: '1.0.0', main: 'main.js' }), 'main.js': source });
 
@@ -72,7 +70,12 @@ export default defineBench({
       if (state.status !== 'READY') throw new Error(`the build did not become READY: ${state.status} ${state.failure_reason}`);
       const inputMb = source.length / 1e6;
       ctx.record([sampleSummary(BENCH, 'protect (upload to READY), linux-x64', `${inputMb.toFixed(1)} MB of code`, [protectSeconds * 1000])]);
-      ctx.expect({ name: 'protection time per MB of input', wanted: 'reported', measured: `${(protectSeconds / inputMb).toFixed(1)} s/MB (${protectSeconds.toFixed(1)} s for ${inputMb.toFixed(1)} MB)`, met: true });
+      ctx.expect({
+        name: 'protection time per MB of input',
+        wanted: 'reported',
+        measured: `${(protectSeconds / inputMb).toFixed(1)} s/MB (${protectSeconds.toFixed(1)} s for ${inputMb.toFixed(1)} MB)`,
+        met: true,
+      });
 
       const link = (await latchkey.call('GET', `/v1/apps/${app.id}/builds/${build.id}/download`, { apiKey: dev.apiKey })).body as { download_url: string };
       const executable = path.join(work, 'bench-app');

@@ -109,7 +109,11 @@ export default defineBench({
 
     const script = await bundleSdkScript(path.join(REPO_ROOT, 'test/bench/sdk-start.ts'), path.join(REPO_ROOT, 'test/.artifacts/bench-sdk-start'));
     progress(`${PROCESS_SAMPLES} fresh-process starts each (SDK, bare), bundled with esbuild`);
-    const [sdkRuns, bareRuns] = await alternate(PROCESS_SAMPLES, () => startInFreshProcess(script, 'sdk', config), () => startInFreshProcess(script, 'bare', config));
+    const [sdkRuns, bareRuns] = await alternate(
+      PROCESS_SAMPLES,
+      () => startInFreshProcess(script, 'sdk', config),
+      () => startInFreshProcess(script, 'bare', config),
+    );
     if (sdkRuns.some((r) => r.memoryProtection !== 'sodium')) throw new Error('the secrets did not move into sodium memory');
     const [sdkFresh, bareFresh] = [sdkRuns.map((r) => r.ms), bareRuns.map((r) => r.ms)];
 
@@ -120,7 +124,8 @@ export default defineBench({
 
     progress('cold starts (hardware probe, fresh process); fingerprint cold (probes) and warm (remembered)');
     const coldStarts: number[] = [];
-    for (let i = 0; i < Math.min(PROCESS_SAMPLES, 10); i++) coldStarts.push((await startInFreshProcess(script, 'cold', { ...config, cacheDir: tempDir('latchkey-bench-cold-') })).ms);
+    for (let i = 0; i < Math.min(PROCESS_SAMPLES, 10); i++)
+      coldStarts.push((await startInFreshProcess(script, 'cold', { ...config, cacheDir: tempDir('latchkey-bench-cold-') })).ms);
     const coldWarm: number[] = [];
     for (let i = 0; i < 10; i++) coldWarm.push(await timed(() => computeFingerprint({ salt: options.fingerprintSalt, platform: hostPlatform, timeoutMs: 3000 })));
     const rememberedWarm: number[] = [];
@@ -142,7 +147,11 @@ export default defineBench({
     const rows = [
       summary('start, fresh process, bundled (imports included)', 'sdk check()', sdkFresh),
       summary('start, fresh process, bundled (imports included)', 'bare read+verify', bareFresh),
-      summary('after the answer, fresh process: sodium-native load', 'sdk', sdkRuns.map((r) => r.afterMs!)),
+      summary(
+        'after the answer, fresh process: sodium-native load',
+        'sdk',
+        sdkRuns.map((r) => r.afterMs!),
+      ),
       summary('start, warm process', 'sdk check()', sdkWarm),
       summary('start, warm process', 'bare read+verify', bareWarm),
       summary('start, warm process', 'added (paired sdk - bare)', addedWarm),
@@ -156,6 +165,11 @@ export default defineBench({
     ctx.expect({ name: 'median added to start-up, fresh process', wanted: `< ${GOAL_FRESH_MS} ms`, measured: `${addedFresh.toFixed(1)} ms`, met: addedFresh < GOAL_FRESH_MS });
     ctx.expect({ name: 'warm start check() added time, median', wanted: `< ${GOAL_WARM_P50_MS} ms`, measured: `${warm.p50Ms.toFixed(2)} ms`, met: warm.p50Ms < GOAL_WARM_P50_MS });
     ctx.expect({ name: 'warm start check() added time, p99', wanted: `< ${GOAL_WARM_P99_MS} ms`, measured: `${warm.p99Ms.toFixed(2)} ms`, met: warm.p99Ms < GOAL_WARM_P99_MS });
-    ctx.expect({ name: 'cold start with the hardware probe (reported)', wanted: 'reported', measured: `p50 ${cold.p50Ms.toFixed(1)} ms, p99 ${cold.p99Ms.toFixed(1)} ms`, met: true });
+    ctx.expect({
+      name: 'cold start with the hardware probe (reported)',
+      wanted: 'reported',
+      measured: `p50 ${cold.p50Ms.toFixed(1)} ms, p99 ${cold.p99Ms.toFixed(1)} ms`,
+      met: true,
+    });
   },
 });

@@ -39,7 +39,15 @@ export default defineBench({
     const silent = await new SilentServer().start();
     try {
       authority.addLicense(KEY);
-      const options = { appId: authority.appId, publicKeys: authority.publicKeys, fingerprintSalt: 'salt-exit', appVersion: '1.0.0', cacheDir: tempDir('latchkey-bench-exit-'), memoryProtection: 'masked', startupDelayMs: 0 };
+      const options = {
+        appId: authority.appId,
+        publicKeys: authority.publicKeys,
+        fingerprintSalt: 'salt-exit',
+        appVersion: '1.0.0',
+        cacheDir: tempDir('latchkey-bench-exit-'),
+        memoryProtection: 'masked',
+        startupDelayMs: 0,
+      };
       const activation = startNetworkApp({ action: 'activate', options: { ...options, serverUrl: authority.url }, key: KEY }, {}, sdkApp);
       await activation.line('valid');
       await activation.exit(30_000);

@@ -30,7 +30,13 @@ function bytesByPackage(meta: esbuild.Metafile, output: string): [string, number
   const byPackage = new Map<string, number>();
   for (const [file, input] of Object.entries(meta.outputs[output]!.inputs)) {
     const inside = file.split('node_modules/').pop()!;
-    const name = file.includes('node_modules/') && !inside.startsWith('@latchkey/') ? inside.split('/').slice(0, inside.startsWith('@') ? 2 : 1).join('/') : 'sdk/app';
+    const name =
+      file.includes('node_modules/') && !inside.startsWith('@latchkey/')
+        ? inside
+            .split('/')
+            .slice(0, inside.startsWith('@') ? 2 : 1)
+            .join('/')
+        : 'sdk/app';
     byPackage.set(name, (byPackage.get(name) ?? 0) + input.bytesInOutput);
   }
   return [...byPackage].sort((a, b) => b[1] - a[1]);
@@ -56,7 +62,10 @@ export default defineBench({
         builtins.push(await importIn('./builtins.mjs'));
       }
       if ([...sdk, ...builtins].some((ms) => !Number.isFinite(ms) || ms <= 0)) throw new Error('an import did not report its time');
-      const [sdkRow, builtinsRow] = [sampleSummary(BENCH, 'cold import, fresh process', '@latchkey/runtime-sdk', sdk), sampleSummary(BENCH, 'cold import, fresh process', 'node:https + node:crypto', builtins)];
+      const [sdkRow, builtinsRow] = [
+        sampleSummary(BENCH, 'cold import, fresh process', '@latchkey/runtime-sdk', sdk),
+        sampleSummary(BENCH, 'cold import, fresh process', 'node:https + node:crypto', builtins),
+      ];
       ctx.record([sdkRow, builtinsRow]);
       ctx.expect({
         name: 'median cold import of the SDK',
@@ -67,7 +76,17 @@ export default defineBench({
 
       progress('esbuild bundle of an app that only calls check()');
       const outfile = path.join(project, 'bundle.mjs');
-      const result = await esbuild.build({ absWorkingDir: project, entryPoints: ['check-only.mjs'], bundle: true, platform: 'node', format: 'esm', minify: true, outfile, metafile: true, logLevel: 'silent' });
+      const result = await esbuild.build({
+        absWorkingDir: project,
+        entryPoints: ['check-only.mjs'],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        minify: true,
+        outfile,
+        metafile: true,
+        logLevel: 'silent',
+      });
       const kb = fs.statSync(outfile).size / 1024;
       const largest = bytesByPackage(result.metafile, 'bundle.mjs')
         .slice(0, 4)

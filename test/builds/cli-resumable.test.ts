@@ -63,14 +63,25 @@ async function flakyProxy(target: string, cutAt: number): Promise<{ url: string;
 }
 
 describe('latchkey builds upload --resumable', { timeout: 120_000 }, () => {
-  it('uploads in chunks, resumes after a connection dropped mid-chunk, and the build has the file\'s SHA-256', async () => {
+  it("uploads in chunks, resumes after a connection dropped mid-chunk, and the build has the file's SHA-256", async () => {
     const bytes = randomBytes(600_000);
     const artifact = path.join(dir, 'tool.bin');
     fs.writeFileSync(artifact, bytes);
     const proxy = await flakyProxy(server.url, 3);
     try {
       const res = await runLatchkey(proxy.url, o.dev.apiKey, [
-        'builds', 'upload', '--app', o.app.id, '--artifact', artifact, '--platform', 'cross_platform', '--resumable', '--chunk-bytes', '131072', '--json',
+        'builds',
+        'upload',
+        '--app',
+        o.app.id,
+        '--artifact',
+        artifact,
+        '--platform',
+        'cross_platform',
+        '--resumable',
+        '--chunk-bytes',
+        '131072',
+        '--json',
       ]);
       expect(res.code, res.stderr).toBe(0);
       expect(proxy.cuts()).toBe(1);

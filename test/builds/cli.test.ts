@@ -8,7 +8,6 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { downloadPackage, filesOf, owner, settled, uploadBuild, type Owner } from './support.js';
 import { runLatchkey } from '../support/cli.js';
 
-
 let server: TestServer;
 let o: Owner;
 let dir: string;
@@ -79,7 +78,18 @@ describe('latchkey builds', { timeout: 120_000 }, () => {
   });
 
   it('upload --no-wait prints the QUEUED build; get shows it; download saves the package and checks its SHA-256', async () => {
-    const queued = await latchkey(['builds', 'upload', '--app', o.app.id, '--artifact', file('tool.js', "console.log('tool');\n"), '--platform', 'cross_platform', '--no-wait', '--json']);
+    const queued = await latchkey([
+      'builds',
+      'upload',
+      '--app',
+      o.app.id,
+      '--artifact',
+      file('tool.js', "console.log('tool');\n"),
+      '--platform',
+      'cross_platform',
+      '--no-wait',
+      '--json',
+    ]);
     expect(queued.code, queued.stderr).toBe(0);
     const { id } = JSON.parse(queued.stdout);
     expect(JSON.parse(queued.stdout).status).toBe('QUEUED');
@@ -102,7 +112,12 @@ describe('latchkey builds', { timeout: 120_000 }, () => {
     const into = fs.mkdtempSync(path.join(dir, 'into-'));
     const json = await latchkey(['builds', 'download', '--app', o.app.id, '--build', id, '--out', into, '--json']);
     expect(json.code, json.stderr).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ file: path.join(into, build.package_name), size_bytes: expected.length, sha256: build.sha256, download_url: expect.stringContaining(`/v1/downloads/${id}?`) });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      file: path.join(into, build.package_name),
+      size_bytes: expected.length,
+      sha256: build.sha256,
+      download_url: expect.stringContaining(`/v1/downloads/${id}?`),
+    });
     expect(fs.readdirSync(into)).toEqual([build.package_name]);
 
     // The stored package altered behind the API's back: the bytes no longer have the build's SHA-256.

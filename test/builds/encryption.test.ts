@@ -31,7 +31,7 @@ const CJS_APP: Entries = {
     "console.log(renderQuokkaBanner(fs.readFileSync(path.join(data, 'greeting.txt'), 'utf8').trim()));",
     "console.log('files:', fs.readdirSync(data).join(','), fs.existsSync(path.join(data, 'nope.txt')));",
     "fs.promises.readFile(path.join(data, 'cows', 'moo.cow'), 'utf8').then((cow) => {",
-    "  console.log(cow.trim());",
+    '  console.log(cow.trim());',
     "  fs.createReadStream(path.join(data, 'greeting.txt')).on('data', (chunk) => console.log('streamed', chunk.length));",
     '});',
   ].join('\n'),
@@ -46,7 +46,7 @@ const ESM_APP: Entries = {
   'index.js': [
     "import { readFile } from 'node:fs/promises';",
     "const note = await readFile(new URL('./notes/today.txt', import.meta.url), 'utf8');",
-    "await new Promise((resolve) => setTimeout(resolve, 5));",
+    'await new Promise((resolve) => setTimeout(resolve, 5));',
     "console.log('tla-moonrise-42', note.trim());",
   ].join('\n'),
   'notes/today.txt': 'asset-secret-Ooloo today\n',
@@ -230,7 +230,9 @@ describe('the content key in the runtime token', () => {
     const context = { buildId: build.id, licenseId: license.license_id, device };
     const keyIn = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as RuntimeTokenClaims).content_key!;
 
-    const activated = await o.call('POST', '/v1/licenses/activate', { body: { license_key: license.license_key, device_fingerprint: device, build_id: build.id, device_key: first.x } });
+    const activated = await o.call('POST', '/v1/licenses/activate', {
+      body: { license_key: license.license_key, device_fingerprint: device, build_id: build.id, device_key: first.x },
+    });
     expect(activated.status).toBe(200);
     const key = unwrapContentKey(keyIn(activated.body.token), first, context);
     expect(key).toHaveLength(32);
@@ -240,7 +242,9 @@ describe('the content key in the runtime token', () => {
     expect(unwrapContentKey(keyIn(byToken.body.token), second, context)).toBeNull();
     expect(unwrapContentKey(keyIn(byToken.body.token), first, context)).toEqual(key);
 
-    const byKey = await o.call('POST', '/v1/licenses/refresh', { body: { license_key: license.license_key, device_fingerprint: device, build_id: build.id, device_key: second.x } });
+    const byKey = await o.call('POST', '/v1/licenses/refresh', {
+      body: { license_key: license.license_key, device_fingerprint: device, build_id: build.id, device_key: second.x },
+    });
     expect(unwrapContentKey(keyIn(byKey.body.token), second, context)).toEqual(key);
 
     // A malformed device key is refused.

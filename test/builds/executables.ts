@@ -39,7 +39,7 @@ function elf(b: Buffer): Pick<ExecutableFacts, 'machine' | 'seaBlobBytes' | 'sea
     if (b.readUInt32LE(ph) !== 4) continue; // PT_NOTE
     const offset = Number(b.readBigUInt64LE(ph + 8));
     const end = offset + Number(b.readBigUInt64LE(ph + 32));
-    for (let at = offset; at + 12 <= end; ) {
+    for (let at = offset; at + 12 <= end;) {
       const namesz = b.readUInt32LE(at);
       const descsz = b.readUInt32LE(at + 4);
       const name = b.toString('latin1', at + 12, at + 12 + namesz).replace(/\0+$/, '');

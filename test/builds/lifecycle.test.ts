@@ -119,7 +119,7 @@ describe('DELETE /v1/apps/{app_id}/builds/{build_id}', () => {
 });
 
 describe('activation with a build id', () => {
-  it('accepts a build of the license\'s app and refuses others with 404', async () => {
+  it("accepts a build of the license's app and refuses others with 404", async () => {
     await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
     const { license_key } = await createLicense(o.call, o.dev, { app_id: o.app.id });
     const build = await ready(o);

@@ -117,7 +117,10 @@ describe('symlinks in archives', () => {
   it('an app installed with npm (node_modules/.bin symlinks) is accepted and READY', async () => {
     const dir = path.join(fs.mkdtempSync(path.join(work, 'linked-')), 'moo');
     fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'moo', version: '2.0.0', bin: 'moo.js', dependencies: { 'strip-final-newline': '2.0.0', semver: '7.6.3' } }));
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: 'moo', version: '2.0.0', bin: 'moo.js', dependencies: { 'strip-final-newline': '2.0.0', semver: '7.6.3' } }),
+    );
     fs.writeFileSync(path.join(dir, 'moo.js'), "const semver = require('semver');\nconsole.log('moo ' + semver.valid('2.0.0'));\n");
     await npm(['install', '--omit=dev', '--ignore-scripts'], dir);
     expect(fs.lstatSync(path.join(dir, 'node_modules/.bin/semver')).isSymbolicLink()).toBe(true);
@@ -147,11 +150,36 @@ describe('symlinks in archives', () => {
   }, 180_000);
 
   const escaping: [string, () => Promise<Buffer>, string, string][] = [
-    ['an absolute target', async () => tarGzOf([['app/package.json', '{}'], { name: 'app/node_modules/.bin/x', type: '2', linkTarget: '/etc/passwd' }]), 'app.tar.gz', '"app/node_modules/.bin/x" is a symlink to "/etc/passwd"'],
-    ['.. past the top', async () => tarGzOf([['app/package.json', '{}'], { name: 'app/node_modules/.bin/x', type: '2', linkTarget: '../../../../etc/passwd' }]), 'app.tar.gz', '"app/node_modules/.bin/x" is a symlink to "../../../../etc/passwd", which points outside the archive'],
-    ['a path through another symlink', async () => tarGzOf([['app/package.json', '{}'], { name: 'app/up', type: '2', linkTarget: '..' }, { name: 'app/lib/esc', type: '2', linkTarget: '../up/../secret' }]), 'app.tar.gz', '"app/lib/esc" is a symlink to "../up/../secret", which points outside the archive through another symlink'],
-    ['a zip symlink out of the archive', () => zipOf({ 'package.json': '{}', 'bin/x': '../../etc/passwd' }, { mode: { 'bin/x': 0o120777 } }), 'app.zip', '"bin/x" is a symlink to "../../etc/passwd"'],
-    ['a file written through a symlink', async () => tarGzOf([{ name: 'app/lib', type: '2', linkTarget: 'src' }, ['app/lib/x.js', 'x']]), 'app.tar.gz', '"app/lib/x.js" is inside "app/lib", which is a symlink'],
+    [
+      'an absolute target',
+      async () => tarGzOf([['app/package.json', '{}'], { name: 'app/node_modules/.bin/x', type: '2', linkTarget: '/etc/passwd' }]),
+      'app.tar.gz',
+      '"app/node_modules/.bin/x" is a symlink to "/etc/passwd"',
+    ],
+    [
+      '.. past the top',
+      async () => tarGzOf([['app/package.json', '{}'], { name: 'app/node_modules/.bin/x', type: '2', linkTarget: '../../../../etc/passwd' }]),
+      'app.tar.gz',
+      '"app/node_modules/.bin/x" is a symlink to "../../../../etc/passwd", which points outside the archive',
+    ],
+    [
+      'a path through another symlink',
+      async () => tarGzOf([['app/package.json', '{}'], { name: 'app/up', type: '2', linkTarget: '..' }, { name: 'app/lib/esc', type: '2', linkTarget: '../up/../secret' }]),
+      'app.tar.gz',
+      '"app/lib/esc" is a symlink to "../up/../secret", which points outside the archive through another symlink',
+    ],
+    [
+      'a zip symlink out of the archive',
+      () => zipOf({ 'package.json': '{}', 'bin/x': '../../etc/passwd' }, { mode: { 'bin/x': 0o120777 } }),
+      'app.zip',
+      '"bin/x" is a symlink to "../../etc/passwd"',
+    ],
+    [
+      'a file written through a symlink',
+      async () => tarGzOf([{ name: 'app/lib', type: '2', linkTarget: 'src' }, ['app/lib/x.js', 'x']]),
+      'app.tar.gz',
+      '"app/lib/x.js" is inside "app/lib", which is a symlink',
+    ],
   ];
 
   it.each(escaping)('refuses %s at upload (422 PACKAGE_REJECTED naming the entry), keeping nothing', async (_name, make, fileName, reason) => {
@@ -166,7 +194,11 @@ describe('symlinks in archives', () => {
 
 describe('native addons', () => {
   it('an app carrying .node files is refused at upload (422), naming them', async () => {
-    const app = await zipOf({ 'package.json': JSON.stringify({ name: 'nat', main: 'index.js' }), 'index.js': "require('./build/Release/nat.node')", 'build/Release/nat.node': Buffer.from([0x7f, 0x45, 0x4c, 0x46]) });
+    const app = await zipOf({
+      'package.json': JSON.stringify({ name: 'nat', main: 'index.js' }),
+      'index.js': "require('./build/Release/nat.node')",
+      'build/Release/nat.node': Buffer.from([0x7f, 0x45, 0x4c, 0x46]),
+    });
     const res = await upload(o, { file: { data: new Uint8Array(app), name: 'nat.zip' }, fields: { platform: 'cross_platform' } });
     expect(res.status, JSON.stringify(res.body)).toBe(422);
     expect(res.body.error_code).toBe('PACKAGE_REJECTED');
@@ -176,8 +208,11 @@ describe('native addons', () => {
 });
 
 describe('the smoke start before READY', () => {
-  it('FAILS an app that imports a built-in module Node does not have: it would fail only after the gate, on a customer\'s machine', async () => {
-    const app = tarGzOf([['app/package.json', JSON.stringify({ name: 'broken', main: 'index.mjs' })], ['app/index.mjs', "import db from 'node:no-such-builtin';\nconsole.log(db);\n"]]);
+  it("FAILS an app that imports a built-in module Node does not have: it would fail only after the gate, on a customer's machine", async () => {
+    const app = tarGzOf([
+      ['app/package.json', JSON.stringify({ name: 'broken', main: 'index.mjs' })],
+      ['app/index.mjs', "import db from 'node:no-such-builtin';\nconsole.log(db);\n"],
+    ]);
     const build = await protect({ data: app, name: 'broken.tar.gz' });
     expect(build).toMatchObject({ status: 'FAILED', scan_status: 'CLEAN', package_format: null });
     expect(build.failure_reason).toContain('the app imports "node:no-such-builtin", which is not a Node built-in module and not in the upload');

@@ -37,7 +37,9 @@ beforeAll(async () => {
   await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
   licenseKey = (await createLicense(o.call, o.dev, { app_id: o.app.id, device_limit: 10 })).license_key;
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-platforms-'));
-  const uploaded = await Promise.all(PLATFORMS.map(async (platform) => ({ platform, id: (await uploadBuild(o, { data: APP_SOURCE, name: 'main.mjs' }, { platform, version: '2.1.0' })).id })));
+  const uploaded = await Promise.all(
+    PLATFORMS.map(async (platform) => ({ platform, id: (await uploadBuild(o, { data: APP_SOURCE, name: 'main.mjs' }, { platform, version: '2.1.0' })).id })),
+  );
   for (const { platform, id } of uploaded) {
     const build = await settled(o, id);
     expect(build.status, `${platform}: ${build.failure_reason}`).toBe('READY');

@@ -94,7 +94,10 @@ describe('a zip with package.json', () => {
   });
 
   it('as a tar.gz with one top-level folder, at protection level hardened (minified)', async () => {
-    const hardened = { ...o, app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Hard', platforms: ['linux-x64'], protection_level: 'hardened' } })).body };
+    const hardened = {
+      ...o,
+      app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Hard', platforms: ['linux-x64'], protection_level: 'hardened' } })).body,
+    };
     // __filename is where the file was in the app, though it runs from memory.
     const source = `// a long comment that minification removes\nconsole.log('tarball ' + require('node:path').basename(__filename));\n`;
     const archive = tarGzOf([
@@ -144,9 +147,19 @@ describe('fails with a readable reason, keeping no files', () => {
   const cases: [string, () => Promise<Buffer | string>, string, string][] = [
     ['a syntax error', async () => 'console.log(;\n', 'main.js', 'the app could not be bundled: main.js:1:12: Unexpected ";"'],
     ['an import of a missing package', async () => "import 'left-pad';\n", 'main.js', 'Could not resolve "left-pad"'],
-    ['an import of a server file by absolute path', async () => "import secret from '/etc/hostname';\nconsole.log(secret);\n", 'main.js', '"/etc/hostname" is outside the uploaded app'],
+    [
+      'an import of a server file by absolute path',
+      async () => "import secret from '/etc/hostname';\nconsole.log(secret);\n",
+      'main.js',
+      '"/etc/hostname" is outside the uploaded app',
+    ],
     ['an import that climbs out of the upload', async () => "import '../../../../../../etc/hostname';\n", 'main.js', 'is outside the uploaded app'],
-    ['package.json naming a missing entry', () => zipOf({ 'package.json': '{"main":"dist/app.js"}', 'src/app.js': '' }), 'app.zip', 'package.json names the entry "dist/app.js", which the archive does not contain'],
+    [
+      'package.json naming a missing entry',
+      () => zipOf({ 'package.json': '{"main":"dist/app.js"}', 'src/app.js': '' }),
+      'app.zip',
+      'package.json names the entry "dist/app.js", which the archive does not contain',
+    ],
     ['package.json that is not JSON', () => zipOf({ 'package.json': '{main', 'index.js': '' }), 'app.zip', 'package.json is not valid JSON'],
   ];
   it.each(cases)('%s', async (_name, make, name, reason) => {
@@ -197,7 +210,10 @@ describe('artifacts that are not JavaScript apps', () => {
 
 describe('linux-x64', () => {
   it('becomes a Node single executable that runs only with a license, and (hardened) only unmodified', { timeout: 120_000 }, async () => {
-    const hardened = { ...o, app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Notes Pro', platforms: ['linux-x64'], protection_level: 'hardened' } })).body };
+    const hardened = {
+      ...o,
+      app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Notes Pro', platforms: ['linux-x64'], protection_level: 'hardened' } })).body,
+    };
     const key = (await createLicense(o.call, o.dev, { app_id: hardened.app.id })).license_key;
     const build = await protect(hardened, { data: APP_SOURCE, name: 'main.mjs' }, { platform: 'linux-x64', version: '2.0.0' });
     expect(build).toMatchObject({ status: 'READY', package_format: 'single_executable', protection_level: 'encrypted_hardened', package_name: 'notes-pro-2.0.0-linux-x64' });

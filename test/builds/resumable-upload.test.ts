@@ -34,7 +34,7 @@ const complete = (o: Owner, id: string) => o.call('POST', `/v1/apps/${o.app.id}/
 const uploadFiles = () => storedFiles(server).filter((f) => f.startsWith('uploads/') || f.startsWith('.staging/'));
 
 describe('resumable uploads', () => {
-  it('resumes an interrupted upload where its last whole chunk ended, and the build has the file\'s SHA-256', async () => {
+  it("resumes an interrupted upload where its last whole chunk ended, and the build has the file's SHA-256", async () => {
     const o = await owner(server);
     const file = randomBytes(3 * MiB + 12345);
     const session = await start(o, file);
@@ -115,7 +115,10 @@ describe('resumable uploads', () => {
     expect(uploadFiles().some((f) => f.includes(session.id))).toBe(true);
 
     // A day later (set in the database: access tokens live an hour, so the clock is left alone).
-    await server.database.db('upload_sessions').where({ id: session.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    await server.database
+      .db('upload_sessions')
+      .where({ id: session.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     expect((await status(o, session.id)).status).toBe(404);
     // The next upload started sweeps expired sessions and their chunks.
     await start(other, randomBytes(10));

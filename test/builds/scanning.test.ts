@@ -22,23 +22,95 @@ async function scanned(owner: Owner, data: Buffer | string, name: string) {
 
 describe('the built-in scanners', () => {
   const cases: [string, () => Promise<Buffer | string>, string, 'INFECTED' | 'REJECTED', string][] = [
-    ['a zip entry climbing out with ../', () => zipOf({ 'xx/evil.sh': 'rm -rf /' }, { rename: { 'xx/': '../' } }), 'app.zip', 'REJECTED', 'archive entry "../evil.sh" points outside the archive (..)'],
-    ['a zip entry with an absolute path', () => zipOf({ 'xetc/passwd': 'root' }, { rename: { xetc: '/etc' } }), 'app.zip', 'REJECTED', 'archive entry "/etc/passwd" has an absolute path'],
+    [
+      'a zip entry climbing out with ../',
+      () => zipOf({ 'xx/evil.sh': 'rm -rf /' }, { rename: { 'xx/': '../' } }),
+      'app.zip',
+      'REJECTED',
+      'archive entry "../evil.sh" points outside the archive (..)',
+    ],
+    [
+      'a zip entry with an absolute path',
+      () => zipOf({ 'xetc/passwd': 'root' }, { rename: { xetc: '/etc' } }),
+      'app.zip',
+      'REJECTED',
+      'archive entry "/etc/passwd" has an absolute path',
+    ],
     ['a zip bomb', () => zipOf({ 'zeros.bin': Buffer.alloc(40 * 1024 * 1024) }), 'app.zip', 'REJECTED', 'expands past 100 times its size'],
     ['a tar.gz entry climbing out with ../', async () => tarGzOf([['pkg/../../evil.sh', 'x']]), 'app.tar.gz', 'REJECTED', 'points outside the archive'],
     ['a tar.gz bomb', async () => tarGzOf([['zeros.bin', Buffer.alloc(40 * 1024 * 1024)]]), 'app.tar.gz', 'REJECTED', 'a decompression bomb'],
     ['the EICAR test file', async () => Buffer.concat([EICAR_SIGNATURE, Buffer.from('\n')]), 'eicar.com', 'INFECTED', 'the EICAR test signature was found in eicar.com'],
-    ['the EICAR test signature across two 1 MiB reads', async () => Buffer.concat([Buffer.alloc(1024 * 1024 - 30, 'a'), EICAR_SIGNATURE]), 'big.bin', 'INFECTED', 'found in big.bin'],
+    [
+      'the EICAR test signature across two 1 MiB reads',
+      async () => Buffer.concat([Buffer.alloc(1024 * 1024 - 30, 'a'), EICAR_SIGNATURE]),
+      'big.bin',
+      'INFECTED',
+      'found in big.bin',
+    ],
     ['the EICAR test file inside a zip', () => zipOf({ 'package.json': '{}', 'lib/test.txt': EICAR_SIGNATURE }), 'app.zip', 'INFECTED', 'found in app.zip: lib/test.txt'],
-    ['a gzip that is not a tar', async () => (await import('node:zlib')).gzipSync('just text, no tar headers '.repeat(40)), 'notes.gz', 'REJECTED', 'the tar.gz archive cannot be read'],
-    ['the EICAR test file in a zip inside a zip', async () => zipOf({ 'package.json': '{}', 'lib/inner.zip': await zipOf({ 'eicar.txt': EICAR_SIGNATURE }) }), 'app.zip', 'INFECTED', 'found in app.zip: lib/inner.zip: eicar.txt'],
-    ['the EICAR test file in a zip inside a tar.gz', async () => tarGzOf([['vendor/inner.zip', await zipOf({ 'x/eicar.com': EICAR_SIGNATURE })]]), 'app.tar.gz', 'INFECTED', 'found in app.tar.gz: vendor/inner.zip: x/eicar.com'],
-    ['the EICAR test file in a tar.gz inside a zip', async () => zipOf({ 'deps.tgz': tarGzOf([['eicar.com', EICAR_SIGNATURE]]) }), 'app.zip', 'INFECTED', 'found in app.zip: deps.tgz: eicar.com'],
-    ['the EICAR test file gzipped inside a zip', async () => zipOf({ 'notes.txt.gz': gzipSync(EICAR_SIGNATURE) }), 'app.zip', 'INFECTED', 'found in app.zip: notes.txt.gz: notes.txt'],
-    ['the EICAR test file four archives deep', async () => zipOf({ 'a.zip': await zipOf({ 'b.zip': await zipOf({ 'c.zip': await zipOf({ 'eicar.txt': EICAR_SIGNATURE }) }) }) }), 'app.zip', 'INFECTED', 'found in app.zip: a.zip: b.zip: c.zip: eicar.txt'],
-    ['archives nested five deep', async () => zipOf({ 'a.zip': await zipOf({ 'b.zip': await zipOf({ 'c.zip': await zipOf({ 'd.zip': await zipOf({ 'x.txt': 'x' }) }) }) }) }), 'app.zip', 'REJECTED', 'app.zip: a.zip: b.zip: c.zip: d.zip is an archive nested more than 4 levels deep'],
-    ['a zip bomb inside a zip (one budget for all levels)', async () => zipOf({ 'inner.zip': await zipOf({ 'zeros.bin': Buffer.alloc(40 * 1024 * 1024) }) }), 'app.zip', 'REJECTED', 'app.zip: inner.zip: the archive expands past 100 times its size'],
-    ['a damaged zip inside a zip', async () => zipOf({ 'inner.zip': Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(100, 7)]) }), 'app.zip', 'REJECTED', 'app.zip: inner.zip: the zip cannot be read'],
+    [
+      'a gzip that is not a tar',
+      async () => (await import('node:zlib')).gzipSync('just text, no tar headers '.repeat(40)),
+      'notes.gz',
+      'REJECTED',
+      'the tar.gz archive cannot be read',
+    ],
+    [
+      'the EICAR test file in a zip inside a zip',
+      async () => zipOf({ 'package.json': '{}', 'lib/inner.zip': await zipOf({ 'eicar.txt': EICAR_SIGNATURE }) }),
+      'app.zip',
+      'INFECTED',
+      'found in app.zip: lib/inner.zip: eicar.txt',
+    ],
+    [
+      'the EICAR test file in a zip inside a tar.gz',
+      async () => tarGzOf([['vendor/inner.zip', await zipOf({ 'x/eicar.com': EICAR_SIGNATURE })]]),
+      'app.tar.gz',
+      'INFECTED',
+      'found in app.tar.gz: vendor/inner.zip: x/eicar.com',
+    ],
+    [
+      'the EICAR test file in a tar.gz inside a zip',
+      async () => zipOf({ 'deps.tgz': tarGzOf([['eicar.com', EICAR_SIGNATURE]]) }),
+      'app.zip',
+      'INFECTED',
+      'found in app.zip: deps.tgz: eicar.com',
+    ],
+    [
+      'the EICAR test file gzipped inside a zip',
+      async () => zipOf({ 'notes.txt.gz': gzipSync(EICAR_SIGNATURE) }),
+      'app.zip',
+      'INFECTED',
+      'found in app.zip: notes.txt.gz: notes.txt',
+    ],
+    [
+      'the EICAR test file four archives deep',
+      async () => zipOf({ 'a.zip': await zipOf({ 'b.zip': await zipOf({ 'c.zip': await zipOf({ 'eicar.txt': EICAR_SIGNATURE }) }) }) }),
+      'app.zip',
+      'INFECTED',
+      'found in app.zip: a.zip: b.zip: c.zip: eicar.txt',
+    ],
+    [
+      'archives nested five deep',
+      async () => zipOf({ 'a.zip': await zipOf({ 'b.zip': await zipOf({ 'c.zip': await zipOf({ 'd.zip': await zipOf({ 'x.txt': 'x' }) }) }) }) }),
+      'app.zip',
+      'REJECTED',
+      'app.zip: a.zip: b.zip: c.zip: d.zip is an archive nested more than 4 levels deep',
+    ],
+    [
+      'a zip bomb inside a zip (one budget for all levels)',
+      async () => zipOf({ 'inner.zip': await zipOf({ 'zeros.bin': Buffer.alloc(40 * 1024 * 1024) }) }),
+      'app.zip',
+      'REJECTED',
+      'app.zip: inner.zip: the archive expands past 100 times its size',
+    ],
+    [
+      'a damaged zip inside a zip',
+      async () => zipOf({ 'inner.zip': Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(100, 7)]) }),
+      'app.zip',
+      'REJECTED',
+      'app.zip: inner.zip: the zip cannot be read',
+    ],
   ];
 
   it.each(cases)('fails %s, with the reason, and removes its files', async (_name, make, fileName, scanStatus, reason) => {
@@ -49,7 +121,10 @@ describe('the built-in scanners', () => {
   });
 
   it('pass clean nested archives (a zip and a gzipped file in a tar.gz), delivered as uploaded', async () => {
-    const tar = tarGzOf([['docs/manual.zip', await zipOf({ 'manual.txt': 'read me' })], ['data/table.json.gz', gzipSync('{"rows":[]}')]]);
+    const tar = tarGzOf([
+      ['docs/manual.zip', await zipOf({ 'manual.txt': 'read me' })],
+      ['data/table.json.gz', gzipSync('{"rows":[]}')],
+    ]);
     const build = await scanned(o, tar, 'tool.tar.gz');
     expect(build).toMatchObject({ status: 'READY', scan_status: 'CLEAN', package_format: 'as_uploaded' });
   });
@@ -108,7 +183,9 @@ describe('clamd, when configured', () => {
       expect(job.last_error).toContain('clamd is unavailable');
       expect((await db('builds').where({ id: build.id }).first()).status).toBe('PROCESSING');
       // The last attempt fails for good, with the reason.
-      await db('jobs').where({ id: job.id }).update({ attempts: job.max_attempts - 1, run_after: db.fn.now() });
+      await db('jobs')
+        .where({ id: job.id })
+        .update({ attempts: job.max_attempts - 1, run_after: db.fn.now() });
       const failed = await settled(d, build.id);
       expect(failed).toMatchObject({ status: 'FAILED', scan_status: 'PENDING' });
       expect(failed.failure_reason).toMatch(/^processing failed: clamd is unavailable: connect ECONNREFUSED/);

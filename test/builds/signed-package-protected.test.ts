@@ -22,9 +22,14 @@ beforeAll(async () => {
 }, 600_000);
 
 const replace = (data: Buffer) =>
-  upload(o, { method: 'PUT', path: `/v1/apps/${o.app.id}/builds/${build.id}/signed-package`, file: { data: new Uint8Array(data), name: build.package_name }, fileField: 'package' });
+  upload(o, {
+    method: 'PUT',
+    path: `/v1/apps/${o.app.id}/builds/${build.id}/signed-package`,
+    file: { data: new Uint8Array(data), name: build.package_name },
+    fileField: 'package',
+  });
 
-it("[Versioning 3] a protected build takes only its own executable, signed, and stays READY and as protected as it says", async () => {
+it('[Versioning 3] a protected build takes only its own executable, signed, and stays READY and as protected as it says', async () => {
   // Another signed program, and the build's own executable changed by a byte: not this build's package.
   expectError(await replace(peFile({ signature: 'pkcs7' })), 422, 'PACKAGE_REJECTED');
   const tampered = Buffer.from(executable);

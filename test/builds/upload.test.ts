@@ -140,7 +140,9 @@ describe('multipart parsing', () => {
   ]);
   const form = Buffer.concat([
     Buffer.from(`preamble to ignore\r\n--${boundary}\r\nContent-Disposition: form-data; name="platform"\r\n\r\nlinux-x64\r\n`),
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="artifact"; filename="naive.bin"; filename*=UTF-8''na%C3%AFve%20copy.bin\r\nContent-Type: application/octet-stream\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="artifact"; filename="naive.bin"; filename*=UTF-8''na%C3%AFve%20copy.bin\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    ),
     content,
     Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="version"\r\n\r\n4.5.6\r\n--${boundary}--\r\nepilogue to ignore`),
   ]);
@@ -161,9 +163,20 @@ describe('multipart parsing', () => {
   it.each([
     ['a form cut off before its end', form.subarray(0, form.length - 40)],
     ['a part without Content-Disposition', Buffer.from(`--${boundary}\r\nContent-Type: text/plain\r\n\r\nx\r\n--${boundary}--\r\n`)],
-    ['a field given twice', Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="platform"\r\n\r\nlinux-x64\r\n--${boundary}\r\nContent-Disposition: form-data; name="platform"\r\n\r\nwin-x64\r\n--${boundary}--\r\n`)],
+    [
+      'a field given twice',
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="platform"\r\n\r\nlinux-x64\r\n--${boundary}\r\nContent-Disposition: form-data; name="platform"\r\n\r\nwin-x64\r\n--${boundary}--\r\n`,
+      ),
+    ],
     ['a field longer than 1 KiB', Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="version"\r\n\r\n${'9'.repeat(2000)}\r\n--${boundary}--\r\n`)],
-    ['two files', Buffer.concat([form.subarray(0, form.indexOf('\r\n--' + boundary + '\r\nContent-Disposition: form-data; name="version"')), Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="artifact"; filename="b.bin"\r\n\r\nbbb\r\n--${boundary}--\r\n`)])],
+    [
+      'two files',
+      Buffer.concat([
+        form.subarray(0, form.indexOf('\r\n--' + boundary + '\r\nContent-Disposition: form-data; name="version"')),
+        Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="artifact"; filename="b.bin"\r\n\r\nbbb\r\n--${boundary}--\r\n`),
+      ]),
+    ],
   ])('refuses %s with 400 and keeps nothing', async (_name, body) => {
     const before = storedFiles(server);
     const res = await sendForm(body, [7, 4096]);

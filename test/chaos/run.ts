@@ -40,22 +40,31 @@ async function main(): Promise<number> {
       ['payment webhook storm', () => paymentWebhookStorm(sheet, database, server, stripe, random)],
       ['entitlement webhook storm', () => entitlementStorm(sheet, database, server, random)],
       ['database restart under load', () => databaseRestart(sheet, database, server)],
-      ['token and manifest forgeries against the SDK', async () => {
-        const { tried, accepted } = await forgerySuite(sheet, server);
-        sheet.figures.set('forged or replayed tokens and manifests judged', tried);
-        sheet.figures.set('forgeries accepted', accepted);
-      }],
+      [
+        'token and manifest forgeries against the SDK',
+        async () => {
+          const { tried, accepted } = await forgerySuite(sheet, server);
+          sheet.figures.set('forged or replayed tokens and manifests judged', tried);
+          sheet.figures.set('forgeries accepted', accepted);
+        },
+      ],
       ['tenant fairness: one tenant floods 200 protection jobs', () => tenantFairness(sheet, database, server)],
-      ['tenant isolation sweep', async () => {
-        const world = await seedSweepWorld(client(server.url), server.adminToken, 'Tenant sweep');
-        const { operations, requests, leaks } = await tenantIsolationSweep(sheet, server, world);
-        sheet.figures.set("operations called with another developer's ids", `${operations} (${requests} requests)`);
-        sheet.figures.set('tenant leaks (answers other than 404)', leaks);
-      }],
-      ['bad input sweep of every operation', async () => {
-        sheet.sweptRoutes = await badInputSweep(sheet, server, await seedSweepWorld(client(server.url), server.adminToken, 'Bad input sweep'));
-        sheet.figures.set('bad input requests', `${[...sheet.sweptRoutes.values()].reduce((a, b) => a + b, 0)} over ${sheet.sweptRoutes.size} operations`);
-      }],
+      [
+        'tenant isolation sweep',
+        async () => {
+          const world = await seedSweepWorld(client(server.url), server.adminToken, 'Tenant sweep');
+          const { operations, requests, leaks } = await tenantIsolationSweep(sheet, server, world);
+          sheet.figures.set("operations called with another developer's ids", `${operations} (${requests} requests)`);
+          sheet.figures.set('tenant leaks (answers other than 404)', leaks);
+        },
+      ],
+      [
+        'bad input sweep of every operation',
+        async () => {
+          sheet.sweptRoutes = await badInputSweep(sheet, server, await seedSweepWorld(client(server.url), server.adminToken, 'Bad input sweep'));
+          sheet.figures.set('bad input requests', `${[...sheet.sweptRoutes.values()].reduce((a, b) => a + b, 0)} over ${sheet.sweptRoutes.size} operations`);
+        },
+      ],
     ];
     for (const [name, run] of scenarios) {
       progress(name);

@@ -28,9 +28,7 @@ export class TamperingProxy {
   private async forward(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const headers = Object.fromEntries(
-      Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
-    ) as Record<string, string>;
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<string, string>;
     const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
     const upstream = await fetch(`${this.upstream}${req.url}`, { method: req.method, headers, body });
     let payload = Buffer.from(await upstream.arrayBuffer());

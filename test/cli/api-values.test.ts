@@ -16,7 +16,7 @@ describe("the CLI's choices", () => {
     ['DELIVERY_MODES', cli.DELIVERY_MODES, DELIVERY_MODES],
     ['LICENSE_TYPES', cli.LICENSE_TYPES, LICENSE_TYPES],
     ['LICENSE_STATUS_FILTERS', cli.LICENSE_STATUS_FILTERS, LICENSE_STATUS_FILTERS],
-  ] as const)('%s are the server\'s', (_name, offered, accepted) => {
+  ] as const)("%s are the server's", (_name, offered, accepted) => {
     expect([...offered]).toEqual([...accepted]);
   });
 });

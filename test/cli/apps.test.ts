@@ -17,10 +17,28 @@ const latchkey = (args: string[]) => runLatchkey(server.url, dev.apiKey, args);
 // Each case starts the real executable a few times: generous time, no timing asserted.
 describe('latchkey apps', { timeout: 120_000 }, () => {
   it('creates, lists and gets apps, as tables and as JSON', async () => {
-    const created = await latchkey(['apps', 'create', '--name', 'Notes Pro', '--platform', 'linux-x64,win-x64', '--platform', 'mac-arm64', '--default-device-limit', '3', '--json']);
+    const created = await latchkey([
+      'apps',
+      'create',
+      '--name',
+      'Notes Pro',
+      '--platform',
+      'linux-x64,win-x64',
+      '--platform',
+      'mac-arm64',
+      '--default-device-limit',
+      '3',
+      '--json',
+    ]);
     expect(created.code, created.stderr).toBe(0);
     const app = JSON.parse(created.stdout);
-    expect(app).toMatchObject({ id: expect.stringMatching(/^app_/), name: 'Notes Pro', platforms: ['linux-x64', 'win-x64', 'mac-arm64'], default_device_limit: 3, protection_level: 'standard' });
+    expect(app).toMatchObject({
+      id: expect.stringMatching(/^app_/),
+      name: 'Notes Pro',
+      platforms: ['linux-x64', 'win-x64', 'mac-arm64'],
+      default_device_limit: 3,
+      protection_level: 'standard',
+    });
 
     const human = await latchkey(['apps', 'create', '--name', 'Sketch', '--platform', 'mac-x64', '--protection-level', 'none', '--delivery-mode', 'released_only']);
     expect(human.code, human.stderr).toBe(0);

@@ -76,7 +76,10 @@ describe('latchkey login and logout', { timeout: 120_000 }, () => {
 
   it('says what is missing: the server, the key; an unreachable server is exit 6', async () => {
     const dir = freshDir('missing');
-    expect(await signedIn(dir, ['login', '--api-key', dev.apiKey])).toMatchObject({ code: 2, stderr: 'latchkey: name the server: latchkey login --url https://licenses.example.com\n' });
+    expect(await signedIn(dir, ['login', '--api-key', dev.apiKey])).toMatchObject({
+      code: 2,
+      stderr: 'latchkey: name the server: latchkey login --url https://licenses.example.com\n',
+    });
     expect(await signedIn(dir, ['login', '--url', server.url])).toMatchObject({
       code: 2,
       stderr: 'latchkey: no API key given: pass --api-key, pipe it on stdin, or run on a terminal to be asked\n',

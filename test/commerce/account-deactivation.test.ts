@@ -20,17 +20,25 @@ const newCustomerId = () => `cus_${randomBytes(8).toString('hex')}`;
  */
 const invoicePaid = (customer: string, created: number, developerId: string, subscription: string, shape: 'parent' | 'top-level' = 'parent') =>
   signedEvent({
-    id: newEventId(), type: 'invoice.paid', created,
+    id: newEventId(),
+    type: 'invoice.paid',
+    created,
     data: {
       object: {
-        object: 'invoice', customer, metadata: { developer_id: developerId },
+        object: 'invoice',
+        customer,
+        metadata: { developer_id: developerId },
         ...(shape === 'parent' ? { parent: { type: 'subscription_details', subscription_details: { subscription, metadata: {} } } } : { subscription }),
         lines: { data: [{ period: { end: at(-30 * 86400) } }] },
       },
     },
   });
-const subscriptionObject = (type: string, customer: string, created: number, status: string, subscription: string, metadata: Record<string, string> = {}) =>
-  ({ id: newEventId(), type, created, data: { object: { id: subscription, object: 'subscription', customer, status, metadata } } });
+const subscriptionObject = (type: string, customer: string, created: number, status: string, subscription: string, metadata: Record<string, string> = {}) => ({
+  id: newEventId(),
+  type,
+  created,
+  data: { object: { id: subscription, object: 'subscription', customer, status, metadata } },
+});
 const subscriptionEvent = (type: string, customer: string, created: number, status: string, subscription: string, metadata: Record<string, string> = {}) =>
   signedEvent(subscriptionObject(type, customer, created, status, subscription, metadata));
 /** The same notification signed by someone who does not hold the webhook secret. */
@@ -126,13 +134,25 @@ describe('[Billing events] customer.subscription.deleted deactivates the develop
       if (res.body?.error_code === 'ACCOUNT_DEACTIVATED') expectError(res, 403, 'ACCOUNT_DEACTIVATED');
       else allowed.push(operationId);
     }
-    expect(allowed.sort()).toEqual([
-      // Securing the account.
-      'changePassword', 'confirmTwoFactor', 'disableTwoFactor', 'revokeApiKey', 'rotateApiKey', 'setupTwoFactor',
-      // Reducing what it exposes.
-      'deletePaymentLink', 'disableEntitlementWebhook', 'disconnectPaymentAccount', 'revokeLicense', 'revokeRedemptionBatch', 'revokeRedemptionCode',
-      'rotateEntitlementWebhookSecret',
-    ].sort());
+    expect(allowed.sort()).toEqual(
+      [
+        // Securing the account.
+        'changePassword',
+        'confirmTwoFactor',
+        'disableTwoFactor',
+        'revokeApiKey',
+        'rotateApiKey',
+        'setupTwoFactor',
+        // Reducing what it exposes.
+        'deletePaymentLink',
+        'disableEntitlementWebhook',
+        'disconnectPaymentAccount',
+        'revokeLicense',
+        'revokeRedemptionBatch',
+        'revokeRedemptionCode',
+        'rotateEntitlementWebhookSecret',
+      ].sort(),
+    );
   });
 
   it('[Billing events] a deactivated account can still stop a leaked credential or license: API key rotation, license revocation, payment account disconnection', async () => {
@@ -221,7 +241,9 @@ describe('[Billing events] customer.subscription.deleted deactivates the develop
     const other = newSubscriptionId();
     expect((await deliver(subscriptionEvent('customer.subscription.updated', customer, at(100), 'active', other))).body.outcome).toBe('other_subscription_skipped');
     const failed = signedEvent({
-      id: newEventId(), type: 'invoice.payment_failed', created: at(90),
+      id: newEventId(),
+      type: 'invoice.payment_failed',
+      created: at(90),
       data: { object: { object: 'invoice', customer, parent: { subscription_details: { subscription: other, metadata: {} } } } },
     });
     expect((await deliver(failed)).body.outcome).toBe('other_subscription_skipped');
@@ -238,7 +260,9 @@ describe('[Billing events] customer.subscription.deleted deactivates the develop
     expect((await accountOf(dev)).deactivated_at).toBeNull();
     // Later events find the developer by the new customer.
     const paid = signedEvent({
-      id: newEventId(), type: 'invoice.paid', created: at(90),
+      id: newEventId(),
+      type: 'invoice.paid',
+      created: at(90),
       data: { object: { object: 'invoice', customer, parent: { subscription_details: { subscription, metadata: {} } }, lines: { data: [{ period: { end: at(-30 * 86400) } }] } } },
     });
     expect((await deliver(paid)).body.outcome).toBe('applied');

@@ -41,7 +41,11 @@ describe('GET /v1/public/checkout-session/{session_id}/entitlement', () => {
     expect(Date.parse(res.body.download_expires_at) - Date.now()).toBeGreaterThan(7 * 86_400_000 - 60_000);
     const download = await fetch(res.body.download_url);
     expect(download.status).toBe(200);
-    expect(createHash('sha256').update(Buffer.from(await download.arrayBuffer())).digest('hex')).toBe(s.build!.sha256);
+    expect(
+      createHash('sha256')
+        .update(Buffer.from(await download.arrayBuffer()))
+        .digest('hex'),
+    ).toBe(s.build!.sha256);
   });
 
   it('sends the delivery email once, however often the entitlement is asked for', async () => {

@@ -90,7 +90,11 @@ describe.skipIf(chromiumMissing)('GET /download in headless Chromium', () => {
     const href = await page.getAttribute('#download', 'href');
     const download = await fetch(href!);
     expect(download.status).toBe(200);
-    expect(createHash('sha256').update(Buffer.from(await download.arrayBuffer())).digest('hex')).toBe(s.build.sha256);
+    expect(
+      createHash('sha256')
+        .update(Buffer.from(await download.arrayBuffer()))
+        .digest('hex'),
+    ).toBe(s.build.sha256);
 
     await page.reload();
     expect(await page.textContent('#license-key')).toBe(license.license_key);
@@ -101,7 +105,7 @@ describe.skipIf(chromiumMissing)('GET /download in headless Chromium', () => {
   });
 
   // docs/contract.md "Storefront redirect" (issue 21, rule 4): the page shows the key, a refresh the same key.
-  it('for a storefront address shows the key of that address\'s license, waits for a stranger\'s, and emails the license once', async () => {
+  it("for a storefront address shows the key of that address's license, waits for a stranger's, and emails the license once", async () => {
     const s = await seller();
     await readyBuild(server, s, randomBytes(1024));
     const license = await createLicense(call, s.dev, { app_id: s.app.id, email: 'Store.Buyer@example.com', license_type: 'trial' });

@@ -49,8 +49,7 @@ async function sale(server: TestServer, t: Tenant) {
   };
 }
 
-const sentRow = (rows: () => Promise<OutboxRow[]>) =>
-  eventually('the email to be sent', async () => (await rows()).find((r) => r.status === 'sent'));
+const sentRow = (rows: () => Promise<OutboxRow[]>) => eventually('the email to be sent', async () => (await rows()).find((r) => r.status === 'sent'));
 
 describe('delivery email through the server (SMTP)', () => {
   let smtp: FakeSmtp;
@@ -162,15 +161,21 @@ describe('mail server refusals, as the logs see them', () => {
     // The server runs no jobs: this file's runner does, with a logger the test reads.
     server = await startTestServer({ env: { LATCHKEY_RUN_JOBS: 'false' } });
     t = await tenant(server);
-    const log = pino({ level: 'debug' }, new Writable({
+    const log = pino(
+      { level: 'debug' },
+      new Writable({
         write(chunk, _encoding, done) {
           logLines.push(String(chunk));
           done();
         },
-      }));
+      }),
+    );
     const transport = createEmailTransport({ smtpUrl: smtp.url, emailFrom: 'Latchkey <no-reply@localhost>', dataDir: server.dataDir });
     const db = server.database.db;
-    runner = createJobRunner({ db, queue, log, handlers: [sendEmailJob({ db, transport, clock: systemClock, log, masterKey: new MasterKey(randomBytes(32)) })] }, { concurrency: 1, pollMs: 100 });
+    runner = createJobRunner(
+      { db, queue, log, handlers: [sendEmailJob({ db, transport, clock: systemClock, log, masterKey: new MasterKey(randomBytes(32)) })] },
+      { concurrency: 1, pollMs: 100 },
+    );
     runner.start();
   });
   afterAll(async () => {

@@ -26,14 +26,18 @@ async function sell(s: Awaited<ReturnType<typeof seller>>, session: { payment_li
   const id = newSessionId();
   stripe.addSession(s.account, { id, price_id: s.priceId, ...session });
   expect((await deliver(checkoutCompleted(s.account, id))).body.outcome).toBe('fulfilled');
-  return (await db('licenses').where({ payment_session_hash: sessionHash(id) }).first('id')).id as string;
+  return (
+    await db('licenses')
+      .where({ payment_session_hash: sessionHash(id) })
+      .first('id')
+  ).id as string;
 }
 
 const settledFee = (licenseId: string) =>
   eventually('the fee report to settle', async () => db('license_fees').where({ license_id: licenseId }).whereNot({ report_status: 'pending' }).first());
 
 describe('license fee usage events to Stripe', () => {
-  it('reports a sale\'s fee once as a meter event on the developer\'s customer, keyed by the license', async () => {
+  it("reports a sale's fee once as a meter event on the developer's customer, keyed by the license", async () => {
     const s = await billedSeller();
     const licenseId = await sell(s);
     expect(await settledFee(licenseId)).toMatchObject({ report_status: 'reported', collected_by: 'usage_report', report_idempotency_key: `license_fee:${licenseId}` });
@@ -64,7 +68,7 @@ describe('license fee usage events to Stripe', () => {
     expect([...stripe.meterEvents.keys()].filter((k) => k === usage.idempotencyKey)).toHaveLength(1);
   });
 
-  it('does not report a fee Stripe took as the payment link\'s application fee', async () => {
+  it("does not report a fee Stripe took as the payment link's application fee", async () => {
     const s = await billedSeller();
     const link = (await call('POST', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).body;
     const licenseId = await sell(s, { payment_link: { id: link.id, application_fee_percent: null } });
@@ -94,8 +98,7 @@ describe('license fee usage events to Stripe', () => {
 
     // Their first paid Pro invoice links a customer: the fee kept in the ledger is reported, once.
     const customer = `cus_${randomBytes(8).toString('hex')}`;
-    const paid = () =>
-      signedEvent({ id: newEventId(), type: 'invoice.paid', data: { object: { object: 'invoice', customer, metadata: { developer_id: s.dev.id } } } });
+    const paid = () => signedEvent({ id: newEventId(), type: 'invoice.paid', data: { object: { object: 'invoice', customer, metadata: { developer_id: s.dev.id } } } });
     expect((await deliver(paid())).body.outcome).toBe('applied');
     const reported = await settledFee(licenseId);
     expect(reported).toMatchObject({ report_status: 'reported' });

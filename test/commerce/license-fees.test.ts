@@ -12,7 +12,13 @@ import { eventually } from './wait.js';
 
 async function soldLicense(t: Tenant, body: Record<string, unknown> = {}): Promise<LicenseFeeRequest> {
   const license = await createLicense(t.call, t.dev, { app_id: t.app.id, ...body });
-  return { licenseId: license.license_id, appId: t.app.id, developerId: t.dev.id, source: String(license.source), licenseType: license.license_type as LicenseFeeRequest['licenseType'] };
+  return {
+    licenseId: license.license_id,
+    appId: t.app.id,
+    developerId: t.dev.id,
+    source: String(license.source),
+    licenseType: license.license_type as LicenseFeeRequest['licenseType'],
+  };
 }
 
 describe('the fee ledger', () => {
@@ -104,7 +110,10 @@ describe('the fee ledger', () => {
     };
     const db = server.database.db;
     const log = pino({ level: 'silent' });
-    const runner = createJobRunner({ db, queue, log, handlers: [reportLicenseFeeJob({ db, reporter: flakyProcessor, clock: server.clock, log })] }, { concurrency: 2, pollMs: 100 });
+    const runner = createJobRunner(
+      { db, queue, log, handlers: [reportLicenseFeeJob({ db, reporter: flakyProcessor, clock: server.clock, log })] },
+      { concurrency: 2, pollMs: 100 },
+    );
     runner.start();
     try {
       // Only this license's report: the earlier tests' pending reports go to a processor too.

@@ -24,13 +24,19 @@ describe('connecting a Stripe account by Connect OAuth', () => {
     const url = started.authorizeUrl!;
     expect(`${url.origin}${url.pathname}`).toBe(`${stripe.url}/oauth/authorize`);
     expect(Object.fromEntries(url.searchParams)).toEqual({
-      response_type: 'code', client_id: FAKE_CONNECT_CLIENT_ID, scope: 'read_write', state: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), redirect_uri: CALLBACK,
+      response_type: 'code',
+      client_id: FAKE_CONNECT_CLIENT_ID,
+      scope: 'read_write',
+      state: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      redirect_uri: CALLBACK,
     });
     const expiresIn = Date.parse(started.body.expires_at) - server.clock.now().getTime();
     expect(expiresIn).toBeGreaterThan(9 * 60_000);
     expect(expiresIn).toBeLessThanOrEqual(10 * 60_000);
     // The browser binding: only the callback ever receives it, and no script can read it.
-    const setCookie = (await fetch(`${server.url}/v1/payments/account/connect`, { method: 'POST', headers: { authorization: `Bearer ${dev.accessToken}` } })).headers.getSetCookie().join('\n');
+    const setCookie = (await fetch(`${server.url}/v1/payments/account/connect`, { method: 'POST', headers: { authorization: `Bearer ${dev.accessToken}` } })).headers
+      .getSetCookie()
+      .join('\n');
     expect(setCookie).toMatch(/lk_connect=[A-Za-z0-9_-]{43}; path=\/v1\/payments\/account\/callback; .*samesite=lax; httponly/i);
 
     // The person approves on Stripe's page, which sends the browser back with a code and the state.
@@ -128,7 +134,11 @@ describe('connecting a Stripe account by Connect OAuth', () => {
     const exchangesBefore = tokenExchanges();
     const both = await Promise.all([1, 2].map(() => connectCallback(server.url, { code, state: started.state! }, started.cookie)));
     expect(both.map((r) => r.status).sort()).toEqual([303, 400]);
-    expectError(both.find((r) => r.status === 400)!, 400, 'PAYMENT_CONNECT_STATE_INVALID');
+    expectError(
+      both.find((r) => r.status === 400)!,
+      400,
+      'PAYMENT_CONNECT_STATE_INVALID',
+    );
     expect(tokenExchanges()).toBe(exchangesBefore + 1);
     expect((await accountOf(dev.accessToken)).account_id).toBe(account);
 

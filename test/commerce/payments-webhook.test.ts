@@ -198,10 +198,15 @@ describe('developer subscription events', () => {
     expect((await planOf(dev.id)).plan).toBe('free');
   });
 
-  it('ignores an unknown customer, and a connected account\'s own invoices', async () => {
+  it("ignores an unknown customer, and a connected account's own invoices", async () => {
     const dev = await registerDeveloper(call);
     expect((await deliver(invoice('invoice.paid', customer(), at(10)))).body.outcome).toBe('developer_not_found');
-    const connected = signedEvent({ id: newEventId(), type: 'invoice.paid', account: 'acct_someone', data: { object: { customer: customer(), metadata: { developer_id: dev.id } } } });
+    const connected = signedEvent({
+      id: newEventId(),
+      type: 'invoice.paid',
+      account: 'acct_someone',
+      data: { object: { customer: customer(), metadata: { developer_id: dev.id } } },
+    });
     expect((await deliver(connected)).body.outcome).toBe('ignored');
     expect((await planOf(dev.id)).plan).toBe('free');
   });

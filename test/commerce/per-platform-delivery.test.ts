@@ -42,8 +42,7 @@ async function twoPlatformSeller() {
 const buildOf = (url: string) => decodeURIComponent(new URL(url).pathname.replace('/v1/downloads/', ''));
 
 /** The per-platform list of an answer, as platform → build id. */
-const byPlatform = (downloads: { platform: string; download_url: string; build_id: string }[]) =>
-  Object.fromEntries(downloads.map((d) => [d.platform, d.build_id]));
+const byPlatform = (downloads: { platform: string; download_url: string; build_id: string }[]) => Object.fromEntries(downloads.map((d) => [d.platform, d.build_id]));
 
 /** The build ids the delivery email of a license links to. */
 async function emailedBuilds(licenseId: string): Promise<string[]> {
@@ -176,7 +175,9 @@ describe('contract rules (issue 21)', () => {
     expect(stranger.body).not.toContain(sold.body.license_key);
 
     // An address is no secret: an hour after the sale the page no longer shows the key to whoever names it, and says where it went.
-    await db('licenses').where({ id: sold.body.license_id }).update({ created_at: db.raw("now() - interval '61 minutes'") });
+    await db('licenses')
+      .where({ id: sold.body.license_id })
+      .update({ created_at: db.raw("now() - interval '61 minutes'") });
     const later = await call('GET', url, { headers: { 'user-agent': WINDOWS_UA } });
     expect(later.status).toBe(200);
     expect(later.body).toMatch(/id="check-inbox"/);

@@ -15,8 +15,7 @@ async function trialToBuy() {
   return { ...s, licenseId: license.license_id as string };
 }
 
-const purchaseLink = (s: Awaited<ReturnType<typeof trialToBuy>>, licenseId = s.licenseId) =>
-  call('POST', `/v1/licenses/${licenseId}/purchase-link`, { token: s.dev.accessToken });
+const purchaseLink = (s: Awaited<ReturnType<typeof trialToBuy>>, licenseId = s.licenseId) => call('POST', `/v1/licenses/${licenseId}/purchase-link`, { token: s.dev.accessToken });
 
 /** The session Stripe created for the purchase link, now paid, as Stripe reports it back. */
 function paySession(s: Awaited<ReturnType<typeof trialToBuy>>, checkoutUrl: string) {

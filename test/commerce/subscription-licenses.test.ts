@@ -18,15 +18,35 @@ const at = (offset: number) => Math.floor(Date.now() / 1000) + offset;
 
 const invoicePaid = (account: string | undefined, subscriptionId: string, created: number, periodEnd: number) =>
   signedEvent({
-    id: newEventId(), type: 'invoice.paid', account, created,
-    data: { object: { object: 'invoice', customer: 'cus_buyer', parent: { type: 'subscription_details', subscription_details: { subscription: subscriptionId, metadata: {} } }, lines: { data: [{ period: { end: periodEnd } }] } } },
+    id: newEventId(),
+    type: 'invoice.paid',
+    account,
+    created,
+    data: {
+      object: {
+        object: 'invoice',
+        customer: 'cus_buyer',
+        parent: { type: 'subscription_details', subscription_details: { subscription: subscriptionId, metadata: {} } },
+        lines: { data: [{ period: { end: periodEnd } }] },
+      },
+    },
   });
 const subscriptionDeleted = (account: string, subscriptionId: string, created: number) =>
-  signedEvent({ id: newEventId(), type: 'customer.subscription.deleted', account, created, data: { object: { id: subscriptionId, object: 'subscription', customer: 'cus_buyer', status: 'canceled', metadata: {} } } });
+  signedEvent({
+    id: newEventId(),
+    type: 'customer.subscription.deleted',
+    account,
+    created,
+    data: { object: { id: subscriptionId, object: 'subscription', customer: 'cus_buyer', status: 'canceled', metadata: {} } },
+  });
 
 const licenseOf = (appId: string) =>
   db('licenses').where({ app_id: appId }).first('id', 'license_key', 'license_type', 'expires_at', 'processor_subscription_id') as Promise<{
-    id: string; license_key: string; license_type: string; expires_at: Date | null; processor_subscription_id: string | null;
+    id: string;
+    license_key: string;
+    license_type: string;
+    expires_at: Date | null;
+    processor_subscription_id: string | null;
   }>;
 const activate = (licenseKey: string) => call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: randomFingerprint() } });
 
@@ -78,7 +98,7 @@ describe('subscription licenses', () => {
     expectError(await activate(license_key), 403, 'LICENSE_EXPIRED');
   });
 
-  it('never lets another developer\'s account, or the platform account, touch the license', async () => {
+  it("never lets another developer's account, or the platform account, touch the license", async () => {
     const sale = await subscriptionSale();
     const other = await seller();
     const before = await licenseOf(sale.app.id);
@@ -94,7 +114,12 @@ describe('subscription licenses', () => {
     const sale = await subscriptionSale();
     expect((await deliver(invoicePaid(sale.account, newSubscriptionId(), at(-10), at(DAY_SECONDS)))).body.outcome).toBe('ignored');
     expect((await deliver(subscriptionDeleted(sale.account, newSubscriptionId(), at(-10)))).body).toEqual({ received: true, duplicate: false, outcome: 'ignored' });
-    const oneOff = signedEvent({ id: newEventId(), type: 'invoice.paid', account: sale.account, data: { object: { object: 'invoice', customer: 'cus_buyer', lines: { data: [{ period: { end: at(DAY_SECONDS) } }] } } } });
+    const oneOff = signedEvent({
+      id: newEventId(),
+      type: 'invoice.paid',
+      account: sale.account,
+      data: { object: { object: 'invoice', customer: 'cus_buyer', lines: { data: [{ period: { end: at(DAY_SECONDS) } }] } } },
+    });
     expect((await deliver(oneOff)).body.outcome).toBe('ignored');
     expect((await licenseOf(sale.app.id)).expires_at).toEqual(new Date(sale.periodEnd * 1000 + GRACE_MS));
   });

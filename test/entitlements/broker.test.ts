@@ -46,7 +46,9 @@ describe('the example broker against the real server', () => {
 
   it('normalizes a platform subscription notification', async () => {
     const shop = newShop();
-    const notification = { app_subscription: { admin_graphql_api_id: 'gid://shopify/AppSubscription/9', name: 'Pro', status: 'ACTIVE', trial_days: 7, created_at: new Date().toISOString() } };
+    const notification = {
+      app_subscription: { admin_graphql_api_id: 'gid://shopify/AppSubscription/9', name: 'Pro', status: 'ACTIVE', trial_days: 7, created_at: new Date().toISOString() },
+    };
     const d = decisionFromSubscription(notification, { productKey: PRODUCT_KEY, shop, webhookId: newEventId(), triggeredAt: new Date().toISOString() });
     expect(d).toMatchObject({ entitled: true, trial: true, test: false, subscription_gid: 'gid://shopify/AppSubscription/9' });
     expect((await broker.forward(d)).body).toMatchObject({ action: 'granted' });
@@ -82,9 +84,15 @@ describe('the example broker against a local stub', () => {
     const hang = await stub(['hang', 200]);
     const down = await stub([503]);
     try {
-      expect(await createBroker({ webhookUrl: hang.url, secret: 's', retryWaitMs: RETRY_WAIT_MS, timeoutMs: 200 }).forward(decision())).toMatchObject({ delivered: true, attempts: 2 });
+      expect(await createBroker({ webhookUrl: hang.url, secret: 's', retryWaitMs: RETRY_WAIT_MS, timeoutMs: 200 }).forward(decision())).toMatchObject({
+        delivered: true,
+        attempts: 2,
+      });
       expect(await createBroker({ webhookUrl: down.url, secret: 's', retryWaitMs: RETRY_WAIT_MS, maxAttempts: 3 }).forward(decision())).toMatchObject({
-        delivered: false, status: 503, attempts: 3, failure: 'exhausted',
+        delivered: false,
+        status: 503,
+        attempts: 3,
+        failure: 'exhausted',
       });
       expect(down.received).toHaveLength(3);
     } finally {

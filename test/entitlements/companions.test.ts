@@ -16,15 +16,22 @@ const refresh = (key: string, device: string) => m.call('POST', '/v1/licenses/re
 const startTrial = (b: Broker, extra: Record<string, unknown> = {}) => b.companion('POST', 'trial', { shop: b.shop, event_id: newEventId(), occurred_at: b.at(), ...extra });
 
 describe('GET {webhook_url}/entitlement', () => {
-  it('reads a shop\'s state without changing it', async () => {
+  it("reads a shop's state without changing it", async () => {
     const b = brokerOf(m);
     const none = await b.entitlement();
     expect(none.body).toEqual({ ok: true, shop: b.shop, entitled: false, status: null, trial: false, trial_kind: null, license_key: null, delivery_url: null, expires_at: null });
     const grant = await b.send(b.event({ trial: true }));
     const read = await b.entitlement(`shop=${b.shop.toUpperCase()}&app=${PRODUCT_KEY}`);
     expect(read.body).toEqual({
-      ok: true, shop: b.shop, entitled: true, status: 'ACTIVE', trial: true, trial_kind: 'subscription',
-      license_key: grant.body.license_key, delivery_url: grant.body.delivery_url, expires_at: null,
+      ok: true,
+      shop: b.shop,
+      entitled: true,
+      status: 'ACTIVE',
+      trial: true,
+      trial_kind: 'subscription',
+      license_key: grant.body.license_key,
+      delivery_url: grant.body.delivery_url,
+      expires_at: null,
     });
     await b.send(b.event({ entitled: false }));
     expect((await b.entitlement()).body).toMatchObject({ entitled: false, status: 'REVOKED', trial: false });
@@ -149,7 +156,10 @@ describe('POST {webhook_url}/redact', () => {
     const res = await redact(b);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({
-      ok: true, shop: b.shop, redacted: true, license_status: 'EXPIRED',
+      ok: true,
+      shop: b.shop,
+      redacted: true,
+      license_status: 'EXPIRED',
       removed: ['shop_domain', 'emails', 'subscription_name', 'attribution', 'delivery_links', 'event_history'],
       kept: ['license_row_anonymised', 'device_fingerprint_hashes', 'trial_history', 'fee_ledger'],
     });

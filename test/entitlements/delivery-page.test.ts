@@ -48,14 +48,12 @@ describe.skipIf(chromiumMissing)('GET /d/<token> in headless Chromium', () => {
     expect(await page.textContent('h1')).toBe('Download Notes <i>Pro</i>');
     expect(await page.content()).not.toContain(s.key);
 
-    const offers = await page.$$eval('#downloads li', (items) => items.map((li) => ({ platform: li.getAttribute('data-platform'), href: li.querySelector('a')?.getAttribute('href') })));
+    const offers = await page.$$eval('#downloads li', (items) =>
+      items.map((li) => ({ platform: li.getAttribute('data-platform'), href: li.querySelector('a')?.getAttribute('href') })),
+    );
     expect(offers.map((o) => o.platform)).toEqual(['linux-x64', 'win-x64', 'mac-arm64']);
     const token = new URL(s.url).pathname.split('/')[2];
-    expect(offers.map((o) => o.href)).toEqual([
-      `/d/${token}/builds/${s.linux.id}`,
-      `/d/${token}/builds/${s.everyOs.id}`,
-      `/d/${token}/builds/${s.everyOs.id}`,
-    ]);
+    expect(offers.map((o) => o.href)).toEqual([`/d/${token}/builds/${s.linux.id}`, `/d/${token}/builds/${s.everyOs.id}`, `/d/${token}/builds/${s.everyOs.id}`]);
     // Two builds offered: 20 downloads in all.
     expect(await page.textContent('#allowance')).toBe('20 of 20 downloads left.');
 
@@ -63,7 +61,11 @@ describe.skipIf(chromiumMissing)('GET /d/<token> in headless Chromium', () => {
     const saved = await download.path();
     expect(saved).toBeTruthy();
     const { readFile } = await import('node:fs/promises');
-    expect(createHash('sha256').update(await readFile(saved!)).digest('hex')).toBe(s.linux.sha256);
+    expect(
+      createHash('sha256')
+        .update(await readFile(saved!))
+        .digest('hex'),
+    ).toBe(s.linux.sha256);
     await page.reload();
     expect(await page.textContent('#allowance')).toBe('19 of 20 downloads left.');
     expect(consoleErrors).toEqual([]);

@@ -36,11 +36,13 @@ async function deliver(events: EventBody[]) {
   }
   const read = await b.entitlement();
   const { license, fees } = await shopState(m, b.shop);
-  const licenses = await db('licenses').where({ app_id: m.app.id, source: 'commerce_platform' }).whereIn('id', db('store_licenses').select('license_id').where({ shop: b.shop }));
+  const licenses = await db('licenses')
+    .where({ app_id: m.app.id, source: 'commerce_platform' })
+    .whereIn('id', db('store_licenses').select('license_id').where({ shop: b.shop }));
   return { entitled: read.body.entitled as boolean, trial: read.body.trial as boolean, licenses: licenses.length, fees: fees.length, status: license?.status ?? null };
 }
 
-describe('any shuffle of a shop\'s events, with duplicates, ends where the ordered sequence ends', () => {
+describe("any shuffle of a shop's events, with duplicates, ends where the ordered sequence ends", () => {
   const SEEDS = Array.from({ length: 30 }, (_, i) => 9001 + i);
 
   it.each(SEEDS)('seed %i', async (seed) => {

@@ -35,11 +35,16 @@ describe('enabling the entitlement webhook', () => {
     expect((await call('POST', hookPath(app.id), { apiKey: dev.apiKey })).status).toBe(201);
   });
 
-  it('answers 404 for another tenant\'s app, for every operation', async () => {
+  it("answers 404 for another tenant's app, for every operation", async () => {
     const m = await merchant(server);
     const other = await registerDeveloper(call);
     await setPlan(call, server.adminToken, other.id, 'pro');
-    for (const [method, path] of [['POST', hookPath(m.app.id)], ['GET', hookPath(m.app.id)], ['POST', `${hookPath(m.app.id)}/rotate-secret`], ['DELETE', hookPath(m.app.id)]] as const) {
+    for (const [method, path] of [
+      ['POST', hookPath(m.app.id)],
+      ['GET', hookPath(m.app.id)],
+      ['POST', `${hookPath(m.app.id)}/rotate-secret`],
+      ['DELETE', hookPath(m.app.id)],
+    ] as const) {
       expectError(await call(method, path, { token: other.accessToken }), 404, 'APP_NOT_FOUND');
     }
     const b = brokerOf(m);

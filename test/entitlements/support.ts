@@ -50,8 +50,7 @@ export function brokerOf(m: Merchant, shop = newShop()) {
     at,
     event: (fields: EventBody = {}): EventBody => ({ app: PRODUCT_KEY, shop, entitled: true, event_id: newEventId(), occurred_at: at(), ...fields }),
     send: (body: EventBody, secret?: string): Promise<ApiResponse> => m.call('POST', m.path, { body, headers: headers(secret) }),
-    companion: (method: string, sub: string, body?: EventBody, secret?: string): Promise<ApiResponse> =>
-      m.call(method, `${m.path}/${sub}`, { body, headers: headers(secret) }),
+    companion: (method: string, sub: string, body?: EventBody, secret?: string): Promise<ApiResponse> => m.call(method, `${m.path}/${sub}`, { body, headers: headers(secret) }),
     entitlement: (query = `shop=${shop}`): Promise<ApiResponse> => m.call('GET', `${m.path}/entitlement?${query}`, { headers: headers() }),
   };
 }
@@ -60,7 +59,9 @@ export function brokerOf(m: Merchant, shop = newShop()) {
 export async function shopState(m: Merchant, shop: string) {
   const db = m.server.database.db;
   const row = await db('store_licenses').where({ app_id: m.app.id, shop }).first();
-  const licenses = await db('licenses').where({ app_id: m.app.id, source: 'commerce_platform' }).whereIn('id', row?.license_id ? [row.license_id] : []);
+  const licenses = await db('licenses')
+    .where({ app_id: m.app.id, source: 'commerce_platform' })
+    .whereIn('id', row?.license_id ? [row.license_id] : []);
   const fees = row?.license_id ? await db('license_fees').where({ license_id: row.license_id }) : [];
   return { row, license: licenses[0], fees };
 }

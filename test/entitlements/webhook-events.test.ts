@@ -31,40 +31,110 @@ const ROWS: Row[] = [
   { situation: 'entitled true, license already active', before: [{}], event: {}, action: 'noop', note: null, grantType: true, status: 'ACTIVE', fees: 1 },
   { situation: 'entitled true, license revoked', before: [{}, { entitled: false }], event: {}, action: 'reactivated', note: null, grantType: true, status: 'ACTIVE', fees: 1 },
   { situation: 'entitled false, license active', before: [{}], event: { entitled: false }, action: 'revoked', note: null, grantType: false, status: 'REVOKED', fees: 1 },
-  { situation: 'entitled false, subscription trial', before: [{ trial: true }], event: { entitled: false }, action: 'revoked', note: 'trial_ended', grantType: false, status: 'REVOKED', fees: 0 },
-  { situation: 'entitled false, trial minted by a test event', before: [{ trial: true, test: true }], event: { entitled: false }, action: 'revoked', note: null, grantType: false, status: 'REVOKED', fees: 0 },
-  { situation: 'entitled false, active no-commitment trial', before: ['trial'], event: { entitled: false }, action: 'noop', note: 'trial_unaffected_by_store', grantType: true, status: 'ACTIVE', fees: 0 },
+  {
+    situation: 'entitled false, subscription trial',
+    before: [{ trial: true }],
+    event: { entitled: false },
+    action: 'revoked',
+    note: 'trial_ended',
+    grantType: false,
+    status: 'REVOKED',
+    fees: 0,
+  },
+  {
+    situation: 'entitled false, trial minted by a test event',
+    before: [{ trial: true, test: true }],
+    event: { entitled: false },
+    action: 'revoked',
+    note: null,
+    grantType: false,
+    status: 'REVOKED',
+    fees: 0,
+  },
+  {
+    situation: 'entitled false, active no-commitment trial',
+    before: ['trial'],
+    event: { entitled: false },
+    action: 'noop',
+    note: 'trial_unaffected_by_store',
+    grantType: true,
+    status: 'ACTIVE',
+    fees: 0,
+  },
   { situation: 'entitled false, no license', before: [], event: { entitled: false }, action: 'noop', note: null, grantType: false, status: null, fees: 0 },
-  { situation: 'entitled true, subscription trial, then paid', before: [{ trial: true }], event: {}, action: 'noop', note: 'trial_converted', grantType: true, status: 'ACTIVE', fees: 1 },
+  {
+    situation: 'entitled true, subscription trial, then paid',
+    before: [{ trial: true }],
+    event: {},
+    action: 'noop',
+    note: 'trial_converted',
+    grantType: true,
+    status: 'ACTIVE',
+    fees: 1,
+  },
   { situation: 'entitled true with trial, no license', before: [], event: { trial: true }, action: 'granted', note: null, grantType: true, status: 'ACTIVE', fees: 0 },
   { situation: 'test subscription, no license', before: [], event: { test: true }, action: 'granted', note: null, grantType: true, status: 'ACTIVE', fees: 0 },
-  { situation: 'no-commitment trial, then a trial event', before: ['trial'], event: { trial: true }, action: 'noop', note: 'subscription_trial_started', grantType: true, status: 'ACTIVE', fees: 0 },
+  {
+    situation: 'no-commitment trial, then a trial event',
+    before: ['trial'],
+    event: { trial: true },
+    action: 'noop',
+    note: 'subscription_trial_started',
+    grantType: true,
+    status: 'ACTIVE',
+    fees: 0,
+  },
   { situation: 'no-commitment trial, then paid', before: ['trial'], event: {}, action: 'noop', note: 'trial_converted', grantType: true, status: 'ACTIVE', fees: 1 },
   // The revoke ended the trial: what comes back is a paid license (its first fee), no longer a trial.
-  { situation: 'subscription trial revoked, then paid', before: [{ trial: true }, { entitled: false }], event: {}, action: 'reactivated', note: null, grantType: true, status: 'ACTIVE', fees: 1 },
+  {
+    situation: 'subscription trial revoked, then paid',
+    before: [{ trial: true }, { entitled: false }],
+    event: {},
+    action: 'reactivated',
+    note: null,
+    grantType: true,
+    status: 'ACTIVE',
+    fees: 1,
+  },
   {
     situation: 'older occurred_at than one processed (a grant after a revoke)',
     before: [{ entitled: false }],
     event: () => ({ occurred_at: '2025-12-31T00:00:00Z' }),
-    action: 'stale_skipped', note: null, grantType: false, status: null, fees: 0,
+    action: 'stale_skipped',
+    note: null,
+    grantType: false,
+    status: null,
+    fees: 0,
   },
   {
     situation: 'older occurred_at than one processed (a revoke after a grant)',
     before: [{}],
     event: () => ({ entitled: false, occurred_at: '2025-12-31T00:00:00Z' }),
-    action: 'stale_skipped', note: null, grantType: false, status: 'ACTIVE', fees: 1,
+    action: 'stale_skipped',
+    note: null,
+    grantType: false,
+    status: 'ACTIVE',
+    fees: 1,
   },
   {
     situation: 'a revoke tied with an applied grant',
     before: [{ occurred_at: '2026-02-01T00:00:00Z' }],
     event: { entitled: false, occurred_at: '2026-02-01T00:00:00.000Z' },
-    action: 'revoked', note: null, grantType: false, status: 'REVOKED', fees: 1,
+    action: 'revoked',
+    note: null,
+    grantType: false,
+    status: 'REVOKED',
+    fees: 1,
   },
   {
     situation: 'a grant tied with an applied revoke',
     before: [{}, { entitled: false, occurred_at: '2026-02-01T00:00:00Z' }],
     event: { occurred_at: '2026-02-01T01:00:00+01:00' },
-    action: 'stale_skipped', note: null, grantType: false, status: 'REVOKED', fees: 1,
+    action: 'stale_skipped',
+    note: null,
+    grantType: false,
+    status: 'REVOKED',
+    fees: 1,
   },
   { situation: 'wrong app value', before: [], event: { app: 'someone-else' }, action: 'unactionable', note: 'app_mismatch', grantType: false, status: null, fees: 0 },
 ];
@@ -76,7 +146,7 @@ async function runSteps(b: Broker, steps: Step[]) {
   }
 }
 
-describe('POST {webhook_url}: every outcome of docs/contract.md\'s table', () => {
+describe("POST {webhook_url}: every outcome of docs/contract.md's table", () => {
   it.each(ROWS.map((r) => [r.situation, r] as const))('%s', async (_name, row) => {
     const b = brokerOf(m);
     await runSteps(b, row.before);
@@ -149,10 +219,18 @@ describe('POST {webhook_url}: every outcome of docs/contract.md\'s table', () =>
 describe('POST {webhook_url}: the payload', () => {
   it('keeps well-formed attribution, treats empty strings as absent and ignores malformed values', async () => {
     const b = brokerOf(m);
-    const res = await b.send(b.event({
-      source: '', subscription_gid: 'gid://shopify/AppSubscription/42', shop_gid: 'not a gid', order_gid: 17, order_number: '#1001',
-      topic: 'APP_SUBSCRIPTIONS_UPDATE', status: 'ACTIVE', customer_email: 'not-an-address',
-    }));
+    const res = await b.send(
+      b.event({
+        source: '',
+        subscription_gid: 'gid://shopify/AppSubscription/42',
+        shop_gid: 'not a gid',
+        order_gid: 17,
+        order_number: '#1001',
+        topic: 'APP_SUBSCRIPTIONS_UPDATE',
+        status: 'ACTIVE',
+        customer_email: 'not-an-address',
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body.action).toBe('granted');
     const { row } = await shopState(m, b.shop);

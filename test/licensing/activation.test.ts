@@ -14,8 +14,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 const activate = (body: Record<string, unknown>) => t.call('POST', '/v1/licenses/activate', { body });
-const devicesOf = async (licenseId: string) =>
-  (await t.call('GET', `/v1/licenses/${licenseId}`, { apiKey: t.dev.apiKey })).body.devices as any[];
+const devicesOf = async (licenseId: string) => (await t.call('GET', `/v1/licenses/${licenseId}`, { apiKey: t.dev.apiKey })).body.devices as any[];
 
 describe('activation', () => {
   it('answers exactly a signed token, its expiry and the policy; the token verifies with the published keys', async () => {

@@ -4,7 +4,6 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { tenant, type Tenant } from './world.js';
 import { runLatchkey } from '../support/cli.js';
 
-
 let server: TestServer;
 let t: Tenant;
 beforeAll(async () => {

@@ -42,7 +42,10 @@ async function startServerProcess(databaseUrl: string): Promise<{ url: string; c
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`server process exited: ${stderr}`);
-    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) return { url, child, dataDir };
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -96,9 +99,7 @@ describe('concurrent activations', () => {
     const device = randomFingerprint();
     const servers: Call[] = [client(inProcess.url), client(sibling.url), client(processServer.url)];
     const results = await Promise.all(
-      Array.from({ length: 12 }, (_, i) =>
-        servers[i % servers.length]!('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: device } }),
-      ),
+      Array.from({ length: 12 }, (_, i) => servers[i % servers.length]!('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: device } })),
     );
     expect(results.map((r) => r.status)).toEqual(Array(12).fill(200));
     const license = await t.call('GET', `/v1/licenses/${lic.license_id}`, { apiKey: t.dev.apiKey });
@@ -109,8 +110,7 @@ describe('concurrent activations', () => {
     const lic = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: deviceLimit });
     const device = randomFingerprint();
     const call = client(inProcess.url);
-    const activate = (fingerprint: string) =>
-      call('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: fingerprint, build_id: null } });
+    const activate = (fingerprint: string) => call('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: fingerprint, build_id: null } });
     const results = await Promise.all(Array.from({ length: 30 }, () => activate(device)));
     expect(results.map((r) => r.status)).toEqual(Array(30).fill(200));
     const license = await t.call('GET', `/v1/licenses/${lic.license_id}`, { apiKey: t.dev.apiKey });

@@ -20,11 +20,9 @@ async function developerWithLicense() {
   return { dev, app, license };
 }
 
-const setLimit = (dev: { apiKey: string }, licenseId: string, body: unknown) =>
-  call('PUT', `/v1/licenses/${licenseId}/download-limit`, { apiKey: dev.apiKey, body });
+const setLimit = (dev: { apiKey: string }, licenseId: string, body: unknown) => call('PUT', `/v1/licenses/${licenseId}/download-limit`, { apiKey: dev.apiKey, body });
 
-const limitOf = async (dev: { apiKey: string }, licenseId: string) =>
-  (await call('GET', `/v1/licenses/${licenseId}`, { apiKey: dev.apiKey })).body.download_limit;
+const limitOf = async (dev: { apiKey: string }, licenseId: string) => (await call('GET', `/v1/licenses/${licenseId}`, { apiKey: dev.apiKey })).body.download_limit;
 
 describe('PUT /v1/licenses/{license_id}/download-limit', () => {
   it('[License] sets the download limit and puts it back to the default allowance with null', async () => {

@@ -111,14 +111,13 @@ describe('create license', () => {
 });
 
 describe('list, get, revoke, reset', () => {
-  it('searches by license key or id (exact, any case) and by part of the email, within the developer\'s own licenses', async () => {
+  it("searches by license key or id (exact, any case) and by part of the email, within the developer's own licenses", async () => {
     const mine = await tenant(server);
     const other = await tenant(server);
     const ada = await createLicense(mine.call, mine.dev, { app_id: mine.app.id, email: 'Ada.Lovelace@example.com' });
     const bob = await createLicense(mine.call, mine.dev, { app_id: mine.app.id, email: 'bob@example.org' });
     const foreign = await createLicense(other.call, other.dev, { app_id: other.app.id, email: 'ada@example.com' });
-    const search = async (q: string) =>
-      (await mine.call('GET', `/v1/licenses?q=${encodeURIComponent(q)}`, { apiKey: mine.dev.apiKey })).body.map((l: any) => l.license_id);
+    const search = async (q: string) => (await mine.call('GET', `/v1/licenses?q=${encodeURIComponent(q)}`, { apiKey: mine.dev.apiKey })).body.map((l: any) => l.license_id);
 
     expect(await search(ada.license_key.toLowerCase())).toEqual([ada.license_id]);
     expect(await search(bob.license_id)).toEqual([bob.license_id]);

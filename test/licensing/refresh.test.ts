@@ -14,8 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const activate = (licenseKey: string, device: string) =>
-  t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: device, build_id: null } });
+const activate = (licenseKey: string, device: string) => t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: device, build_id: null } });
 const refresh = (body: Record<string, unknown>) => t.call('POST', '/v1/licenses/refresh', { body });
 
 async function activated() {

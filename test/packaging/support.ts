@@ -37,7 +37,12 @@ export interface ProgramRun {
 /** Runs a program to its end (bounded by `timeoutMs`); never throws. */
 export async function runProgram(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<ProgramRun> {
   try {
-    const { stdout, stderr } = await run(file, args, { cwd: options.cwd, env: options.env ?? { PATH: process.env.PATH }, timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout, stderr } = await run(file, args, {
+      cwd: options.cwd,
+      env: options.env ?? { PATH: process.env.PATH },
+      timeout: options.timeoutMs ?? 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number | string; stdout?: string; stderr?: string; message: string };

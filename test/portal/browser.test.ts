@@ -364,7 +364,9 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await row.locator('[data-action=signed-package-file]').setInputFiles({ name: 'notes-unsigned.exe', mimeType: 'application/octet-stream', buffer: peFile() });
     await expect.poll(() => row.locator('td:last-child .error').textContent()).toMatch(/no code signature.*Authenticode/);
     expect((await call('GET', `/v1/apps/${app.id}/builds/${build.id}`, { token: dev.accessToken })).body.signed_package_at).toBeNull();
-    await row.locator('[data-action=signed-package-file]').setInputFiles({ name: 'notes-signed.exe', mimeType: 'application/octet-stream', buffer: peFile({ signature: 'PKCS#7 signed data' }) });
+    await row
+      .locator('[data-action=signed-package-file]')
+      .setInputFiles({ name: 'notes-signed.exe', mimeType: 'application/octet-stream', buffer: peFile({ signature: 'PKCS#7 signed data' }) });
     await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain('Signed package');
     expect(await row.textContent()).not.toContain('Not signed');
 
@@ -418,7 +420,10 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await page.waitForSelector('#batch-download');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#batch-download')]);
     expect(download.suggestedFilename()).toMatch(/^redemption-codes-.+\.csv$/);
-    const csv = fs.readFileSync((await download.path())!, 'utf8').trim().split(/\r?\n/);
+    const csv = fs
+      .readFileSync((await download.path())!, 'utf8')
+      .trim()
+      .split(/\r?\n/);
     expect(csv[0]).toBe('code,batch_id,channel,label');
     expect(csv).toHaveLength(6);
     expect(csv[1]).toContain("'=Launch");

@@ -74,7 +74,9 @@ describe('session cookies', () => {
     }
     // The body never carries a token; the database holds the id's hash and sealed tokens only.
     expect(JSON.stringify(res.body)).not.toContain(dev.accessToken.slice(0, 20));
-    const row = await db('portal_sessions').where({ id_hash: sha256Hex(session.value) }).first();
+    const row = await db('portal_sessions')
+      .where({ id_hash: sha256Hex(session.value) })
+      .first();
     expect(row.developer_id).toBe(dev.id);
     expect(row.access_token_sealed).toMatch(/^v1\./);
     expect(await db('portal_sessions').where({ id_hash: session.value }).first()).toBeUndefined();
@@ -106,7 +108,11 @@ describe('session cookies', () => {
     expect((await portal.api('GET', '/v1/apps')).status).toBe(200);
     const out = await portal.send('POST', '/portal/session/logout');
     expect(out.status).toBe(200);
-    expect(await db('portal_sessions').where({ id_hash: sha256Hex(cookie) }).first()).toBeUndefined();
+    expect(
+      await db('portal_sessions')
+        .where({ id_hash: sha256Hex(cookie) })
+        .first(),
+    ).toBeUndefined();
     portal.cookies.set('lk_portal', cookie);
     portal.csrf = out.body.csrf_token;
     expect((await portal.api('GET', '/v1/apps')).status).toBe(401);
@@ -231,7 +237,16 @@ describe('the proxy', () => {
 
   it('does not forward the sign-in, refresh or operator endpoints, nor paths that leave /v1', async () => {
     const { portal } = await signedIn();
-    for (const path of ['/v1/auth/refresh', '/v1/auth/login', '/v1/auth/login/verify-2fa', '/v1/auth/register', '/v1/admin/developers/x/plan', '/v1/%2e%2e/healthz', '/v1/apps/%2e%2e%2fhealthz', '/healthz']) {
+    for (const path of [
+      '/v1/auth/refresh',
+      '/v1/auth/login',
+      '/v1/auth/login/verify-2fa',
+      '/v1/auth/register',
+      '/v1/admin/developers/x/plan',
+      '/v1/%2e%2e/healthz',
+      '/v1/apps/%2e%2e%2fhealthz',
+      '/healthz',
+    ]) {
       const res = await portal.api('POST', path, { body: {} });
       expect(res.status, path).toBe(404);
     }
@@ -306,7 +321,7 @@ describe('GET /v1/stats (the dashboard)', () => {
 });
 
 describe('rate limits through the portal', () => {
-  it("count sign-in attempts per browser address, not per server, and ignore a forged forwarding header", async () => {
+  it('count sign-in attempts per browser address, not per server, and ignore a forged forwarding header', async () => {
     const limited = await startTestServer({ realRateLimits: true, env: { LATCHKEY_TRUST_PROXY: 'true' } });
     try {
       const dev = await registerDeveloper(client(limited.url));

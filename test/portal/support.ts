@@ -27,7 +27,11 @@ export class PortalClient {
     readonly origin: string | null = baseUrl,
   ) {}
 
-  async send<T = any>(method: string, path: string, opts: { body?: unknown; headers?: Record<string, string>; csrf?: string | null; raw?: { data: Uint8Array<ArrayBuffer>; contentType: string } } = {}): Promise<PortalAnswer<T>> {
+  async send<T = any>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; headers?: Record<string, string>; csrf?: string | null; raw?: { data: Uint8Array<ArrayBuffer>; contentType: string } } = {},
+  ): Promise<PortalAnswer<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     const csrf = opts.csrf === undefined ? this.csrf : opts.csrf;

@@ -19,7 +19,12 @@ describe('POST /v1/public/redeem', () => {
     const t = await tenant(server);
     const build = await readyBuild(server, t);
     const batch = await createBatch(t, {
-      channel: 'appsumo', quantity: 2, device_limit: 4, license_expiry_days: 365, license_type: 'subscription', features: { tier: 'pro', beta: true },
+      channel: 'appsumo',
+      quantity: 2,
+      device_limit: 4,
+      license_expiry_days: 365,
+      license_type: 'subscription',
+      features: { tier: 'pro', beta: true },
     });
     const res = await redeem(t, batch.codes[0]!, 'redeemer@example.com');
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -30,8 +35,13 @@ describe('POST /v1/public/redeem', () => {
     const [license, ...others] = await licensesOf(t);
     expect(others).toEqual([]);
     expect(license).toMatchObject({
-      license_key: res.body.license_key, source: 'appsumo', device_limit: 4, license_type: 'subscription',
-      features: { tier: 'pro', beta: true }, email: 'redeemer@example.com', status: 'ACTIVE',
+      license_key: res.body.license_key,
+      source: 'appsumo',
+      device_limit: 4,
+      license_type: 'subscription',
+      features: { tier: 'pro', beta: true },
+      email: 'redeemer@example.com',
+      status: 'ACTIVE',
     });
     const days = (Date.parse(license!.expires_at) - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(364.9);
@@ -74,7 +84,7 @@ describe('POST /v1/public/redeem', () => {
     expect(await feesOf(license!.license_id)).toEqual([]);
   });
 
-  it("keeps a paid code Available while its seller has no active Pro, with or without an email; a trial code still redeems", async () => {
+  it('keeps a paid code Available while its seller has no active Pro, with or without an email; a trial code still redeems', async () => {
     const t = await tenant(server);
     const paid = await createBatch(t, { quantity: 1 });
     const trial = await createBatch(t, { quantity: 1, license_type: 'trial' });

@@ -19,8 +19,7 @@ export async function createBatch(t: Tenant, body: Record<string, unknown> = {})
   return res.body;
 }
 
-export const redeem = (t: Pick<Tenant, 'call'>, code: string, email?: string) =>
-  t.call('POST', '/v1/public/redeem', { body: email === undefined ? { code } : { code, email } });
+export const redeem = (t: Pick<Tenant, 'call'>, code: string, email?: string) => t.call('POST', '/v1/public/redeem', { body: email === undefined ? { code } : { code, email } });
 
 /** Uploads a small build of `t`'s app and waits for it to be READY. */
 export async function readyBuild(server: TestServer, t: Tenant) {

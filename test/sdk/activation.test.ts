@@ -41,10 +41,25 @@ describe('activation', () => {
   it('starts unlicensed, activates with a key as typed and answers valid with the signed features and grace', async () => {
     expect(await client.check()).toMatchObject({ state: 'unlicensed', reason: 'not_activated', usable: false });
     const status = await client.activate(' wxyz 2345-6789abcd ');
-    expect(status).toMatchObject({ state: 'valid', reason: null, usable: true, licenseType: 'perpetual', features: { tier: 'pro' }, policy: { device_limit: 2, offline_grace_hours: 72 } });
+    expect(status).toMatchObject({
+      state: 'valid',
+      reason: null,
+      usable: true,
+      licenseType: 'perpetual',
+      features: { tier: 'pro' },
+      policy: { device_limit: 2, offline_grace_hours: 72 },
+    });
     expect(status.graceEndsAt?.getTime()).toBe(clock.now().getTime() + 72 * HOUR);
     const [request] = authority.requests;
-    expect(JSON.parse(request!.body)).toEqual({ license_key: KEY, device_fingerprint: expect.stringMatching(FINGERPRINT_PATTERN), build_id: null, device_key: expect.stringMatching(/^[\w-]{43}$/), app_version: '1.4.2', platform: 'linux-x64', fingerprint_components: expect.objectContaining({ 'os.machine_id': expect.stringMatching(FINGERPRINT_PATTERN) }) });
+    expect(JSON.parse(request!.body)).toEqual({
+      license_key: KEY,
+      device_fingerprint: expect.stringMatching(FINGERPRINT_PATTERN),
+      build_id: null,
+      device_key: expect.stringMatching(/^[\w-]{43}$/),
+      app_version: '1.4.2',
+      platform: 'linux-x64',
+      fingerprint_components: expect.objectContaining({ 'os.machine_id': expect.stringMatching(FINGERPRINT_PATTERN) }),
+    });
     expect(request!.headers['user-agent']).toBe('latchkey-runtime-sdk/0.1.0 app_test/1.4.2');
   });
 
@@ -98,7 +113,23 @@ describe('activation', () => {
 
   it('refuses a grant signed by a key that is not pinned', async () => {
     const impostor = new TestSigner(authority.signer.kid);
-    authority.scripted.push({ status: 200, body: { token: impostor.sign({ iss: 'latchkey', sub: 'lic_x', app_id: 'app_test', device: '1'.repeat(64), license_type: 'perpetual', features: {}, policy: { device_limit: 9, offline_grace_hours: 9999 }, license_expires_at: null, iat: 1, exp: 2e9 }) } });
+    authority.scripted.push({
+      status: 200,
+      body: {
+        token: impostor.sign({
+          iss: 'latchkey',
+          sub: 'lic_x',
+          app_id: 'app_test',
+          device: '1'.repeat(64),
+          license_type: 'perpetual',
+          features: {},
+          policy: { device_limit: 9, offline_grace_hours: 9999 },
+          license_expires_at: null,
+          iat: 1,
+          exp: 2e9,
+        }),
+      },
+    });
     expect((await activationError()).code).toBe('INVALID_SERVER_RESPONSE');
   });
 

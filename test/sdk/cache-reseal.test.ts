@@ -44,9 +44,7 @@ describe('a hand-resealed cache', () => {
     // ...then the cache says the last contact was later.
     await resealCache(path.join(dir, 'license.cache'), { fingerprintHash, salt: SALT, appId: authority.appId }, (payload) => {
       const lastOnlineAt = (payload.lastOnlineAt as number) + shift;
-      return alone
-        ? { ...payload, lastOnlineAt }
-        : { ...payload, lastOnlineAt, serverSkewMs: (payload.serverSkewMs as number) - shift, highWaterAt: clock.now().getTime() };
+      return alone ? { ...payload, lastOnlineAt } : { ...payload, lastOnlineAt, serverSkewMs: (payload.serverSkewMs as number) - shift, highWaterAt: clock.now().getTime() };
     });
     const status = await (await started(machine, dir)).check();
     expect(status).toMatchObject({ state, reason, usable: false });

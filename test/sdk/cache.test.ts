@@ -84,12 +84,15 @@ describe('encrypted on-disk license cache', () => {
   });
 
   it.each([
-    ['a flipped byte in the sealed body', (text: string) => {
-      const envelope = JSON.parse(text);
-      const body = Buffer.from(envelope.body, 'base64');
-      body[body.length - 20]! ^= 0x01;
-      return JSON.stringify({ ...envelope, body: body.toString('base64') });
-    }],
+    [
+      'a flipped byte in the sealed body',
+      (text: string) => {
+        const envelope = JSON.parse(text);
+        const body = Buffer.from(envelope.body, 'base64');
+        body[body.length - 20]! ^= 0x01;
+        return JSON.stringify({ ...envelope, body: body.toString('base64') });
+      },
+    ],
     ['a truncated file', (text: string) => text.slice(0, text.length / 2)],
     ['a body replaced by other bytes', (text: string) => JSON.stringify({ ...JSON.parse(text), body: Buffer.alloc(80, 7).toString('base64') })],
   ])('an edited cache (%s) reads as tampered', async (_label, edit) => {

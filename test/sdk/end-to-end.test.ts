@@ -99,7 +99,13 @@ describe('runtime SDK against the real license authority', () => {
     const first = await startApp();
     expect((await first.check()).state).toBe('unlicensed');
     const activated = await first.activate(created.license_key.toLowerCase());
-    expect(activated).toMatchObject({ state: 'valid', licenseId: created.license_id, licenseType: 'perpetual', features: { tier: 'pro', seats: 3 }, policy: { offline_grace_hours: 72 } });
+    expect(activated).toMatchObject({
+      state: 'valid',
+      licenseId: created.license_id,
+      licenseType: 'perpetual',
+      features: { tier: 'pro', seats: 3 },
+      policy: { offline_grace_hours: 72 },
+    });
     const detail = await call('GET', `/v1/licenses/${created.license_id}`, { apiKey: dev.apiKey });
     expect(detail.body.devices).toHaveLength(1);
 

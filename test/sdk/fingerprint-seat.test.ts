@@ -10,7 +10,16 @@ import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.j
 import { startRealAuthority } from './support/real-authority.js';
 
 const { server, call, dev, app, publicKeys } = await startRealAuthority();
-const base: Omit<LicenseClientOptions, 'cacheDir'> = { appId: app.id, serverUrl: server.url, publicKeys, fingerprintSalt: app.fingerprint_salt, appVersion: '2.3.0', refreshOnStart: false, startupDelayMs: 0, retryLimit: 0 };
+const base: Omit<LicenseClientOptions, 'cacheDir'> = {
+  appId: app.id,
+  serverUrl: server.url,
+  publicKeys,
+  fingerprintSalt: app.fingerprint_salt,
+  appVersion: '2.3.0',
+  refreshOnStart: false,
+  startupDelayMs: 0,
+  retryLimit: 0,
+};
 const clients: LicenseClient[] = [];
 
 afterAll(async () => {
@@ -55,7 +64,11 @@ describe('component-tolerant device matching on the authority', () => {
     const plain = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: randomFingerprint() } });
     expect(plain.status).toBe(200);
     const unknownNames = await call('POST', '/v1/licenses/activate', {
-      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: { 'os.machine_id': randomFingerprint(), 'gpu.serial': randomFingerprint() } },
+      body: {
+        license_key: created.license_key,
+        device_fingerprint: randomFingerprint(),
+        fingerprint_components: { 'os.machine_id': randomFingerprint(), 'gpu.serial': randomFingerprint() },
+      },
     });
     expect(unknownNames.status).toBe(200);
     const malformed = await call('POST', '/v1/licenses/activate', {

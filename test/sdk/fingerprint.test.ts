@@ -8,8 +8,7 @@ const SALT_A = 'salt-app-a-3f9c';
 const SALT_B = 'salt-app-b-71d0';
 
 const fixed = (components: Components) => [async () => components];
-const fingerprintOf = (components: Components, salt = SALT_A) =>
-  computeFingerprint({ salt, platform: hostPlatform, timeoutMs: 1000, probes: fixed(components) });
+const fingerprintOf = (components: Components, salt = SALT_A) => computeFingerprint({ salt, platform: hostPlatform, timeoutMs: 1000, probes: fixed(components) });
 
 const laptop: Components = {
   'system.uuid': '4C4C4544-0042-3510-8035-B4C04F564D32',
@@ -39,7 +38,11 @@ describe('device fingerprint', () => {
   });
 
   it('does not depend on case, spacing or probe order, and differs between machines', async () => {
-    const shuffled: Components = Object.fromEntries(Object.entries(laptop).reverse().map(([k, v]) => [k, `  ${v!.toUpperCase()} `]));
+    const shuffled: Components = Object.fromEntries(
+      Object.entries(laptop)
+        .reverse()
+        .map(([k, v]) => [k, `  ${v!.toUpperCase()} `]),
+    );
     expect((await fingerprintOf(shuffled)).hash).toBe((await fingerprintOf(laptop)).hash);
     expect((await fingerprintOf({ ...laptop, 'system.uuid': '4C4C4544-0042-3510-8035-B4C04F564D33' })).hash).not.toBe((await fingerprintOf(laptop)).hash);
   });
@@ -48,16 +51,29 @@ describe('device fingerprint', () => {
     const canonical = (components: Components) => canonicalize(selectComponents(components));
     expect(canonical(laptop)).not.toContain('net.primary_mac');
     expect(canonical({ ...laptop, 'net.primary_mac': 'aa:bb:cc:dd:ee:ff' })).toBe(canonical(laptop));
-    const container: Components = { 'system.uuid': '', 'system.serial': '-', 'board.serial': 'Default string', cpu: laptop.cpu, 'os.machine_id': laptop['os.machine_id'], 'net.primary_mac': '02:fc:00:00:00:01' };
+    const container: Components = {
+      'system.uuid': '',
+      'system.serial': '-',
+      'board.serial': 'Default string',
+      cpu: laptop.cpu,
+      'os.machine_id': laptop['os.machine_id'],
+      'net.primary_mac': '02:fc:00:00:00:01',
+    };
     expect(canonical(container)).toBe(
       ['latchkey-fingerprint/v1', `cpu=${laptop.cpu!.toLowerCase()}`, 'net.primary_mac=02:fc:00:00:00:01', `os.machine_id=${laptop['os.machine_id']}`].join('\n'),
     );
   });
 
-  it.each(['', '   ', '-', 'None', 'To Be Filled By O.E.M.', '00000000-0000-0000-0000-000000000000', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF', '03000200-0400-0500-0006-000700080009'])(
-    'ignores the firmware placeholder %j',
-    (placeholder) => expect(normalizeComponent(placeholder)).toBeUndefined(),
-  );
+  it.each([
+    '',
+    '   ',
+    '-',
+    'None',
+    'To Be Filled By O.E.M.',
+    '00000000-0000-0000-0000-000000000000',
+    'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF',
+    '03000200-0400-0500-0006-000700080009',
+  ])('ignores the firmware placeholder %j', (placeholder) => expect(normalizeComponent(placeholder)).toBeUndefined());
 
   it('bounds slow probes in time and says the reading is incomplete', async () => {
     const hung = () => new Promise<Components>(() => {});

@@ -108,7 +108,7 @@ describe('refresh scheduler (fake timers)', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('never holds the process: its timer is unref\'d', () => {
+  it("never holds the process: its timer is unref'd", () => {
     const scheduler = new RefreshScheduler({ intervalMs: 1000, backoffBaseMs: 20, jitterRatio: 0 }, async () => 'ok');
     const spy = vi.spyOn(globalThis, 'setTimeout');
     scheduler.schedule(10);

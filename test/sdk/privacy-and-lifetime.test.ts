@@ -72,11 +72,9 @@ describe('what leaves the process', () => {
   it('never keeps the app alive: an undisposed client with background refresh lets the process exit', async () => {
     const realTime = await new FakeAuthority(systemClock).start();
     realTime.addLicense(KEY);
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'test/sdk/support/undisposed-app.ts', realTime.url, JSON.stringify(realTime.publicKeys), tempDir(), KEY],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/sdk/support/undisposed-app.ts', realTime.url, JSON.stringify(realTime.publicKeys), tempDir(), KEY], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -43,7 +43,16 @@ beforeEach(() => {
 });
 
 describe('https through HTTPS_PROXY (CONNECT), an app in its own process', () => {
-  const options = () => ({ appId: authority.appId, serverUrl: front.url, publicKeys: authority.publicKeys, fingerprintSalt: 'salt-proxy', appVersion: '1.0.0', cacheDir: tempDir(), memoryProtection: 'masked', retryLimit: 0 });
+  const options = () => ({
+    appId: authority.appId,
+    serverUrl: front.url,
+    publicKeys: authority.publicKeys,
+    fingerprintSalt: 'salt-proxy',
+    appVersion: '1.0.0',
+    cacheDir: tempDir(),
+    memoryProtection: 'masked',
+    retryLimit: 0,
+  });
   const tunnelTo = () => ({ method: 'CONNECT', target: new URL(front.url).host });
   const trust = () => ({ NODE_EXTRA_CA_CERTS: front.certificateFile });
 

@@ -188,7 +188,11 @@ describe('API keys on several server processes', () => {
     const dev = await registerDeveloper(call);
     for (const send of [call, callSibling]) expect((await meOn(send, dev.apiKey)).status).toBe(200);
     // Memory answers, not the database: revoked behind the servers' backs (no notification), the key still works.
-    const revokeQuietly = (revokedAt: Date | null) => server.database.db('api_keys').where({ id: keyId(dev.apiKey) }).update({ revoked_at: revokedAt });
+    const revokeQuietly = (revokedAt: Date | null) =>
+      server.database
+        .db('api_keys')
+        .where({ id: keyId(dev.apiKey) })
+        .update({ revoked_at: revokedAt });
     await revokeQuietly(new Date());
     for (const send of [call, callSibling]) expect((await meOn(send, dev.apiKey)).status).toBe(200);
     await revokeQuietly(null);

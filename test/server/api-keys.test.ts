@@ -89,7 +89,12 @@ describe('account security through API keys', () => {
 
   it('a session needs the password or a current code in the request to change keys, the password or 2FA', async () => {
     const dev = await registerDeveloper(call);
-    for (const [path, body] of [['/v1/auth/api-keys', {}], ['/v1/auth/api-keys/rotate', undefined], ['/v1/auth/2fa/setup', undefined], ['/v1/auth/password', { new_password: 'a whole new password' }]] as const) {
+    for (const [path, body] of [
+      ['/v1/auth/api-keys', {}],
+      ['/v1/auth/api-keys/rotate', undefined],
+      ['/v1/auth/2fa/setup', undefined],
+      ['/v1/auth/password', { new_password: 'a whole new password' }],
+    ] as const) {
       expectError(await call('POST', path, { token: dev.accessToken, body }), 403, 'REAUTHENTICATION_REQUIRED');
       expectError(await call('POST', path, { token: dev.accessToken, body: { ...body, password: 'not the password' } }), 401, 'INVALID_CREDENTIALS');
     }
@@ -110,7 +115,12 @@ describe('the key listing', () => {
     const key = await newKey(dev, { name: 'reporting', scopes: ['read', 'licenses'] });
     const listed = () => listKeys(dev).then((keys) => keys.find((k) => k.id === key.id)!);
     expect(await listed()).toEqual({
-      id: key.id, prefix: `lk_${key.id}`, name: 'reporting', scopes: ['read', 'licenses'], created_at: key.created_at, last_used_at: null,
+      id: key.id,
+      prefix: `lk_${key.id}`,
+      name: 'reporting',
+      scopes: ['read', 'licenses'],
+      created_at: key.created_at,
+      last_used_at: null,
     });
     expect(JSON.stringify(await listKeys(dev))).not.toContain(key.api_key.split('_')[2]);
 

@@ -100,7 +100,7 @@ describe('app CRUD', () => {
     expectError(await updateApp(app.id, { name: 'Back' }), 404, 'APP_NOT_FOUND');
   });
 
-  it('lists only the caller\'s apps', async () => {
+  it("lists only the caller's apps", async () => {
     const other = await registerDeveloper(call);
     const theirs = await createApp(call, other);
     const list = await call('GET', '/v1/apps?limit=100', { token: dev.accessToken });
@@ -110,11 +110,7 @@ describe('app CRUD', () => {
 
 describe('Price ID', () => {
   it('must be a Price ID (price_...), not a Product ID (prod_...)', async () => {
-    expectError(
-      await call('POST', '/v1/apps', { token: dev.accessToken, body: { name: 'X', platforms: ['win-x64'], price_id: 'prod_NWjs8kKbJWmuuc' } }),
-      400,
-      'VALIDATION_FAILED',
-    );
+    expectError(await call('POST', '/v1/apps', { token: dev.accessToken, body: { name: 'X', platforms: ['win-x64'], price_id: 'prod_NWjs8kKbJWmuuc' } }), 400, 'VALIDATION_FAILED');
     const app = await createApp(call, dev);
     expectError(await updateApp(app.id, { price_id: 'prod_NWjs8kKbJWmuuc' }), 400, 'VALIDATION_FAILED');
     const priceId = newPriceId();
@@ -131,16 +127,8 @@ describe('Price ID', () => {
     const ownSecondApp = await createApp(call, dev);
     expectError(await updateApp(ownSecondApp.id, { price_id: priceId }), 409, 'PRICE_ID_IN_USE');
     expect((await getApp(ownSecondApp.id)).body.price_id).toBeNull();
-    expectError(
-      await call('POST', '/v1/apps', { token: dev.accessToken, body: { name: 'Dup', platforms: ['win-x64'], price_id: priceId } }),
-      409,
-      'PRICE_ID_IN_USE',
-    );
-    expectError(
-      await call('POST', '/v1/apps', { token: other.accessToken, body: { name: 'Theirs', platforms: ['win-x64'], price_id: priceId } }),
-      409,
-      'PRICE_ID_IN_USE',
-    );
+    expectError(await call('POST', '/v1/apps', { token: dev.accessToken, body: { name: 'Dup', platforms: ['win-x64'], price_id: priceId } }), 409, 'PRICE_ID_IN_USE');
+    expectError(await call('POST', '/v1/apps', { token: other.accessToken, body: { name: 'Theirs', platforms: ['win-x64'], price_id: priceId } }), 409, 'PRICE_ID_IN_USE');
     // Saving it again on its own app is not a conflict.
     expect((await updateApp(owner.id, { price_id: priceId })).status).toBe(200);
   });

@@ -100,9 +100,7 @@ class OwnedResources {
     if (existing) return existing;
     const fixture = RESOURCE_FIXTURES[param];
     if (!fixture) {
-      throw new Error(
-        `${operationId} names {${param}}, which the auth sweep cannot create: add a fixture for "${param}" to RESOURCE_FIXTURES in test/server/auth-sweep.test.ts`,
-      );
+      throw new Error(`${operationId} names {${param}}, which the auth sweep cannot create: add a fixture for "${param}" to RESOURCE_FIXTURES in test/server/auth-sweep.test.ts`);
     }
     const id = await fixture.create(this.owner, (parent) => this.get(parent, operationId));
     this.ids.set(param, id);
@@ -205,8 +203,7 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
 
 const SIGNED_PE = peFile({ signature: 'pkcs7' });
 const SWEEP_SHA256 = createHash('sha256').update('sweep').digest('hex');
-const sendSweepChunk = (uploadPath: string) =>
-  call('PUT', `${uploadPath}?offset=0`, { token: devA.accessToken, raw: { data: 'sweep', contentType: 'application/octet-stream' } });
+const sendSweepChunk = (uploadPath: string) => call('PUT', `${uploadPath}?offset=0`, { token: devA.accessToken, raw: { data: 'sweep', contentType: 'application/octet-stream' } });
 
 /** A multipart/form-data sample, sent as is rather than as JSON. */
 class Form {
@@ -258,8 +255,7 @@ async function signedBuild(resource: (param: string) => Promise<string>): Promis
 }
 
 /** operationId -> what must exist besides the path's resources for the owner's request to succeed. */
-const enableWebhookAt = async (path: string) =>
-  expect((await call('POST', path.replace(/\/rotate-secret$/, ''), { token: devA.accessToken })).status).toBe(201);
+const enableWebhookAt = async (path: string) => expect((await call('POST', path.replace(/\/rotate-secret$/, ''), { token: devA.accessToken })).status).toBe(201);
 const OWNER_PRECONDITIONS: Record<string, (path: string) => Promise<void>> = {
   rotateEntitlementWebhookSecret: enableWebhookAt,
   disableEntitlementWebhook: enableWebhookAt,
@@ -299,8 +295,19 @@ it('sweeps the secured operations of the OpenAPI document', () => {
   // Guards against a sweep that silently finds nothing to check.
   expect(operations.map((op) => op.operationId)).toEqual(
     expect.arrayContaining([
-      'getMe', 'listApps', 'updateApp', 'setDeveloperPlan', 'createPaymentLink', 'getPaymentLink', 'deletePaymentLink', 'createPurchaseLink',
-      'receiveEntitlementEvent', 'redactStore', 'listApiKeys', 'revokeApiKey', 'changePassword',
+      'getMe',
+      'listApps',
+      'updateApp',
+      'setDeveloperPlan',
+      'createPaymentLink',
+      'getPaymentLink',
+      'deletePaymentLink',
+      'createPurchaseLink',
+      'receiveEntitlementEvent',
+      'redactStore',
+      'listApiKeys',
+      'revokeApiKey',
+      'changePassword',
     ]),
   );
 });

@@ -128,7 +128,10 @@ describe('the access log', () => {
     const headers = { authorization: `Bearer ${secrets.authorization}`, 'x-api-key': secrets.apiKeyHeader, cookie: `lk_portal=${secrets.cookie}` };
     const requests: [string, string][] = [
       ['GET', `/v1/downloads/bld_unknown?expires=4102444800&signature=${secrets.signature}`],
-      ['GET', `/v1/apps?access_token=${secrets.accessToken}&apiKey=${secrets.apiKeyParam}&STATE=${secrets.state}&code=${secrets.code}&client_secret=${secrets.clientSecret}&limit=5`],
+      [
+        'GET',
+        `/v1/apps?access_token=${secrets.accessToken}&apiKey=${secrets.apiKeyParam}&STATE=${secrets.state}&code=${secrets.code}&client_secret=${secrets.clientSecret}&limit=5`,
+      ],
       ['GET', `/d/${secrets.delivery}`],
       ['POST', `/v1/entitlement-webhooks/${secrets.webhook}/trial`],
       ['POST', `/v1/redemption-codes/${secrets.redemption}/revoke`],

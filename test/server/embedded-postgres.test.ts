@@ -61,7 +61,7 @@ describe('the embedded PostgreSQL, supervised by the server', () => {
       process.kill(crashed, 'SIGKILL');
       let unavailable: { status: number; body: unknown } | undefined;
       let ready = false;
-      for (const deadline = Date.now() + RECOVERY_TIMEOUT_MS; !ready && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + RECOVERY_TIMEOUT_MS; !ready && Date.now() < deadline;) {
         const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => null);
         if (res?.status === 503) unavailable ??= { status: 503, body: await res.json() };
         else if (res?.status === 200 && unavailable) ready = true;

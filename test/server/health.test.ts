@@ -48,8 +48,6 @@ describe('operations endpoints', () => {
     const res = await call('GET', '/v1/openapi.json');
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.paths['/v1/apps'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['limit', 'offset']);
-    expect(res.body.paths['/v1/auth/register'].post.requestBody.content['application/json'].schema.required).toEqual(
-      expect.arrayContaining(['email', 'password', 'company_name']),
-    );
+    expect(res.body.paths['/v1/auth/register'].post.requestBody.content['application/json'].schema.required).toEqual(expect.arrayContaining(['email', 'password', 'company_name']));
   });
 });

@@ -43,7 +43,11 @@ const operations = (): { where: string; op: any }[] =>
   Object.entries<Record<string, any>>(document.paths).flatMap(([p, methods]) => Object.entries(methods).map(([method, op]) => ({ where: `${method.toUpperCase()} ${p}`, op })));
 
 /** The object a local `$ref` (`#/components/...`) points at, or undefined. */
-const resolve = (ref: string): any => ref.slice(2).split('/').reduce((node, key) => node?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
+const resolve = (ref: string): any =>
+  ref
+    .slice(2)
+    .split('/')
+    .reduce((node, key) => node?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
 
 function collectRefs(node: unknown, refs: string[] = []): string[] {
   if (Array.isArray(node)) node.forEach((n) => collectRefs(n, refs));
@@ -92,7 +96,11 @@ export type AppNotFound = paths['/v1/apps/{app_id}']['get']['responses'][404]['c
 export const sameBody = (body: AppNotFound): ErrorBody => body;
 `,
     );
-    const tsc = await outputOf(path.join(BIN, 'tsc'), ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', 'uses-api.ts'], workDir);
+    const tsc = await outputOf(
+      path.join(BIN, 'tsc'),
+      ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', 'uses-api.ts'],
+      workDir,
+    );
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(tsc.code).toBe(0);
   });
@@ -113,7 +121,10 @@ export const sameBody = (body: AppNotFound): ErrorBody => body;
     expect([...body.properties.error_code.enum].sort()).toEqual(Object.keys(ERROR_CODES).sort());
     for (const { where, op } of operations()) {
       const failures = Object.entries<any>(op.responses).filter(([status]) => Number(status) >= 400);
-      expect(failures.map(([status]) => status), where).toEqual(expect.arrayContaining(['400', '429', '500']));
+      expect(
+        failures.map(([status]) => status),
+        where,
+      ).toEqual(expect.arrayContaining(['400', '429', '500']));
       for (const [status, ref] of failures) {
         expect(resolve(ref.$ref).content['application/json'].schema, `${where} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
       }
@@ -125,7 +136,10 @@ export const sameBody = (body: AppNotFound): ErrorBody => body;
     for (const { where, op } of operations()) {
       expect(op.operationId, where).toMatch(/^\w+$/);
       expect(op.summary, where).toMatch(/\w/);
-      expect(document.tags.map((t: { name: string }) => t.name), where).toEqual(expect.arrayContaining(op.tags));
+      expect(
+        document.tags.map((t: { name: string }) => t.name),
+        where,
+      ).toEqual(expect.arrayContaining(op.tags));
       for (const requirement of op.security) expect(schemes, where).toEqual(expect.arrayContaining(Object.keys(requirement)));
       if (op.security.length) expect(Object.keys(op.responses), where).toContain('401');
     }
@@ -136,7 +150,12 @@ export const sameBody = (body: AppNotFound): ErrorBody => body;
     const sent = [...res.headers.keys()].filter((name) => name.startsWith('ratelimit-'));
     const documented = Object.keys(document.components.headers);
     expect(documented).toEqual(expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']));
-    expect(sent.sort()).toEqual(documented.filter((name) => name.startsWith('RateLimit-')).map((name) => name.toLowerCase()).sort());
+    expect(sent.sort()).toEqual(
+      documented
+        .filter((name) => name.startsWith('RateLimit-'))
+        .map((name) => name.toLowerCase())
+        .sort(),
+    );
     for (const { where, op } of operations()) {
       for (const [status, response] of Object.entries<any>(op.responses)) {
         const headers = Object.keys((response.$ref ? resolve(response.$ref) : response).headers ?? {});

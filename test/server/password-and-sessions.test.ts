@@ -30,7 +30,12 @@ interface SentEmail {
 /** The newest email of `kind` to `dev`, once the outbox sent it (the test server writes `.eml` files). */
 function sentEmail(dev: TestDeveloper, kind: string, after = new Date(0)): Promise<SentEmail> {
   return eventually(`the ${kind} email to be sent`, async () => {
-    const row = await server.database.db('email_outbox').where({ developer_id: dev.id, kind, status: 'sent' }).where('created_at', '>', after).orderBy('created_at', 'desc').first();
+    const row = await server.database
+      .db('email_outbox')
+      .where({ developer_id: dev.id, kind, status: 'sent' })
+      .where('created_at', '>', after)
+      .orderBy('created_at', 'desc')
+      .first();
     if (!row) return undefined;
     const raw = decodeQuotedPrintable(fs.readFileSync(path.join(server.dataDir, 'outbox', `${row.id}.eml`), 'utf8'));
     return { id: row.id, subject: row.subject, raw };
@@ -119,7 +124,10 @@ describe('password reset', () => {
   it('lifts a lock of second-factor checks, and a reset link given twice works once', async () => {
     const dev = await registerDeveloper(call);
     await enableTwoFactor(call, server, dev);
-    await server.database.db('developers').where({ id: dev.id }).update({ two_factor_locked_until: new Date(server.clock.now().getTime() + 3600_000) });
+    await server.database
+      .db('developers')
+      .where({ id: dev.id })
+      .update({ two_factor_locked_until: new Date(server.clock.now().getTime() + 3600_000) });
     const token = await resetToken(dev);
     const results = await Promise.all([confirm(token), confirm(token, 'a racing passphrase')]);
     expect(results.map((r) => r.status).sort()).toEqual([204, 401]);

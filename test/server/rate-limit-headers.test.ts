@@ -24,7 +24,11 @@ function expectRateLimitHeaders(res: Pick<ApiResponse, 'headers' | 'status'>, wh
 describe('[Rate limits] the RateLimit headers', () => {
   it('[Rate limits] are declared by the OpenAPI document on every response of every route, health included, and Retry-After on 429', async () => {
     const document = (await call('GET', '/v1/openapi.json')).body;
-    const resolve = (ref: string) => ref.split('/').slice(1).reduce((node: any, key) => node[key], document);
+    const resolve = (ref: string) =>
+      ref
+        .split('/')
+        .slice(1)
+        .reduce((node: any, key) => node[key], document);
     expect(Object.keys(document.components.headers)).toEqual(expect.arrayContaining([...RATE_LIMIT_HEADERS, 'Retry-After']));
     expect(document.paths['/healthz']?.get).toBeDefined();
     expect(document.paths['/readyz']?.get).toBeDefined();

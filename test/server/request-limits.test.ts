@@ -53,10 +53,7 @@ describe('request limits before authentication', () => {
   });
 
   it('cuts off a body that stops arriving (idle) on a route that needs no credential', async () => {
-    const res = await rawExchange(server.url, [
-      'POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":',
-      10_000,
-    ]);
+    const res = await rawExchange(server.url, ['POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":', 10_000]);
     expect(res.status).toBe(408);
     expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
   });

@@ -15,7 +15,11 @@ export async function startConnect(baseUrl: string, credential: { token?: string
   const headers: Record<string, string> = credential.token ? { authorization: `Bearer ${credential.token}` } : { 'x-api-key': credential.apiKey ?? '' };
   const res = await fetch(`${baseUrl}/v1/payments/account/connect`, { method: 'POST', headers });
   const body = (await res.json()) as any;
-  const cookie = res.headers.getSetCookie().map((c) => /^(lk_connect=[^;]+)/.exec(c)?.[1]).find(Boolean) ?? null;
+  const cookie =
+    res.headers
+      .getSetCookie()
+      .map((c) => /^(lk_connect=[^;]+)/.exec(c)?.[1])
+      .find(Boolean) ?? null;
   const authorizeUrl = res.status === 200 ? new URL(body.authorize_url) : null;
   return { status: res.status, body, authorizeUrl, state: authorizeUrl?.searchParams.get('state') ?? null, cookie };
 }

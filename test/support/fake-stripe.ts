@@ -60,7 +60,11 @@ const formParams = (body: string) => Object.fromEntries(new URLSearchParams(body
 
 /** The nested `prefix[key]` entries of a flattened form, as an object. */
 const nested = (params: Record<string, string>, prefix: string) =>
-  Object.fromEntries(Object.entries(params).filter(([k]) => k.startsWith(`${prefix}[`)).map(([k, v]) => [k.slice(prefix.length + 1, -1), v]));
+  Object.fromEntries(
+    Object.entries(params)
+      .filter(([k]) => k.startsWith(`${prefix}[`))
+      .map(([k, v]) => [k.slice(prefix.length + 1, -1), v]),
+  );
 
 /**
  * A local stand-in for the Stripe API, for the `stripe` package: only the endpoints the service
@@ -103,8 +107,15 @@ export async function startFakeStripe() {
   function priceObject(p: FakePrice) {
     const type = p.type ?? 'one_time';
     return {
-      id: p.id, object: 'price', active: p.active ?? true, billing_scheme: p.billing_scheme ?? 'per_unit', currency: p.currency ?? 'usd',
-      livemode: false, metadata: {}, product: 'prod_fake', type,
+      id: p.id,
+      object: 'price',
+      active: p.active ?? true,
+      billing_scheme: p.billing_scheme ?? 'per_unit',
+      currency: p.currency ?? 'usd',
+      livemode: false,
+      metadata: {},
+      product: 'prod_fake',
+      type,
       unit_amount: p.unit_amount === undefined ? 1900 : p.unit_amount,
       recurring: type === 'recurring' ? { interval: 'month', interval_count: 1, usage_type: 'licensed', ...p.recurring } : null,
     };
@@ -112,14 +123,30 @@ export async function startFakeStripe() {
 
   function sessionObject(s: FakeSession) {
     return {
-      id: s.id, object: 'checkout.session', livemode: s.livemode ?? true, mode: s.mode ?? 'payment', status: 'complete',
-      payment_status: s.payment_status ?? 'paid', customer_email: null, metadata: s.metadata ?? {},
+      id: s.id,
+      object: 'checkout.session',
+      livemode: s.livemode ?? true,
+      mode: s.mode ?? 'payment',
+      status: 'complete',
+      payment_status: s.payment_status ?? 'paid',
+      customer_email: null,
+      metadata: s.metadata ?? {},
       customer_details: { email: s.email === undefined ? 'buyer@example.com' : s.email },
       payment_link: s.payment_link ? { id: s.payment_link.id, object: 'payment_link', application_fee_percent: s.payment_link.application_fee_percent } : null,
-      line_items: { object: 'list', has_more: false, url: `/v1/checkout/sessions/${s.id}/line_items`, data: [{ id: 'li_fake', object: 'item', quantity: 1, price: priceObject({ id: s.price_id }) }] },
+      line_items: {
+        object: 'list',
+        has_more: false,
+        url: `/v1/checkout/sessions/${s.id}/line_items`,
+        data: [{ id: 'li_fake', object: 'item', quantity: 1, price: priceObject({ id: s.price_id }) }],
+      },
       // Expanded, as the service asks: the period end lives on the subscription's items.
       subscription: s.subscription
-        ? { id: s.subscription.id, object: 'subscription', status: 'active', items: { object: 'list', has_more: false, data: [{ id: 'si_fake', object: 'subscription_item', current_period_end: s.subscription.current_period_end }] } }
+        ? {
+            id: s.subscription.id,
+            object: 'subscription',
+            status: 'active',
+            items: { object: 'list', has_more: false, data: [{ id: 'si_fake', object: 'subscription_item', current_period_end: s.subscription.current_period_end }] },
+          }
         : null,
     };
   }
@@ -127,9 +154,14 @@ export async function startFakeStripe() {
   function paymentLinkObject(link: FakePaymentLink) {
     const fee = link.params.application_fee_amount;
     return {
-      id: link.id, object: 'payment_link', active: link.active, livemode: false, url: link.url,
+      id: link.id,
+      object: 'payment_link',
+      active: link.active,
+      livemode: false,
+      url: link.url,
       metadata: nested(link.params, 'metadata'),
-      application_fee_amount: fee === undefined ? null : Number(fee), application_fee_percent: null,
+      application_fee_amount: fee === undefined ? null : Number(fee),
+      application_fee_percent: null,
       after_completion: { type: 'redirect', redirect: { url: link.params['after_completion[redirect][url]'] } },
     };
   }
@@ -155,7 +187,15 @@ export async function startFakeStripe() {
       const id = `cs_test_${randomBytes(16).toString('hex')}`;
       const created = { id, account, url: `https://checkout.stripe.test/c/pay/${id}`, params };
       createdSessions.set(id, created);
-      return send(res, 200, { id, object: 'checkout.session', url: created.url, mode: params.mode, status: 'open', expires_at: Number(params.expires_at), metadata: nested(params, 'metadata') });
+      return send(res, 200, {
+        id,
+        object: 'checkout.session',
+        url: created.url,
+        mode: params.mode,
+        status: 'open',
+        expires_at: Number(params.expires_at),
+        metadata: nested(params, 'metadata'),
+      });
     }
     if (path === '/oauth/token') {
       if (params.grant_type !== 'authorization_code') return oauthError(res, 400, 'unsupported_grant_type', `Unsupported grant type: ${params.grant_type}`);
@@ -163,8 +203,13 @@ export async function startFakeStripe() {
       if (!granted) return oauthError(res, 400, 'invalid_grant', `Authorization code does not exist: ${params.code}`);
       authorizationCodes.delete(String(params.code)); // single use
       return send(res, 200, {
-        access_token: `sk_test_conn${randomBytes(8).toString('hex')}`, livemode: false, refresh_token: `rt_${randomBytes(12).toString('hex')}`,
-        token_type: 'bearer', stripe_publishable_key: `pk_test_${randomBytes(8).toString('hex')}`, stripe_user_id: granted, scope: 'read_write',
+        access_token: `sk_test_conn${randomBytes(8).toString('hex')}`,
+        livemode: false,
+        refresh_token: `rt_${randomBytes(12).toString('hex')}`,
+        token_type: 'bearer',
+        stripe_publishable_key: `pk_test_${randomBytes(8).toString('hex')}`,
+        stripe_user_id: granted,
+        scope: 'read_write',
       });
     }
     if (path === '/oauth/deauthorize') {
@@ -178,9 +223,22 @@ export async function startFakeStripe() {
     if (path === '/v1/billing/meter_events') {
       const identifier = params.identifier ?? fakeId('mev');
       if (!meterEvents.has(identifier)) {
-        meterEvents.set(identifier, { identifier, event_name: String(params.event_name), payload: nested(params, 'payload'), idempotencyKey: req.headers['idempotency-key'] as string | undefined });
+        meterEvents.set(identifier, {
+          identifier,
+          event_name: String(params.event_name),
+          payload: nested(params, 'payload'),
+          idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+        });
       }
-      return send(res, 200, { object: 'billing.meter_event', identifier, event_name: params.event_name, livemode: false, created: now(), payload: nested(params, 'payload'), timestamp: now() });
+      return send(res, 200, {
+        object: 'billing.meter_event',
+        identifier,
+        event_name: params.event_name,
+        livemode: false,
+        created: now(),
+        payload: nested(params, 'payload'),
+        timestamp: now(),
+      });
     }
     return send(res, 404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (POST: ${path})` } });
   }
@@ -247,7 +305,9 @@ export async function startFakeStripe() {
     deauthorized,
     /** Environment for startTestServer: the server's Stripe client talks to this fake. */
     env: {
-      LATCHKEY_STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY, LATCHKEY_STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET, LATCHKEY_STRIPE_API_BASE: url,
+      LATCHKEY_STRIPE_SECRET_KEY: FAKE_STRIPE_SECRET_KEY,
+      LATCHKEY_STRIPE_WEBHOOK_SECRET: FAKE_STRIPE_WEBHOOK_SECRET,
+      LATCHKEY_STRIPE_API_BASE: url,
       LATCHKEY_STRIPE_CONNECT_CLIENT_ID: FAKE_CONNECT_CLIENT_ID,
     },
     close: () => closeNow(server),

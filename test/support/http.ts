@@ -39,7 +39,9 @@ export function client(baseUrl: string) {
     // Node's fetch needs `duplex` to send a streamed request body.
     const send = () =>
       fetch(`${baseUrl}${path}`, {
-        method, headers, body,
+        method,
+        headers,
+        body,
         ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
         ...(opts.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(opts.timeoutMs) }),
       });

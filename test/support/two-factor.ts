@@ -39,5 +39,4 @@ export async function loginChallenge(call: Call, dev: TestDeveloper): Promise<st
   return res.body.challenge_token;
 }
 
-export const verifyTwoFactor = (call: Call, challengeToken: string, code: string) =>
-  call('POST', '/v1/auth/login/verify-2fa', { body: { challenge_token: challengeToken, code } });
+export const verifyTwoFactor = (call: Call, challengeToken: string, code: string) => call('POST', '/v1/auth/login/verify-2fa', { body: { challenge_token: challengeToken, code } });

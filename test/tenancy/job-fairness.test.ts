@@ -41,9 +41,7 @@ describe('the job runner takes turns between tenants', () => {
     builds.push({ owner: b, id: (await uploadBuild(b, artifact('cap b'))).id });
     const db = front.database.db;
     // Two runners of two slots each: at most one lease per tenant at any moment.
-    const workers = await Promise.all(
-      [1, 2].map(() => startTestServer({ database: front.database, dataDir: front.dataDir, env: { LATCHKEY_JOB_CONCURRENCY: '2' } })),
-    );
+    const workers = await Promise.all([1, 2].map(() => startTestServer({ database: front.database, dataDir: front.dataDir, env: { LATCHKEY_JOB_CONCURRENCY: '2' } })));
     servers.push(...workers);
     let maxPerTenant = 0;
     const watching = (async () => {

@@ -25,8 +25,7 @@ beforeEach(async () => {
   if (left < 20_000) await new Promise((r) => setTimeout(r, left + 500));
 });
 
-const createLicense = (t: Tenant, body: Record<string, unknown> = {}) =>
-  t.call('POST', '/v1/licenses', { apiKey: t.dev.apiKey, body: { app_id: t.app.id, ...body } });
+const createLicense = (t: Tenant, body: Record<string, unknown> = {}) => t.call('POST', '/v1/licenses', { apiKey: t.dev.apiKey, body: { app_id: t.app.id, ...body } });
 const provision = (t: Tenant, body: Record<string, unknown> = {}) =>
   t.call('POST', '/v1/marketplace/licenses', {
     apiKey: t.dev.apiKey,
@@ -76,8 +75,7 @@ describe('redemption codes per batch and per day', () => {
     expectError(tooLarge, 403, 'REDEMPTION_BATCH_TOO_LARGE');
     expect(tooLarge.body.detail).toMatch(/at most 20 codes/);
 
-    const batch = (quantity: number) =>
-      t.call('POST', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey, body: { channel: 'appsumo', quantity } });
+    const batch = (quantity: number) => t.call('POST', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey, body: { channel: 'appsumo', quantity } });
     // 20 + 20 > 30: whichever commits second is refused, whole.
     const [first, second] = await Promise.all([batch(20), batch(20)]);
     expect(statuses([first!, second!])).toEqual([201, 429]);

@@ -7,7 +7,6 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { licensedDevice, proOwner, readyBuild, type Device } from './support.js';
 import { runLatchkey } from '../support/cli.js';
 
-
 let server: TestServer;
 let o: Owner;
 let device: Device;

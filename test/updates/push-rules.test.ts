@@ -17,8 +17,7 @@ afterAll(() => server.close());
 const post = (owner: Owner, body: Record<string, unknown> = {}) => owner.call('POST', pushPath(owner), { token: owner.dev.accessToken, body });
 const buildPath = (owner: Owner, id: string, rest = '') => `/v1/apps/${owner.app.id}/builds/${id}${rest}`;
 const getBuild = async (owner: Owner, id: string) => (await owner.call('GET', buildPath(owner, id), { token: owner.dev.accessToken })).body;
-const setDeliveryMode = (owner: Owner, body: Record<string, unknown>) =>
-  owner.call('PUT', `/v1/apps/${owner.app.id}`, { token: owner.dev.accessToken, body });
+const setDeliveryMode = (owner: Owner, body: Record<string, unknown>) => owner.call('PUT', `/v1/apps/${owner.app.id}`, { token: owner.dev.accessToken, body });
 
 /** A fresh app of the Pro developer with a license holder, so each case starts from no push. */
 async function freshApp(appBody: Record<string, unknown> = {}): Promise<Owner> {
@@ -250,8 +249,7 @@ describe('rules on other operations', () => {
 
     expect((await a.call('DELETE', buildPath(a, target.id), { token: a.dev.accessToken })).status).toBe(204);
     expect(await appPush(a)).toBeNull();
-    const licensePush = async (licenseId: string) =>
-      (await a.call('GET', `/v1/licenses/${licenseId}/push-update`, { token: a.dev.accessToken })).body.push;
+    const licensePush = async (licenseId: string) => (await a.call('GET', `/v1/licenses/${licenseId}/push-update`, { token: a.dev.accessToken })).body.push;
     expect(await licensePush(device.license_id)).toBeNull();
     expect((await licensePush(other.license_id)).target_build_id).toBe(kept.id);
   });

@@ -16,8 +16,7 @@ import { createLicense } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { appPush, pushApp, proOwner } from './support.js';
 
-const appSource = (version: string) =>
-  `console.log('Notes Pro ${version} ran with ' + JSON.stringify(process.argv.slice(2)));\n`;
+const appSource = (version: string) => `console.log('Notes Pro ${version} ran with ' + JSON.stringify(process.argv.slice(2)));\n`;
 
 const ARGS = ['--open', 'notes with spaces.txt', '--verbose'];
 

@@ -92,7 +92,13 @@ describe('[Versioning 3] PUT /v1/apps/{app_id}/builds/{build_id}/signed-package'
       expectPushConflict(await a.call('POST', pushPath(a), { token: a.dev.accessToken, body: {} }), 'build_not_signed');
       const res = await replace(a, build.id, signed);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body).toMatchObject({ id: build.id, status: 'READY', protection_level: build.protection_level, package_format: build.package_format, protected_size_bytes: signed.length });
+      expect(res.body).toMatchObject({
+        id: build.id,
+        status: 'READY',
+        protection_level: build.protection_level,
+        package_format: build.package_format,
+        protected_size_bytes: signed.length,
+      });
       expect(Date.parse(res.body.signed_package_at)).toBeGreaterThan(0);
       expect((await download(a, build.id)).equals(signed)).toBe(true);
       expect((await pushApp(a)).target_build_id).toBe(build.id);

@@ -37,7 +37,12 @@ export async function readyBuild(o: Owner, options: { platform?: string; version
 /** Replace with Signed Package: a PE with an Authenticode table for Windows, a Mach-O with LC_CODE_SIGNATURE for macOS; answers the build as it then is. */
 export async function replaceWithSigned(o: Owner, build: { id: string; platform: string }): Promise<Record<string, any>> {
   const signed = build.platform.startsWith('win-') ? peFile({ signature: 'pkcs7' }) : machOFile({ signed: true });
-  const res = await upload(o, { method: 'PUT', path: `/v1/apps/${o.app.id}/builds/${build.id}/signed-package`, file: { data: new Uint8Array(signed), name: 'signed.bin' }, fileField: 'package' });
+  const res = await upload(o, {
+    method: 'PUT',
+    path: `/v1/apps/${o.app.id}/builds/${build.id}/signed-package`,
+    file: { data: new Uint8Array(signed), name: 'signed.bin' },
+    fileField: 'package',
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;
 }

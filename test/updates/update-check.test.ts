@@ -257,7 +257,7 @@ describe('which push applies', () => {
   const licensePush = (a: Owner, device: Device, body: Record<string, unknown> = {}) =>
     a.call('POST', `/v1/licenses/${device.license_id}/push-update`, { token: a.dev.accessToken, body });
 
-  it("a per-license push replaces the app push for that license only, until a later app push overrides it", async () => {
+  it('a per-license push replaces the app push for that license only, until a later app push overrides it', async () => {
     const a = await otherApp(o);
     const chosen = await licensedDevice(a);
     const others = await licensedDevice(a);

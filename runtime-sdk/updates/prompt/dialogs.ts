@@ -15,8 +15,7 @@ export interface DialogCommand {
   choice(result: CommandResult): PromptChoice | undefined;
 }
 
-const choiceByLabel = (label: string): PromptChoice | undefined =>
-  (Object.keys(BUTTON_LABELS) as PromptChoice[]).find((choice) => BUTTON_LABELS[choice] === label);
+const choiceByLabel = (label: string): PromptChoice | undefined => (Object.keys(BUTTON_LABELS) as PromptChoice[]).find((choice) => BUTTON_LABELS[choice] === label);
 
 /**
  * macOS: `display dialog` with three buttons; the texts arrive as `argv` of the script's run handler.

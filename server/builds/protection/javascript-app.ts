@@ -21,7 +21,11 @@ export class AppLayoutError extends Error {}
 
 export const isEntryFileName = (name: string) => ENTRY_EXTENSIONS.has(path.extname(name).toLowerCase());
 
-const isFile = (file: string) => fs.stat(file).then((s) => s.isFile(), () => false);
+const isFile = (file: string) =>
+  fs.stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
 
 /** The folder holding package.json: the archive's top level, or its one top-level folder; null when there is none. */
 export function appRootOf(unpacked: string[]): string | null {

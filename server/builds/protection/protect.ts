@@ -29,7 +29,11 @@ export interface ProtectedPackage {
 export class PackagingError extends Error {}
 
 /** The launcher's name in a macOS archive: the app's name as a command. */
-const commandName = (appName: string): string => appName.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app';
+const commandName = (appName: string): string =>
+  appName
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '') || 'app';
 
 /**
  * The app bundled behind the runtime engine: for `cross_platform` a JavaScript bundle that runs on

@@ -26,7 +26,10 @@ function commandFor(file: string, format: PackageFormat, platform: BuildPlatform
 
 /** The line of a crash that says what went wrong (`TypeError: ...`), else the first; never the server's paths. */
 function reasonFrom(stderr: string, workDir: string): string | null {
-  const lines = stderr.split(/\r?\n/).map((l) => l.split(workDir).join('<build>').trim()).filter(Boolean);
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((l) => l.split(workDir).join('<build>').trim())
+    .filter(Boolean);
   const line = lines.find((l) => /^([A-Z]\w*)?Error( \[\w+\])?:/.test(l)) ?? lines[0];
   return line ? line.slice(0, MAX_REASON_LENGTH) : null;
 }

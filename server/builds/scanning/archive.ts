@@ -140,8 +140,7 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
     zip.close();
     throw err;
   }
-  const openEntry = (entry: yauzl.Entry) =>
-    new Promise<Readable>((resolve, reject) => zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream))));
+  const openEntry = (entry: yauzl.Entry) => new Promise<Readable>((resolve, reject) => zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream))));
   try {
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
@@ -180,7 +179,13 @@ async function unpackTar(file: string, gzipped: boolean, dest: string | null, gu
   const writes: Promise<void>[] = [];
   let failure: Error | undefined;
   // Kept, not thrown, until the stream is through: an entry's error must not go unhandled meanwhile.
-  const track = (work: Promise<unknown>) => writes.push(work.then(() => undefined, (err: Error) => void (failure ??= err)));
+  const track = (work: Promise<unknown>) =>
+    writes.push(
+      work.then(
+        () => undefined,
+        (err: Error) => void (failure ??= err),
+      ),
+    );
   parser.on('entry', (entry: ReadEntry) => {
     try {
       if (failure) throw failure;

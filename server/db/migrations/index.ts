@@ -29,4 +29,33 @@ import { deviceRunningBuild } from './028_device_running_build.js';
 import { billingSubscriptionId } from './035_billing_subscription_id.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
-export const migrations: Migration[] = [foundation, licensing, deviceSlots, builds, updates, emailAndFees, payments, usedLoginChallenges, paymentLinks, developerEmails, licenseSubscriptions, redemptionAndMarketplace, entitlementWebhook, portalSessions, paymentConnectStates, twoFactorAttempts, apiKeyScopesAndPasswordReset, downloadBytes, uploadSessions, tenantFairnessAndQuotas, licenseBoundEncryption, buildEntry, launcherArchiveFormat, deviceFingerprintComponents, updateInstallFailures, developerDeactivation, deviceRunningBuild, billingSubscriptionId];
+export const migrations: Migration[] = [
+  foundation,
+  licensing,
+  deviceSlots,
+  builds,
+  updates,
+  emailAndFees,
+  payments,
+  usedLoginChallenges,
+  paymentLinks,
+  developerEmails,
+  licenseSubscriptions,
+  redemptionAndMarketplace,
+  entitlementWebhook,
+  portalSessions,
+  paymentConnectStates,
+  twoFactorAttempts,
+  apiKeyScopesAndPasswordReset,
+  downloadBytes,
+  uploadSessions,
+  tenantFairnessAndQuotas,
+  licenseBoundEncryption,
+  buildEntry,
+  launcherArchiveFormat,
+  deviceFingerprintComponents,
+  updateInstallFailures,
+  developerDeactivation,
+  deviceRunningBuild,
+  billingSubscriptionId,
+];

@@ -54,8 +54,11 @@ export function dayChart(points, { title, color = '#0b5fff', id, format = (v) =>
     const h = p.value === 0 ? 0 : Math.max(2, (p.value / max) * plotH);
     const x = left + i * step + step * 0.15;
     chart.append(
-      svg('rect', { x, y: top + plotH - h, width: Math.max(1, step * 0.7), height: h, fill: color, 'data-date': p.date, 'data-value': p.value },
-        svg('title', null, `${p.date}: ${format(p.value)}`)),
+      svg(
+        'rect',
+        { x, y: top + plotH - h, width: Math.max(1, step * 0.7), height: h, fill: color, 'data-date': p.date, 'data-value': p.value },
+        svg('title', null, `${p.date}: ${format(p.value)}`),
+      ),
     );
   });
   const ticks = points.length > 1 ? [0, Math.floor((points.length - 1) / 2), points.length - 1] : points.length ? [0] : [];

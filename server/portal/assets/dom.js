@@ -66,7 +66,11 @@ export function badge(text) {
 
 /** A definition list of [label, value] pairs. */
 export function facts(pairs) {
-  return h('dl', { class: 'facts' }, pairs.filter(Boolean).flatMap(([label, value]) => [h('dt', null, label), h('dd', null, value ?? '—')]));
+  return h(
+    'dl',
+    { class: 'facts' },
+    pairs.filter(Boolean).flatMap(([label, value]) => [h('dt', null, label), h('dd', null, value ?? '—')]),
+  );
 }
 
 /** A button that asks again in place ("Really …? Yes / No") before it acts. */
@@ -74,10 +78,19 @@ export function confirmButton(label, question, onConfirm, { danger = true, id } 
   const wrap = h('span', { class: 'confirm' });
   const first = h('button', { type: 'button', class: danger ? 'danger' : 'secondary', id, onclick: () => ask() }, label);
   const ask = () => {
-    const yes = h('button', { type: 'button', class: danger ? 'danger' : '', 'data-confirm': 'yes', onclick: () => {
-      yes.disabled = true;
-      Promise.resolve(onConfirm()).finally(() => mount(wrap, first));
-    } }, 'Yes');
+    const yes = h(
+      'button',
+      {
+        type: 'button',
+        class: danger ? 'danger' : '',
+        'data-confirm': 'yes',
+        onclick: () => {
+          yes.disabled = true;
+          Promise.resolve(onConfirm()).finally(() => mount(wrap, first));
+        },
+      },
+      'Yes',
+    );
     const no = h('button', { type: 'button', class: 'secondary', onclick: () => mount(wrap, first) }, 'No');
     mount(wrap, h('span', null, `${question} `), yes, ' ', no);
   };
@@ -88,11 +101,23 @@ export function confirmButton(label, question, onConfirm, { danger = true, id } 
 /** Copies text to the clipboard and says so in `status`. */
 export function copyButton(getText, label = 'Copy') {
   const status = h('span', { class: 'hint', role: 'status' });
-  const button = h('button', { type: 'button', class: 'secondary', onclick: () => {
-    navigator.clipboard.writeText(getText()).then(
-      () => { status.textContent = ' Copied.'; },
-      () => { status.textContent = ' Select the text and copy it.'; },
-    );
-  } }, label);
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      onclick: () => {
+        navigator.clipboard.writeText(getText()).then(
+          () => {
+            status.textContent = ' Copied.';
+          },
+          () => {
+            status.textContent = ' Select the text and copy it.';
+          },
+        );
+      },
+    },
+    label,
+  );
   return h('span', null, button, status);
 }

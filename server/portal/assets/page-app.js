@@ -17,13 +17,18 @@ export async function appPage(view, { params }) {
   const [appId, tab = 'settings'] = params;
   const app = await get(`/v1/apps/${encodeURIComponent(appId)}`);
   const body = h('div', { id: `tab-${tab}` });
-  mount(view,
+  mount(
+    view,
     h('p', { class: 'hint' }, h('a', { href: '#/apps' }, 'Apps'), ' / ', app.name),
     h('h1', { id: 'app-name' }, app.name),
-    h('nav', { class: 'tabs' },
+    h(
+      'nav',
+      { class: 'tabs' },
       TABS.map(([key, label]) => h('a', { href: `#/apps/${app.id}/${key}`, class: key === tab ? 'active' : '' }, label)),
-      h('a', { href: `#/licenses?app_id=${encodeURIComponent(app.id)}` }, 'Licenses')),
-    body);
+      h('a', { href: `#/licenses?app_id=${encodeURIComponent(app.id)}` }, 'Licenses'),
+    ),
+    body,
+  );
   if (tab === 'builds') await buildsTab(body, app);
   else if (tab === 'updates') await updatesTab(body, app);
   else if (tab === 'sales') await salesTab(body, app);
@@ -35,11 +40,18 @@ const numberOrNull = (input) => (input.value.trim() === '' ? null : Number(input
 function settingsTab(body, app) {
   const field = (id, label, input, hint) => [h('label', { for: id }, label), input, hint ? h('p', { class: 'hint' }, hint) : null];
   const name = h('input', { type: 'text', id: 'app-name-input', value: app.name });
-  const protection = h('select', { id: 'app-protection' }, ['none', 'standard', 'hardened'].map((v) => h('option', { value: v, selected: app.protection_level === v }, v)));
+  const protection = h(
+    'select',
+    { id: 'app-protection' },
+    ['none', 'standard', 'hardened'].map((v) => h('option', { value: v, selected: app.protection_level === v }, v)),
+  );
   const priceId = h('input', { type: 'text', id: 'app-price-id', value: app.price_id ?? '', placeholder: 'price_…' });
-  const delivery = h('select', { id: 'app-delivery-mode' },
+  const delivery = h(
+    'select',
+    { id: 'app-delivery-mode' },
     h('option', { value: 'all', selected: app.delivery_mode === 'all' }, 'All READY builds'),
-    h('option', { value: 'released_only', selected: app.delivery_mode === 'released_only' }, 'Released builds only'));
+    h('option', { value: 'released_only', selected: app.delivery_mode === 'released_only' }, 'Released builds only'),
+  );
   const releaseCurrent = h('input', { type: 'checkbox', id: 'app-release-current' });
   const productKey = h('input', { type: 'text', id: 'app-product-key', value: app.product_key ?? '' });
   const trials = h('input', { type: 'number', id: 'app-trials', min: 0, max: 100, value: app.trials_per_computer });
@@ -50,53 +62,78 @@ function settingsTab(body, app) {
   const notice = h('p', { class: 'notice', role: 'status', id: 'app-settings-notice' });
   const submit = h('button', { type: 'submit', id: 'app-settings-save' }, 'Save settings');
   let current = app;
-  const form = h('form', { id: 'app-settings-form', onsubmit: async (e) => {
-    e.preventDefault();
-    const wanted = {
-      name: name.value.trim(),
-      platforms: checkedValues(form, 'app-platforms'),
-      protection_level: protection.value,
-      price_id: priceId.value.trim() === '' ? null : priceId.value.trim(),
-      delivery_mode: delivery.value,
-      product_key: productKey.value.trim() === '' ? null : productKey.value.trim(),
-      trials_per_computer: Number(trials.value),
-      default_device_limit: Number(deviceLimit.value),
-      offline_grace_hours: Number(grace.value),
-      download_limit: numberOrNull(downloadLimit),
-    };
-    // Only what changed is sent: PUT changes the fields it names.
-    const changes = {};
-    for (const [key, value] of Object.entries(wanted)) if (JSON.stringify(value) !== JSON.stringify(current[key])) changes[key] = value;
-    if ('delivery_mode' in changes && releaseCurrent.checked) changes.release_current = true;
-    if (Object.keys(changes).length === 0) {
-      notice.textContent = 'Nothing changed.';
-      return;
-    }
-    const res = await act(() => put(`/v1/apps/${app.id}`, changes), { button: submit, errorEl: error, noticeEl: notice, notice: 'Saved.' });
-    if (res.ok) {
-      current = res.value;
-      document.getElementById('app-name').textContent = current.name;
-    }
-  } },
-  h('div', { class: 'grid' },
-    h('div', null,
-      field('app-name-input', 'Name', name),
-      h('label', null, 'Platforms'), platformBoxes('app-platforms', app.platforms),
-      field('app-protection', 'Protection', protection, 'standard: license gate and update check bundled in; hardened: also minified and integrity-checked.'),
-      field('app-delivery-mode', 'Delivery mode', delivery, 'Released only: customers get only builds you released.'),
-      h('label', { class: 'inline' }, releaseCurrent, 'Release the pushed build too, if it is not released'),
-      field('app-price-id', 'Price ID', priceId, 'The Stripe Price this app sells at; one app per Price.')),
-    h('div', null,
-      field('app-product-key', 'Product key', productKey, 'Must equal the `app` field of entitlement webhook events.'),
-      field('app-trials', 'Trials per computer', trials),
-      field('app-device-limit', 'Default device limit', deviceLimit),
-      field('app-grace', 'Offline grace (hours)', grace),
-      field('app-download-limit', 'Download limit', downloadLimit, 'Empty: the default allowance.'),
-      h('label', null, 'Fingerprint salt'),
-      h('p', null, h('span', { class: 'secret', id: 'app-salt' }, app.fingerprint_salt), ' ', copyButton(() => app.fingerprint_salt)),
-      h('p', { class: 'hint' }, 'Pass it to the runtime SDK.'),
-      h('label', null, 'App ID'), h('p', { class: 'mono', id: 'app-id' }, app.id))),
-  h('div', { class: 'actions' }, submit), error, notice);
+  const form = h(
+    'form',
+    {
+      id: 'app-settings-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const wanted = {
+          name: name.value.trim(),
+          platforms: checkedValues(form, 'app-platforms'),
+          protection_level: protection.value,
+          price_id: priceId.value.trim() === '' ? null : priceId.value.trim(),
+          delivery_mode: delivery.value,
+          product_key: productKey.value.trim() === '' ? null : productKey.value.trim(),
+          trials_per_computer: Number(trials.value),
+          default_device_limit: Number(deviceLimit.value),
+          offline_grace_hours: Number(grace.value),
+          download_limit: numberOrNull(downloadLimit),
+        };
+        // Only what changed is sent: PUT changes the fields it names.
+        const changes = {};
+        for (const [key, value] of Object.entries(wanted)) if (JSON.stringify(value) !== JSON.stringify(current[key])) changes[key] = value;
+        if ('delivery_mode' in changes && releaseCurrent.checked) changes.release_current = true;
+        if (Object.keys(changes).length === 0) {
+          notice.textContent = 'Nothing changed.';
+          return;
+        }
+        const res = await act(() => put(`/v1/apps/${app.id}`, changes), { button: submit, errorEl: error, noticeEl: notice, notice: 'Saved.' });
+        if (res.ok) {
+          current = res.value;
+          document.getElementById('app-name').textContent = current.name;
+        }
+      },
+    },
+    h(
+      'div',
+      { class: 'grid' },
+      h(
+        'div',
+        null,
+        field('app-name-input', 'Name', name),
+        h('label', null, 'Platforms'),
+        platformBoxes('app-platforms', app.platforms),
+        field('app-protection', 'Protection', protection, 'standard: license gate and update check bundled in; hardened: also minified and integrity-checked.'),
+        field('app-delivery-mode', 'Delivery mode', delivery, 'Released only: customers get only builds you released.'),
+        h('label', { class: 'inline' }, releaseCurrent, 'Release the pushed build too, if it is not released'),
+        field('app-price-id', 'Price ID', priceId, 'The Stripe Price this app sells at; one app per Price.'),
+      ),
+      h(
+        'div',
+        null,
+        field('app-product-key', 'Product key', productKey, 'Must equal the `app` field of entitlement webhook events.'),
+        field('app-trials', 'Trials per computer', trials),
+        field('app-device-limit', 'Default device limit', deviceLimit),
+        field('app-grace', 'Offline grace (hours)', grace),
+        field('app-download-limit', 'Download limit', downloadLimit, 'Empty: the default allowance.'),
+        h('label', null, 'Fingerprint salt'),
+        h(
+          'p',
+          null,
+          h('span', { class: 'secret', id: 'app-salt' }, app.fingerprint_salt),
+          ' ',
+          copyButton(() => app.fingerprint_salt),
+        ),
+        h('p', { class: 'hint' }, 'Pass it to the runtime SDK.'),
+        h('label', null, 'App ID'),
+        h('p', { class: 'mono', id: 'app-id' }, app.id),
+      ),
+    ),
+    h('div', { class: 'actions' }, submit),
+    error,
+    notice,
+  );
 
   mount(body, h('section', { class: 'card' }, form), deleteCard(app));
 }
@@ -108,15 +145,26 @@ function deleteCard(app) {
   typed.addEventListener('input', () => {
     submit.disabled = typed.value !== app.name;
   });
-  return h('section', { class: 'card danger-zone' }, h('h2', null, 'Delete app'),
+  return h(
+    'section',
+    { class: 'card danger-zone' },
+    h('h2', null, 'Delete app'),
     h('p', null, 'Deletes the app with all its builds and licenses. Customers’ licenses stop working. This cannot be undone.'),
-    h('form', { onsubmit: async (e) => {
-      e.preventDefault();
-      if (typed.value !== app.name) return;
-      const res = await act(() => del(`/v1/apps/${app.id}`), { button: submit, errorEl: error });
-      if (res.ok) location.hash = '#/apps';
-      else submit.disabled = typed.value !== app.name;
-    } },
-    h('label', { for: 'delete-app-confirm' }, 'Type the app name, ', h('strong', null, app.name), ', to confirm'), typed,
-    h('div', { class: 'actions' }, submit), error));
+    h(
+      'form',
+      {
+        onsubmit: async (e) => {
+          e.preventDefault();
+          if (typed.value !== app.name) return;
+          const res = await act(() => del(`/v1/apps/${app.id}`), { button: submit, errorEl: error });
+          if (res.ok) location.hash = '#/apps';
+          else submit.disabled = typed.value !== app.name;
+        },
+      },
+      h('label', { for: 'delete-app-confirm' }, 'Type the app name, ', h('strong', null, app.name), ', to confirm'),
+      typed,
+      h('div', { class: 'actions' }, submit),
+      error,
+    ),
+  );
 }

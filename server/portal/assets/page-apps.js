@@ -16,8 +16,11 @@ export async function listAll(path) {
 }
 
 export function platformBoxes(name, selected) {
-  return h('div', { class: 'platforms' }, PLATFORMS.map((p) =>
-    h('label', { class: 'inline' }, h('input', { type: 'checkbox', name, value: p, checked: selected.includes(p) }), p)));
+  return h(
+    'div',
+    { class: 'platforms' },
+    PLATFORMS.map((p) => h('label', { class: 'inline' }, h('input', { type: 'checkbox', name, value: p, checked: selected.includes(p) }), p)),
+  );
 }
 
 export const checkedValues = (form, name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value);
@@ -27,26 +30,61 @@ export async function appsPage(view) {
   const name = h('input', { type: 'text', id: 'new-app-name', required: true, maxlength: 200 });
   const error = h('p', { class: 'error', role: 'alert', id: 'new-app-error' });
   const submit = h('button', { type: 'submit', id: 'new-app-submit' }, 'Create app');
-  const form = h('form', { id: 'new-app-form', onsubmit: async (e) => {
-    e.preventDefault();
-    const res = await act(() => post('/v1/apps', { name: name.value, platforms: checkedValues(form, 'platforms') }), { button: submit, errorEl: error });
-    if (res.ok) location.hash = `#/apps/${res.value.id}`;
-  } },
-  h('label', { for: 'new-app-name' }, 'Name'), name,
-  h('label', null, 'Platforms'), platformBoxes('platforms', ['win-x64', 'mac-arm64']),
-  h('div', { class: 'actions' }, submit), error);
+  const form = h(
+    'form',
+    {
+      id: 'new-app-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const res = await act(() => post('/v1/apps', { name: name.value, platforms: checkedValues(form, 'platforms') }), { button: submit, errorEl: error });
+        if (res.ok) location.hash = `#/apps/${res.value.id}`;
+      },
+    },
+    h('label', { for: 'new-app-name' }, 'Name'),
+    name,
+    h('label', null, 'Platforms'),
+    platformBoxes('platforms', ['win-x64', 'mac-arm64']),
+    h('div', { class: 'actions' }, submit),
+    error,
+  );
 
-  mount(view, h('h1', null, 'Apps'),
-    h('section', { class: 'card' },
+  mount(
+    view,
+    h('h1', null, 'Apps'),
+    h(
+      'section',
+      { class: 'card' },
       apps.length === 0
         ? h('p', { class: 'muted' }, 'No apps yet. Register your first one below.')
-        : h('table', { id: 'apps-table' },
-          h('thead', null, h('tr', null, ['Name', 'Platforms', 'Delivery', 'Price ID', 'Created'].map((t) => h('th', null, t)))),
-          h('tbody', null, apps.map((a) => h('tr', { 'data-app-id': a.id },
-            h('td', null, h('a', { href: `#/apps/${a.id}` }, a.name)),
-            h('td', null, a.platforms.join(', ')),
-            h('td', null, a.delivery_mode === 'all' ? 'All builds' : 'Released only'),
-            h('td', { class: 'mono' }, a.price_id ?? '—'),
-            h('td', null, formatDate(a.created_at))))))),
-    h('section', { class: 'card' }, h('h2', null, 'Register an app'), form));
+        : h(
+            'table',
+            { id: 'apps-table' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Name', 'Platforms', 'Delivery', 'Price ID', 'Created'].map((t) => h('th', null, t)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              apps.map((a) =>
+                h(
+                  'tr',
+                  { 'data-app-id': a.id },
+                  h('td', null, h('a', { href: `#/apps/${a.id}` }, a.name)),
+                  h('td', null, a.platforms.join(', ')),
+                  h('td', null, a.delivery_mode === 'all' ? 'All builds' : 'Released only'),
+                  h('td', { class: 'mono' }, a.price_id ?? '—'),
+                  h('td', null, formatDate(a.created_at)),
+                ),
+              ),
+            ),
+          ),
+    ),
+    h('section', { class: 'card' }, h('h2', null, 'Register an app'), form),
+  );
 }

@@ -31,32 +31,46 @@ function uploadControls(idPrefix, label) {
 export async function buildsTab(body, app) {
   const error = h('p', { class: 'error', role: 'alert', id: 'build-upload-error' });
   const file = h('input', { type: 'file', id: 'build-file', name: 'artifact', required: true });
-  const platform = h('select', { id: 'build-platform' }, [...app.platforms, 'cross_platform'].map((p) => h('option', { value: p }, p)));
+  const platform = h(
+    'select',
+    { id: 'build-platform' },
+    [...app.platforms, 'cross_platform'].map((p) => h('option', { value: p }, p)),
+  );
   const version = h('input', { type: 'text', id: 'build-version', placeholder: 'e.g. 1.4.2 (optional)' });
   const submit = h('button', { type: 'submit', id: 'build-upload' }, 'Upload');
   const controls = uploadControls('build-upload', 'Uploaded');
   const listCard = h('section', { class: 'card', id: 'builds' });
   const listError = h('p', { class: 'error', role: 'alert', id: 'builds-error' });
 
-  const form = h('form', { id: 'build-upload-form', onsubmit: async (e) => {
-    e.preventDefault();
-    if (!file.files?.[0]) {
-      error.textContent = 'Choose the file to upload.';
-      return;
-    }
-    const data = new FormData();
-    data.append('platform', platform.value);
-    if (version.value.trim()) data.append('version', version.value.trim());
-    data.append('artifact', file.files[0]);
-    const res = await act(() => upload('POST', `/v1/apps/${app.id}/builds`, data, controls.show), { button: submit, errorEl: error });
-    controls.done(res.ok ? 'Uploaded: it is being scanned and protected.' : '');
-    if (res.ok) refresh();
-  } },
-  h('div', { class: 'grid' },
-    h('div', null, h('label', { for: 'build-file' }, 'Artifact'), file),
-    h('div', null, h('label', { for: 'build-platform' }, 'Platform'), platform),
-    h('div', null, h('label', { for: 'build-version' }, 'Version'), version)),
-  h('div', { class: 'actions' }, submit, controls.progress, controls.progressText), error);
+  const form = h(
+    'form',
+    {
+      id: 'build-upload-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        if (!file.files?.[0]) {
+          error.textContent = 'Choose the file to upload.';
+          return;
+        }
+        const data = new FormData();
+        data.append('platform', platform.value);
+        if (version.value.trim()) data.append('version', version.value.trim());
+        data.append('artifact', file.files[0]);
+        const res = await act(() => upload('POST', `/v1/apps/${app.id}/builds`, data, controls.show), { button: submit, errorEl: error });
+        controls.done(res.ok ? 'Uploaded: it is being scanned and protected.' : '');
+        if (res.ok) refresh();
+      },
+    },
+    h(
+      'div',
+      { class: 'grid' },
+      h('div', null, h('label', { for: 'build-file' }, 'Artifact'), file),
+      h('div', null, h('label', { for: 'build-platform' }, 'Platform'), platform),
+      h('div', null, h('label', { for: 'build-version' }, 'Version'), version),
+    ),
+    h('div', { class: 'actions' }, submit, controls.progress, controls.progressText),
+    error,
+  );
 
   mount(body, h('section', { class: 'card' }, h('h2', null, 'Upload a build'), form), listCard);
 
@@ -79,11 +93,27 @@ export async function buildsTab(body, app) {
 
   function renderList(builds) {
     const rows = [...builds].reverse().map((b) => buildRow(app, b, refresh));
-    mount(listCard, h('h2', null, 'Builds'), listError,
-      builds.length === 0 ? h('p', { class: 'muted' }, 'No builds yet.') :
-        h('table', { id: 'builds-table' },
-          h('thead', null, h('tr', null, ['Version', 'Platform', 'Status', 'Released', 'Size', 'Uploaded', ''].map((t) => h('th', null, t)))),
-          h('tbody', null, rows)));
+    mount(
+      listCard,
+      h('h2', null, 'Builds'),
+      listError,
+      builds.length === 0
+        ? h('p', { class: 'muted' }, 'No builds yet.')
+        : h(
+            'table',
+            { id: 'builds-table' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Version', 'Platform', 'Status', 'Released', 'Size', 'Uploaded', ''].map((t) => h('th', null, t)),
+              ),
+            ),
+            h('tbody', null, rows),
+          ),
+    );
   }
 
   await refresh();
@@ -102,27 +132,45 @@ function buildRow(app, b, refresh) {
       b.released
         ? h('button', { type: 'button', class: 'secondary', 'data-action': 'unrelease', onclick: run(() => del(`${path}/release`)) }, 'Unrelease')
         : h('button', { type: 'button', 'data-action': 'release', onclick: run(() => post(`${path}/release`)) }, 'Release'),
-      h('button', { type: 'button', class: 'secondary', 'data-action': 'download', onclick: async () => {
-        const res = await act(() => get(`${path}/download`), { errorEl: error });
-        if (res.ok) location.assign(res.value.download_url);
-      } }, 'Download'),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          'data-action': 'download',
+          onclick: async () => {
+            const res = await act(() => get(`${path}/download`), { errorEl: error });
+            if (res.ok) location.assign(res.value.download_url);
+          },
+        },
+        'Download',
+      ),
     );
     // Windows and macOS builds are pushed once signed (Replace with Signed Package); the API says which take one.
     if (b.signature_format) actions.append(signedPackageControl(path, b.signature_format, error, refresh));
   }
-  actions.append(confirmButton('Delete', 'Delete this build?', run(() => del(path))));
+  actions.append(
+    confirmButton(
+      'Delete',
+      'Delete this build?',
+      run(() => del(path)),
+    ),
+  );
   const status = h('td', null, badge(b.status));
   if (b.status === 'FAILED' && b.failure_reason) status.append(h('p', { class: 'error' }, b.failure_reason));
   if (b.signed_package_at) status.append(h('p', { class: 'hint' }, 'Signed package'));
   if (b.status === 'READY' && b.awaits_signed_package) status.append(h('p', { class: 'hint', 'data-hint': 'unsigned' }, 'Not signed: Replace with Signed Package before pushing'));
-  return h('tr', { 'data-build-id': b.id, 'data-status': b.status },
+  return h(
+    'tr',
+    { 'data-build-id': b.id, 'data-status': b.status },
     h('td', null, b.version ?? '—', h('div', { class: 'hint mono' }, b.package_name ?? b.artifact_name)),
     h('td', null, b.platform),
     status,
     h('td', null, b.released ? 'Yes' : 'No'),
     h('td', null, formatBytes(b.protected_size_bytes ?? b.artifact_size_bytes)),
     h('td', null, formatDate(b.created_at)),
-    h('td', null, actions, error));
+    h('td', null, actions, error),
+  );
 }
 
 /** Replace with Signed Package: picks the file (the build's download, signed), uploads it with progress. */

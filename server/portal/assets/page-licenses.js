@@ -6,7 +6,13 @@ import { listAll } from './page-apps.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
 
 const PAGE_SIZE = 20;
-const STATUSES = [['', 'Any status'], ['active', 'Active'], ['revoked', 'Revoked'], ['expired', 'Expired'], ['demo', 'Demo']];
+const STATUSES = [
+  ['', 'Any status'],
+  ['active', 'Active'],
+  ['revoked', 'Revoked'],
+  ['expired', 'Expired'],
+  ['demo', 'Demo'],
+];
 
 function hashWith(query, changes) {
   const next = new URLSearchParams(query);
@@ -25,76 +31,153 @@ export async function licensesPage(view, { query }) {
   const [apps, page] = await Promise.all([listAll('/v1/apps'), request('GET', `/v1/licenses?${apiQuery}`)]);
   const appName = new Map(apps.map((a) => [a.id, a.name]));
 
-  const appFilter = h('select', { id: 'filter-app' }, h('option', { value: '' }, 'All apps'),
-    apps.map((a) => h('option', { value: a.id, selected: query.get('app_id') === a.id }, a.name)));
-  const statusFilter = h('select', { id: 'filter-status' }, STATUSES.map(([v, label]) => h('option', { value: v, selected: (query.get('status') ?? '') === v }, label)));
+  const appFilter = h(
+    'select',
+    { id: 'filter-app' },
+    h('option', { value: '' }, 'All apps'),
+    apps.map((a) => h('option', { value: a.id, selected: query.get('app_id') === a.id }, a.name)),
+  );
+  const statusFilter = h(
+    'select',
+    { id: 'filter-status' },
+    STATUSES.map(([v, label]) => h('option', { value: v, selected: (query.get('status') ?? '') === v }, label)),
+  );
   const search = h('input', { type: 'search', id: 'filter-q', value: query.get('q') ?? '', placeholder: 'Key, license id or email' });
-  const filters = h('form', { class: 'filters', id: 'license-filters', onsubmit: (e) => {
-    e.preventDefault();
-    location.hash = hashWith(query, { app_id: appFilter.value, status: statusFilter.value, q: search.value.trim(), offset: '' });
-  } },
-  h('div', null, h('label', { for: 'filter-q' }, 'Search'), search),
-  h('div', null, h('label', { for: 'filter-app' }, 'App'), appFilter),
-  h('div', null, h('label', { for: 'filter-status' }, 'Status'), statusFilter),
-  h('div', null, h('button', { type: 'submit', id: 'filter-apply' }, 'Apply')));
+  const filters = h(
+    'form',
+    {
+      class: 'filters',
+      id: 'license-filters',
+      onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = hashWith(query, { app_id: appFilter.value, status: statusFilter.value, q: search.value.trim(), offset: '' });
+      },
+    },
+    h('div', null, h('label', { for: 'filter-q' }, 'Search'), search),
+    h('div', null, h('label', { for: 'filter-app' }, 'App'), appFilter),
+    h('div', null, h('label', { for: 'filter-status' }, 'Status'), statusFilter),
+    h('div', null, h('button', { type: 'submit', id: 'filter-apply' }, 'Apply')),
+  );
   for (const select of [appFilter, statusFilter]) select.addEventListener('change', () => filters.requestSubmit());
 
   const total = page.total;
   const rows = page.data;
-  const pager = h('div', { class: 'pager' },
+  const pager = h(
+    'div',
+    { class: 'pager' },
     h('span', { id: 'license-count' }, total === 0 ? 'No licenses' : `${offset + 1}–${offset + rows.length} of ${total}`),
     offset > 0 ? h('a', { href: hashWith(query, { offset: Math.max(0, offset - PAGE_SIZE) || '' }), id: 'page-prev' }, '← Previous') : null,
-    offset + rows.length < total ? h('a', { href: hashWith(query, { offset: offset + PAGE_SIZE }), id: 'page-next' }, 'Next →') : null);
+    offset + rows.length < total ? h('a', { href: hashWith(query, { offset: offset + PAGE_SIZE }), id: 'page-next' }, 'Next →') : null,
+  );
 
-  mount(view, h('h1', null, 'Licenses'),
+  mount(
+    view,
+    h('h1', null, 'Licenses'),
     h('section', { class: 'card' }, filters),
-    h('section', { class: 'card' },
-      rows.length === 0 ? h('p', { class: 'muted' }, 'No license matches.') :
-        h('table', { id: 'licenses-table' },
-          h('thead', null, h('tr', null, ['Key', 'App', 'Email', 'Status', 'Type', 'Source', 'Created'].map((t) => h('th', null, t)))),
-          h('tbody', null, rows.map((l) => h('tr', { 'data-license-id': l.license_id },
-            h('td', null, h('a', { class: 'mono', href: `#/licenses/${l.license_id}` }, l.license_key)),
-            h('td', null, appName.get(l.app_id) ?? l.app_id),
-            h('td', null, l.email ?? '—'),
-            h('td', null, badge(l.status)),
-            h('td', null, l.license_type),
-            h('td', null, l.source),
-            h('td', null, formatDate(l.created_at)))))),
-      pager),
-    createCard(apps, query.get('app_id')));
+    h(
+      'section',
+      { class: 'card' },
+      rows.length === 0
+        ? h('p', { class: 'muted' }, 'No license matches.')
+        : h(
+            'table',
+            { id: 'licenses-table' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Key', 'App', 'Email', 'Status', 'Type', 'Source', 'Created'].map((t) => h('th', null, t)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              rows.map((l) =>
+                h(
+                  'tr',
+                  { 'data-license-id': l.license_id },
+                  h('td', null, h('a', { class: 'mono', href: `#/licenses/${l.license_id}` }, l.license_key)),
+                  h('td', null, appName.get(l.app_id) ?? l.app_id),
+                  h('td', null, l.email ?? '—'),
+                  h('td', null, badge(l.status)),
+                  h('td', null, l.license_type),
+                  h('td', null, l.source),
+                  h('td', null, formatDate(l.created_at)),
+                ),
+              ),
+            ),
+          ),
+      pager,
+    ),
+    createCard(apps, query.get('app_id')),
+  );
 }
 
 function createCard(apps, preselected) {
-  const app = h('select', { id: 'new-license-app' }, apps.map((a) => h('option', { value: a.id, selected: a.id === preselected }, a.name)));
+  const app = h(
+    'select',
+    { id: 'new-license-app' },
+    apps.map((a) => h('option', { value: a.id, selected: a.id === preselected }, a.name)),
+  );
   const email = h('input', { type: 'email', id: 'new-license-email', placeholder: 'optional' });
-  const type = h('select', { id: 'new-license-type' }, ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)));
+  const type = h(
+    'select',
+    { id: 'new-license-type' },
+    ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)),
+  );
   const devices = h('input', { type: 'number', id: 'new-license-devices', min: 1, placeholder: 'app default' });
   const expiry = h('input', { type: 'number', id: 'new-license-expiry', min: 1, placeholder: 'never (trials: 14 days from first run)' });
   const error = h('p', { class: 'error', role: 'alert', id: 'new-license-error' });
   const created = h('div', { id: 'new-license-created' });
   const submit = h('button', { type: 'submit', id: 'new-license-submit', disabled: apps.length === 0 }, 'Create license');
-  return h('section', { class: 'card' }, h('h2', null, 'Create a license'),
+  return h(
+    'section',
+    { class: 'card' },
+    h('h2', null, 'Create a license'),
     apps.length === 0 ? h('p', { class: 'muted' }, 'Register an app first.') : null,
-    h('form', { id: 'new-license-form', onsubmit: async (e) => {
-      e.preventDefault();
-      const body = { app_id: app.value, license_type: type.value };
-      if (email.value.trim()) body.email = email.value.trim();
-      if (devices.value) body.device_limit = Number(devices.value);
-      if (expiry.value) body.expiry_days = Number(expiry.value);
-      const res = await act(() => post('/v1/licenses', body), { button: submit, errorEl: error });
-      if (!res.ok) return;
-      const l = res.value;
-      mount(created, h('p', { class: 'notice' }, 'Created: ', h('a', { class: 'mono', id: 'new-license-key', href: `#/licenses/${l.license_id}` }, l.license_key), ' ',
-        copyButton(() => l.license_key)));
-    } },
-    h('div', { class: 'grid' },
-      h('div', null, h('label', { for: 'new-license-app' }, 'App'), app),
-      h('div', null, h('label', { for: 'new-license-type' }, 'Type'), type),
-      h('div', null, h('label', { for: 'new-license-email' }, 'Customer email'), email),
-      h('div', null, h('label', { for: 'new-license-devices' }, 'Device limit'), devices),
-      h('div', null, h('label', { for: 'new-license-expiry' }, 'Expires after (days)'), expiry)),
-    h('p', { class: 'hint' }, 'The free plan may create trial licenses only.'),
-    h('div', { class: 'actions' }, submit), error, created));
+    h(
+      'form',
+      {
+        id: 'new-license-form',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const body = { app_id: app.value, license_type: type.value };
+          if (email.value.trim()) body.email = email.value.trim();
+          if (devices.value) body.device_limit = Number(devices.value);
+          if (expiry.value) body.expiry_days = Number(expiry.value);
+          const res = await act(() => post('/v1/licenses', body), { button: submit, errorEl: error });
+          if (!res.ok) return;
+          const l = res.value;
+          mount(
+            created,
+            h(
+              'p',
+              { class: 'notice' },
+              'Created: ',
+              h('a', { class: 'mono', id: 'new-license-key', href: `#/licenses/${l.license_id}` }, l.license_key),
+              ' ',
+              copyButton(() => l.license_key),
+            ),
+          );
+        },
+      },
+      h(
+        'div',
+        { class: 'grid' },
+        h('div', null, h('label', { for: 'new-license-app' }, 'App'), app),
+        h('div', null, h('label', { for: 'new-license-type' }, 'Type'), type),
+        h('div', null, h('label', { for: 'new-license-email' }, 'Customer email'), email),
+        h('div', null, h('label', { for: 'new-license-devices' }, 'Device limit'), devices),
+        h('div', null, h('label', { for: 'new-license-expiry' }, 'Expires after (days)'), expiry),
+      ),
+      h('p', { class: 'hint' }, 'The free plan may create trial licenses only.'),
+      h('div', { class: 'actions' }, submit),
+      error,
+      created,
+    ),
+  );
 }
 
 export async function licensePage(view, { params }) {
@@ -108,68 +191,146 @@ export async function licensePage(view, { params }) {
   const detailCard = h('section', { class: 'card', id: 'license-detail' });
   const devicesCard = h('section', { class: 'card', id: 'license-devices' });
   const pushCard = h('section', { class: 'card', id: 'license-push' });
-  mount(view, h('p', { class: 'hint' }, h('a', { href: '#/licenses' }, 'Licenses'), ' / ', license.license_key),
-    h('h1', null, 'License ', h('span', { class: 'mono' }, license.license_key)), detailCard, devicesCard, pushCard);
+  mount(
+    view,
+    h('p', { class: 'hint' }, h('a', { href: '#/licenses' }, 'Licenses'), ' / ', license.license_key),
+    h('h1', null, 'License ', h('span', { class: 'mono' }, license.license_key)),
+    detailCard,
+    devicesCard,
+    pushCard,
+  );
 
   const renderDetail = (l) => {
     const error = h('p', { class: 'error', role: 'alert', id: 'license-action-error' });
     const notice = h('p', { class: 'notice', role: 'status', id: 'license-action-notice' });
     const actions = h('div', { class: 'actions' });
     if (l.status !== 'REVOKED') {
-      actions.append(confirmButton('Revoke', 'Revoke this license? It stops working at the next start or token refresh.', async () => {
-        const res = await act(() => post(`/v1/licenses/${l.license_id}/revoke`), { errorEl: error });
-        if (res.ok) renderDetail(res.value);
-      }, { id: 'revoke-license' }));
+      actions.append(
+        confirmButton(
+          'Revoke',
+          'Revoke this license? It stops working at the next start or token refresh.',
+          async () => {
+            const res = await act(() => post(`/v1/licenses/${l.license_id}/revoke`), { errorEl: error });
+            if (res.ok) renderDetail(res.value);
+          },
+          { id: 'revoke-license' },
+        ),
+      );
     }
-    actions.append(confirmButton('Reset devices', 'Deactivate every computer of this license?', async () => {
-      const res = await act(() => post(`/v1/licenses/${l.license_id}/reset-devices`), { errorEl: error, noticeEl: notice,
-        notice: (r) => `${r.devices_removed} device${r.devices_removed === 1 ? '' : 's'} removed.` });
-      if (res.ok) renderDevices([]);
-    }, { danger: false, id: 'reset-devices' }));
+    actions.append(
+      confirmButton(
+        'Reset devices',
+        'Deactivate every computer of this license?',
+        async () => {
+          const res = await act(() => post(`/v1/licenses/${l.license_id}/reset-devices`), {
+            errorEl: error,
+            noticeEl: notice,
+            notice: (r) => `${r.devices_removed} device${r.devices_removed === 1 ? '' : 's'} removed.`,
+          });
+          if (res.ok) renderDevices([]);
+        },
+        { danger: false, id: 'reset-devices' },
+      ),
+    );
     // A developer-set limit replaces the default allowance (10 per build offered); empty goes back to it.
     const limitInput = h('input', { type: 'number', id: 'license-download-limit', min: 1, max: 1000000, value: l.download_limit ?? '', placeholder: 'default allowance' });
     const limitSave = h('button', { type: 'submit', id: 'license-download-limit-save' }, 'Save download limit');
-    const limitForm = h('form', { id: 'license-download-limit-form', class: 'inline', onsubmit: async (e) => {
-      e.preventDefault();
-      const value = limitInput.value.trim() === '' ? null : Number(limitInput.value);
-      const res = await act(() => put(`/v1/licenses/${l.license_id}/download-limit`, { download_limit: value }),
-        { button: limitSave, errorEl: error, noticeEl: notice, notice: 'Download limit saved.' });
-      if (res.ok) renderDetail(res.value);
-    } },
-    h('label', { for: 'license-download-limit' }, 'Download limit (delivery page and installer; replaces the default allowance, empty: the default)'),
-    limitInput, limitSave);
-    mount(detailCard, h('div', { class: 'grid' },
-      facts([
-        ['Key', h('span', null, h('span', { class: 'mono', id: 'license-key' }, l.license_key), ' ', copyButton(() => l.license_key))],
-        ['Status', h('span', { id: 'license-status' }, badge(l.status))],
-        ['App', h('a', { href: `#/apps/${app.id}` }, app.name)],
-        ['Type', l.license_type],
-        ['Email', l.email ?? '—'],
-        ['Source', l.source],
-        ['Payment session', l.payment_session_id ? h('span', { class: 'mono' }, l.payment_session_id) : '—'],
-      ]),
-      facts([
-        ['Device limit', String(l.device_limit)],
-        ['Download limit', l.download_limit === null ? 'Default allowance' : String(l.download_limit)],
-        ['Expires', l.expires_at ? formatDate(l.expires_at) : (l.license_type === 'trial' ? '14 days after first run' : 'Never')],
-        ['Created', formatDate(l.created_at)],
-        ['Revoked', l.revoked_at ? formatDate(l.revoked_at) : '—'],
-        ['License ID', h('span', { class: 'mono' }, l.license_id)],
-      ])), limitForm, actions, error, notice);
+    const limitForm = h(
+      'form',
+      {
+        id: 'license-download-limit-form',
+        class: 'inline',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const value = limitInput.value.trim() === '' ? null : Number(limitInput.value);
+          const res = await act(() => put(`/v1/licenses/${l.license_id}/download-limit`, { download_limit: value }), {
+            button: limitSave,
+            errorEl: error,
+            noticeEl: notice,
+            notice: 'Download limit saved.',
+          });
+          if (res.ok) renderDetail(res.value);
+        },
+      },
+      h('label', { for: 'license-download-limit' }, 'Download limit (delivery page and installer; replaces the default allowance, empty: the default)'),
+      limitInput,
+      limitSave,
+    );
+    mount(
+      detailCard,
+      h(
+        'div',
+        { class: 'grid' },
+        facts([
+          [
+            'Key',
+            h(
+              'span',
+              null,
+              h('span', { class: 'mono', id: 'license-key' }, l.license_key),
+              ' ',
+              copyButton(() => l.license_key),
+            ),
+          ],
+          ['Status', h('span', { id: 'license-status' }, badge(l.status))],
+          ['App', h('a', { href: `#/apps/${app.id}` }, app.name)],
+          ['Type', l.license_type],
+          ['Email', l.email ?? '—'],
+          ['Source', l.source],
+          ['Payment session', l.payment_session_id ? h('span', { class: 'mono' }, l.payment_session_id) : '—'],
+        ]),
+        facts([
+          ['Device limit', String(l.device_limit)],
+          ['Download limit', l.download_limit === null ? 'Default allowance' : String(l.download_limit)],
+          ['Expires', l.expires_at ? formatDate(l.expires_at) : l.license_type === 'trial' ? '14 days after first run' : 'Never'],
+          ['Created', formatDate(l.created_at)],
+          ['Revoked', l.revoked_at ? formatDate(l.revoked_at) : '—'],
+          ['License ID', h('span', { class: 'mono' }, l.license_id)],
+        ]),
+      ),
+      limitForm,
+      actions,
+      error,
+      notice,
+    );
   };
 
   const renderDevices = (devices) => {
-    mount(devicesCard, h('h2', null, `Devices (${devices.length} of ${license.device_limit})`),
-      devices.length === 0 ? h('p', { class: 'muted', id: 'no-devices' }, 'No device is activated.') :
-        h('table', { id: 'devices-table' },
-          h('thead', null, h('tr', null, ['Fingerprint', 'Platform', 'App version', 'Engine', 'First seen', 'Last seen'].map((t) => h('th', null, t)))),
-          h('tbody', null, devices.map((d) => h('tr', null,
-            h('td', { class: 'mono' }, `${d.fingerprint_hash.slice(0, 16)}…`),
-            h('td', null, d.platform ?? '—'),
-            h('td', null, d.app_version ?? '—'),
-            h('td', null, d.engine_version ?? '—'),
-            h('td', null, formatDate(d.first_seen_at)),
-            h('td', null, formatDate(d.last_seen_at)))))));
+    mount(
+      devicesCard,
+      h('h2', null, `Devices (${devices.length} of ${license.device_limit})`),
+      devices.length === 0
+        ? h('p', { class: 'muted', id: 'no-devices' }, 'No device is activated.')
+        : h(
+            'table',
+            { id: 'devices-table' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Fingerprint', 'Platform', 'App version', 'Engine', 'First seen', 'Last seen'].map((t) => h('th', null, t)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              devices.map((d) =>
+                h(
+                  'tr',
+                  null,
+                  h('td', { class: 'mono' }, `${d.fingerprint_hash.slice(0, 16)}…`),
+                  h('td', null, d.platform ?? '—'),
+                  h('td', null, d.app_version ?? '—'),
+                  h('td', null, d.engine_version ?? '—'),
+                  h('td', null, formatDate(d.first_seen_at)),
+                  h('td', null, formatDate(d.last_seen_at)),
+                ),
+              ),
+            ),
+          ),
+    );
   };
 
   const renderPush = (push) => {
@@ -177,25 +338,53 @@ export async function licensePage(view, { params }) {
     const notes = h('textarea', { id: 'license-push-notes', maxlength: 10000 });
     const error = h('p', { class: 'error', role: 'alert', id: 'license-push-error' });
     const submit = h('button', { type: 'submit', id: 'license-push-submit' }, 'Push to this license');
-    const form = h('form', { id: 'license-push-form', onsubmit: async (e) => {
-      e.preventDefault();
-      const payload = { release_notes: notes.value };
-      if (target.value) payload.target_build_id = target.value;
-      const res = await act(() => post(`/v1/licenses/${license.license_id}/push-update`, payload), { button: submit, errorEl: error });
-      if (res.ok) renderPush(res.value.push);
-    } },
-    h('label', { for: 'license-push-target' }, 'Build (may be unreleased)'), target,
-    h('label', { for: 'license-push-notes' }, 'Release notes'), notes,
-    h('div', { class: 'actions' }, submit), error);
+    const form = h(
+      'form',
+      {
+        id: 'license-push-form',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const payload = { release_notes: notes.value };
+          if (target.value) payload.target_build_id = target.value;
+          const res = await act(() => post(`/v1/licenses/${license.license_id}/push-update`, payload), { button: submit, errorEl: error });
+          if (res.ok) renderPush(res.value.push);
+        },
+      },
+      h('label', { for: 'license-push-target' }, 'Build (may be unreleased)'),
+      target,
+      h('label', { for: 'license-push-notes' }, 'Release notes'),
+      notes,
+      h('div', { class: 'actions' }, submit),
+      error,
+    );
     const clearError = h('p', { class: 'error', role: 'alert' });
-    mount(pushCard, h('h2', null, 'Update push for this license'),
-      push ? h('div', null, h('div', { class: 'grid' }, pushFacts(push), adoptionChart(push.devices, 'license-adoption-chart')),
-        h('div', { class: 'actions' }, confirmButton('Clear', 'Clear this license’s own push (the app push applies again)?', async () => {
-          const res = await act(() => del(`/v1/licenses/${license.license_id}/push-update`), { errorEl: clearError });
-          if (res.ok) renderPush(null);
-        }, { id: 'clear-license-push' })), clearError)
+    mount(
+      pushCard,
+      h('h2', null, 'Update push for this license'),
+      push
+        ? h(
+            'div',
+            null,
+            h('div', { class: 'grid' }, pushFacts(push), adoptionChart(push.devices, 'license-adoption-chart')),
+            h(
+              'div',
+              { class: 'actions' },
+              confirmButton(
+                'Clear',
+                'Clear this license’s own push (the app push applies again)?',
+                async () => {
+                  const res = await act(() => del(`/v1/licenses/${license.license_id}/push-update`), { errorEl: clearError });
+                  if (res.ok) renderPush(null);
+                },
+                { id: 'clear-license-push' },
+              ),
+            ),
+            clearError,
+          )
         : h('p', { class: 'muted' }, 'No push of its own: the app’s push, if any, applies.'),
-      h('h3', null, 'Push a build to this license only'), form);
+      h('h3', null, 'Push a build to this license only'),
+      form,
+    );
   };
 
   renderDetail(license);

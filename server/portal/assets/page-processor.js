@@ -18,23 +18,50 @@ export async function processorAccountSection(card, { result } = {}) {
     const error = h('p', { class: 'error', role: 'alert', id: 'account-error' });
     const notice = outcome ? h('p', { class: outcome[0], role: 'status', id: 'account-result' }, outcome[1]) : null;
     if (acct.connected) {
-      mount(card, h('h2', null, 'Payment processor'), notice,
+      mount(
+        card,
+        h('h2', null, 'Payment processor'),
+        notice,
         h('p', { id: 'account-status' }, 'Connected Stripe account ', h('span', { class: 'mono' }, acct.account_id), ` since ${formatDate(acct.connected_at)}.`),
-        h('p', { class: 'hint' }, 'For all your apps. Disconnecting stops new sales and revokes Latchkey\'s access on Stripe; licenses already sold keep working.'),
-        h('div', { class: 'actions' }, confirmButton('Disconnect', 'Disconnect the account? Payment links stop selling.', async () => {
-          const res = await act(() => del('/v1/payments/account'), { errorEl: error });
-          if (res.ok) render(res.value);
-        }, { id: 'disconnect-account' })), error);
+        h('p', { class: 'hint' }, "For all your apps. Disconnecting stops new sales and revokes Latchkey's access on Stripe; licenses already sold keep working."),
+        h(
+          'div',
+          { class: 'actions' },
+          confirmButton(
+            'Disconnect',
+            'Disconnect the account? Payment links stop selling.',
+            async () => {
+              const res = await act(() => del('/v1/payments/account'), { errorEl: error });
+              if (res.ok) render(res.value);
+            },
+            { id: 'disconnect-account' },
+          ),
+        ),
+        error,
+      );
       return;
     }
-    const connect = h('button', { type: 'button', id: 'connect-account', onclick: async () => {
-      const res = await act(() => post('/v1/payments/account/connect'), { button: connect, errorEl: error });
-      if (res.ok) location.assign(res.value.authorize_url);
-    } }, 'Connect with Stripe');
-    mount(card, h('h2', null, 'Payment processor'), notice,
+    const connect = h(
+      'button',
+      {
+        type: 'button',
+        id: 'connect-account',
+        onclick: async () => {
+          const res = await act(() => post('/v1/payments/account/connect'), { button: connect, errorEl: error });
+          if (res.ok) location.assign(res.value.authorize_url);
+        },
+      },
+      'Connect with Stripe',
+    );
+    mount(
+      card,
+      h('h2', null, 'Payment processor'),
+      notice,
       h('p', { id: 'account-status' }, 'No account connected.'),
       h('p', { class: 'hint' }, 'You sign in to Stripe and approve Latchkey there: it may then create checkout sessions on your account and collect the per-license fee.'),
-      h('div', { class: 'actions' }, connect), error);
+      h('div', { class: 'actions' }, connect),
+      error,
+    );
   };
   render(await get('/v1/payments/account'));
 }

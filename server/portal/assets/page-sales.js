@@ -34,28 +34,49 @@ async function linkSection(card, app) {
   const path = `/v1/apps/${app.id}/payment-link`;
   const error = h('p', { class: 'error', role: 'alert', id: 'payment-link-error' });
   const render = (current) => {
-    const generate = h('button', { type: 'button', id: 'generate-link', onclick: async () => {
-      const res = await act(() => post(path), { button: generate, errorEl: error });
-      if (res.ok) render(res.value);
-    } }, current ? 'Regenerate' : 'Generate payment link');
+    const generate = h(
+      'button',
+      {
+        type: 'button',
+        id: 'generate-link',
+        onclick: async () => {
+          const res = await act(() => post(path), { button: generate, errorEl: error });
+          if (res.ok) render(res.value);
+        },
+      },
+      current ? 'Regenerate' : 'Generate payment link',
+    );
     const parts = [h('h2', null, 'Payment link')];
     if (current) {
       parts.push(
-        h('p', null, h('a', { href: current.url, id: 'payment-link-url', rel: 'noopener', target: '_blank' }, current.url), ' ', copyButton(() => current.url)),
+        h(
+          'p',
+          null,
+          h('a', { href: current.url, id: 'payment-link-url', rel: 'noopener', target: '_blank' }, current.url),
+          ' ',
+          copyButton(() => current.url),
+        ),
         h('p', { class: 'hint' }, `Created ${formatDate(current.created_at)}. Regenerating disables this URL.`),
         current.delivering ? null : h('p', { class: 'error' }, 'This link no longer delivers licenses (the processor account was reconnected): regenerate it.'),
       );
     } else {
-      parts.push(h('p', { class: 'muted', id: 'no-payment-link' }, app.price_id
-        ? 'No payment link: sales are paused.'
-        : 'Save a Price ID in Settings first, then generate a link.'));
+      parts.push(
+        h('p', { class: 'muted', id: 'no-payment-link' }, app.price_id ? 'No payment link: sales are paused.' : 'Save a Price ID in Settings first, then generate a link.'),
+      );
     }
     const actions = h('div', { class: 'actions' }, generate);
     if (current) {
-      actions.append(confirmButton('Remove', 'Remove the link? Sales pause until you generate a new one.', async () => {
-        const res = await act(() => del(path), { errorEl: error });
-        if (res.ok) render(null);
-      }, { id: 'remove-link' }));
+      actions.append(
+        confirmButton(
+          'Remove',
+          'Remove the link? Sales pause until you generate a new one.',
+          async () => {
+            const res = await act(() => del(path), { errorEl: error });
+            if (res.ok) render(null);
+          },
+          { id: 'remove-link' },
+        ),
+      );
     }
     parts.push(actions, error);
     mount(card, ...parts);
@@ -79,7 +100,11 @@ async function batchesSection(card, app) {
   const channel = h('input', { type: 'text', id: 'batch-channel', value: 'own_store' });
   const quantity = h('input', { type: 'number', id: 'batch-quantity', min: 1, max: 10000, value: 10 });
   const label = h('input', { type: 'text', id: 'batch-label', maxlength: 200 });
-  const type = h('select', { id: 'batch-type' }, ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)));
+  const type = h(
+    'select',
+    { id: 'batch-type' },
+    ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)),
+  );
   const expiry = h('input', { type: 'number', id: 'batch-expiry', min: 0, value: 0 });
   const error = h('p', { class: 'error', role: 'alert', id: 'batch-error' });
   const submit = h('button', { type: 'submit', id: 'batch-submit' }, 'Generate codes');
@@ -89,29 +114,80 @@ async function batchesSection(card, app) {
   const codeInput = h('input', { type: 'text', id: 'revoke-code', placeholder: 'LK-XXXX-…' });
   const codeSubmit = h('button', { type: 'submit', class: 'secondary', id: 'revoke-code-submit' }, 'Revoke code');
   const codeNotice = h('p', { class: 'notice', role: 'status', id: 'revoke-code-notice' });
-  const revokeForm = h('form', { id: 'revoke-code-form', onsubmit: async (e) => {
-    e.preventDefault();
-    const res = await act(() => post(`/v1/redemption-codes/${encodeURIComponent(codeInput.value.trim())}/revoke`), { button: codeSubmit, errorEl: revokeError, noticeEl: codeNotice, notice: (r) => `Code ${r.code} revoked.` });
-    if (res.ok) {
-      codeInput.value = '';
-      await reload();
-    }
-  } }, h('label', { for: 'revoke-code' }, 'Revoke one code'), h('div', { class: 'actions' }, codeInput, codeSubmit), codeNotice);
+  const revokeForm = h(
+    'form',
+    {
+      id: 'revoke-code-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const res = await act(() => post(`/v1/redemption-codes/${encodeURIComponent(codeInput.value.trim())}/revoke`), {
+          button: codeSubmit,
+          errorEl: revokeError,
+          noticeEl: codeNotice,
+          notice: (r) => `Code ${r.code} revoked.`,
+        });
+        if (res.ok) {
+          codeInput.value = '';
+          await reload();
+        }
+      },
+    },
+    h('label', { for: 'revoke-code' }, 'Revoke one code'),
+    h('div', { class: 'actions' }, codeInput, codeSubmit),
+    codeNotice,
+  );
   const tableHolder = h('div');
   const renderList = () => {
-    mount(tableHolder,
-      list.length === 0 ? h('p', { class: 'muted' }, 'No batches yet.') :
-        h('table', { id: 'batches-table' },
-          h('thead', null, h('tr', null, ['Label', 'Channel', 'Codes', 'Available', 'Redeemed', 'Revoked', 'Expired', 'Created', ''].map((t) => h('th', null, t)))),
-          h('tbody', null, [...list].reverse().map((b) => h('tr', { 'data-batch-id': b.id },
-            h('td', null, b.label || '—'), h('td', null, b.channel), h('td', null, String(b.quantity)),
-            h('td', { 'data-count': 'available' }, String(b.counts.available)), h('td', { 'data-count': 'redeemed' }, String(b.counts.redeemed)),
-            h('td', { 'data-count': 'revoked' }, String(b.counts.revoked)), h('td', { 'data-count': 'expired' }, String(b.counts.expired)),
-            h('td', null, formatDate(b.created_at)),
-            h('td', null, b.counts.available > 0 ? confirmButton('Revoke all', 'Revoke every available code of this batch?', async () => {
-              const res = await act(() => post(`/v1/redemption-batches/${b.id}/revoke-all`), { errorEl: revokeError, noticeEl: codeNotice, notice: (r) => `${r.revoked} codes revoked.` });
-              if (res.ok) await reload();
-            }) : null))))));
+    mount(
+      tableHolder,
+      list.length === 0
+        ? h('p', { class: 'muted' }, 'No batches yet.')
+        : h(
+            'table',
+            { id: 'batches-table' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Label', 'Channel', 'Codes', 'Available', 'Redeemed', 'Revoked', 'Expired', 'Created', ''].map((t) => h('th', null, t)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              [...list].reverse().map((b) =>
+                h(
+                  'tr',
+                  { 'data-batch-id': b.id },
+                  h('td', null, b.label || '—'),
+                  h('td', null, b.channel),
+                  h('td', null, String(b.quantity)),
+                  h('td', { 'data-count': 'available' }, String(b.counts.available)),
+                  h('td', { 'data-count': 'redeemed' }, String(b.counts.redeemed)),
+                  h('td', { 'data-count': 'revoked' }, String(b.counts.revoked)),
+                  h('td', { 'data-count': 'expired' }, String(b.counts.expired)),
+                  h('td', null, formatDate(b.created_at)),
+                  h(
+                    'td',
+                    null,
+                    b.counts.available > 0
+                      ? confirmButton('Revoke all', 'Revoke every available code of this batch?', async () => {
+                          const res = await act(() => post(`/v1/redemption-batches/${b.id}/revoke-all`), {
+                            errorEl: revokeError,
+                            noticeEl: codeNotice,
+                            notice: (r) => `${r.revoked} codes revoked.`,
+                          });
+                          if (res.ok) await reload();
+                        })
+                      : null,
+                  ),
+                ),
+              ),
+            ),
+          ),
+    );
   };
   mount(table, tableHolder, revokeError, revokeForm);
   const reload = async () => {
@@ -119,33 +195,62 @@ async function batchesSection(card, app) {
     renderList();
   };
 
-  mount(card, h('h2', null, 'Redemption codes'),
-    h('form', { id: 'batch-form', onsubmit: async (e) => {
-      e.preventDefault();
-      const payload = { channel: channel.value.trim(), quantity: Number(quantity.value), label: label.value, license_type: type.value, license_expiry_days: Number(expiry.value || 0) };
-      // The codes come once, as the server's CSV export (Accept: text/csv): kept in memory until saved.
-      const res = await act(() => requestFile('POST', path, payload, 'text/csv'), { button: submit, errorEl: error });
-      if (!res.ok) return;
-      let file = res.value;
-      const count = (await file.blob.text()).trim().split(/\r?\n/).length - 1;
-      const download = h('button', { type: 'button', id: 'batch-download', onclick: () => {
-        if (!file) return;
-        saveBlob(file.blob, file.name);
-        const name = file.name;
-        file = null;
-        mount(fresh, h('p', { class: 'notice', id: 'batch-downloaded' }, `Saved ${name}. The codes are not shown again.`));
-      } }, `Download ${count} codes (CSV)`);
-      mount(fresh, h('p', { class: 'notice' }, 'Batch created. Download its codes now: they are shown only once.'), h('div', { class: 'actions' }, download));
-      await reload();
-    } },
-    h('div', { class: 'grid' },
-      h('div', null, h('label', { for: 'batch-channel' }, 'Channel'), channel, h('p', { class: 'hint' }, 'Lowercase label, e.g. appsumo; becomes the license source.')),
-      h('div', null, h('label', { for: 'batch-quantity' }, 'Number of codes'), quantity),
-      h('div', null, h('label', { for: 'batch-label' }, 'Label'), label),
-      h('div', null, h('label', { for: 'batch-type' }, 'License type'), type),
-      h('div', null, h('label', { for: 'batch-expiry' }, 'License expiry (days after redemption, 0 = never)'), expiry)),
-    h('div', { class: 'actions' }, submit), error),
-    fresh, h('h3', null, 'Batches'), table);
+  mount(
+    card,
+    h('h2', null, 'Redemption codes'),
+    h(
+      'form',
+      {
+        id: 'batch-form',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const payload = {
+            channel: channel.value.trim(),
+            quantity: Number(quantity.value),
+            label: label.value,
+            license_type: type.value,
+            license_expiry_days: Number(expiry.value || 0),
+          };
+          // The codes come once, as the server's CSV export (Accept: text/csv): kept in memory until saved.
+          const res = await act(() => requestFile('POST', path, payload, 'text/csv'), { button: submit, errorEl: error });
+          if (!res.ok) return;
+          let file = res.value;
+          const count = (await file.blob.text()).trim().split(/\r?\n/).length - 1;
+          const download = h(
+            'button',
+            {
+              type: 'button',
+              id: 'batch-download',
+              onclick: () => {
+                if (!file) return;
+                saveBlob(file.blob, file.name);
+                const name = file.name;
+                file = null;
+                mount(fresh, h('p', { class: 'notice', id: 'batch-downloaded' }, `Saved ${name}. The codes are not shown again.`));
+              },
+            },
+            `Download ${count} codes (CSV)`,
+          );
+          mount(fresh, h('p', { class: 'notice' }, 'Batch created. Download its codes now: they are shown only once.'), h('div', { class: 'actions' }, download));
+          await reload();
+        },
+      },
+      h(
+        'div',
+        { class: 'grid' },
+        h('div', null, h('label', { for: 'batch-channel' }, 'Channel'), channel, h('p', { class: 'hint' }, 'Lowercase label, e.g. appsumo; becomes the license source.')),
+        h('div', null, h('label', { for: 'batch-quantity' }, 'Number of codes'), quantity),
+        h('div', null, h('label', { for: 'batch-label' }, 'Label'), label),
+        h('div', null, h('label', { for: 'batch-type' }, 'License type'), type),
+        h('div', null, h('label', { for: 'batch-expiry' }, 'License expiry (days after redemption, 0 = never)'), expiry),
+      ),
+      h('div', { class: 'actions' }, submit),
+      error,
+    ),
+    fresh,
+    h('h3', null, 'Batches'),
+    table,
+  );
   renderList();
 }
 
@@ -163,41 +268,83 @@ async function webhookSection(card, app) {
   }
   const error = h('p', { class: 'error', role: 'alert', id: 'webhook-error' });
   const shown = h('div', { id: 'webhook-shown' });
-  const secretOnce = (label, value, id) => [h('p', null, label), h('p', null, h('span', { class: 'secret', id }, value), ' ', copyButton(() => value))];
+  const secretOnce = (label, value, id) => [
+    h('p', null, label),
+    h(
+      'p',
+      null,
+      h('span', { class: 'secret', id }, value),
+      ' ',
+      copyButton(() => value),
+    ),
+  ];
   const render = (s) => {
     const actions = h('div', { class: 'actions' });
     if (!s.enabled) {
-      const enable = h('button', { type: 'button', id: 'enable-webhook', onclick: async () => {
-        const res = await act(() => post(path), { button: enable, errorEl: error });
-        if (!res.ok) return;
-        mount(shown, ...secretOnce('Webhook URL (shown once):', res.value.webhook_url, 'webhook-url'),
-          ...secretOnce('Secret, sent as X-MerchantOps-Secret (shown once):', res.value.secret, 'webhook-secret'));
-        render(await get(path));
-      } }, 'Enable webhook');
+      const enable = h(
+        'button',
+        {
+          type: 'button',
+          id: 'enable-webhook',
+          onclick: async () => {
+            const res = await act(() => post(path), { button: enable, errorEl: error });
+            if (!res.ok) return;
+            mount(
+              shown,
+              ...secretOnce('Webhook URL (shown once):', res.value.webhook_url, 'webhook-url'),
+              ...secretOnce('Secret, sent as X-MerchantOps-Secret (shown once):', res.value.secret, 'webhook-secret'),
+            );
+            render(await get(path));
+          },
+        },
+        'Enable webhook',
+      );
       actions.append(enable);
     } else {
-      const rotate = confirmButton('Rotate secret', 'Issue a new secret? The current one keeps working for 24 hours.', async () => {
-        const res = await act(() => post(`${path}/rotate-secret`), { errorEl: error });
-        if (!res.ok) return;
-        mount(shown, ...secretOnce('New secret (shown once):', res.value.secret, 'webhook-secret'),
-          h('p', { class: 'hint' }, `The previous secret works until ${formatDate(res.value.previous_secret_expires_at)}.`));
-        render(await get(path));
-      }, { danger: false, id: 'rotate-webhook' });
-      const disable = confirmButton('Disable', 'Disable the webhook? Its URL stops working; enabling again gives a new URL.', async () => {
-        const res = await act(() => del(path), { errorEl: error });
-        if (!res.ok) return;
-        mount(shown);
-        render(await get(path));
-      }, { id: 'disable-webhook' });
+      const rotate = confirmButton(
+        'Rotate secret',
+        'Issue a new secret? The current one keeps working for 24 hours.',
+        async () => {
+          const res = await act(() => post(`${path}/rotate-secret`), { errorEl: error });
+          if (!res.ok) return;
+          mount(
+            shown,
+            ...secretOnce('New secret (shown once):', res.value.secret, 'webhook-secret'),
+            h('p', { class: 'hint' }, `The previous secret works until ${formatDate(res.value.previous_secret_expires_at)}.`),
+          );
+          render(await get(path));
+        },
+        { danger: false, id: 'rotate-webhook' },
+      );
+      const disable = confirmButton(
+        'Disable',
+        'Disable the webhook? Its URL stops working; enabling again gives a new URL.',
+        async () => {
+          const res = await act(() => del(path), { errorEl: error });
+          if (!res.ok) return;
+          mount(shown);
+          render(await get(path));
+        },
+        { id: 'disable-webhook' },
+      );
       actions.append(rotate, disable);
     }
-    mount(card, h('h2', null, 'Entitlement webhook'),
+    mount(
+      card,
+      h('h2', null, 'Entitlement webhook'),
       s.enabled
-        ? facts([['Status', h('span', { id: 'webhook-status' }, 'Enabled')], ['Since', formatDate(s.enabled_at)], ['Product key', s.product_key ?? 'not set: events are unactionable until you set one in Settings'],
-          s.secret_rotated_at ? ['Secret rotated', formatDate(s.secret_rotated_at)] : null,
-          s.previous_secret_expires_at ? ['Previous secret works until', formatDate(s.previous_secret_expires_at)] : null])
+        ? facts([
+            ['Status', h('span', { id: 'webhook-status' }, 'Enabled')],
+            ['Since', formatDate(s.enabled_at)],
+            ['Product key', s.product_key ?? 'not set: events are unactionable until you set one in Settings'],
+            s.secret_rotated_at ? ['Secret rotated', formatDate(s.secret_rotated_at)] : null,
+            s.previous_secret_expires_at ? ['Previous secret works until', formatDate(s.previous_secret_expires_at)] : null,
+          ])
         : h('p', { id: 'webhook-status' }, 'Disabled. Needs the Pro plan.'),
-      shown, actions, error);
+      shown,
+      actions,
+      error,
+    );
   };
   render(status);
 }

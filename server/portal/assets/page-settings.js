@@ -18,17 +18,33 @@ export async function settingsPage(view, { query } = {}) {
   const twoFactorCard = h('section', { class: 'card', id: 'two-factor' });
   const apiKeyCard = h('section', { class: 'card', id: 'api-key-card' });
   const processorCard = h('section', { class: 'card', id: 'processor-account' });
-  mount(view,
+  mount(
+    view,
     h('h1', null, 'Settings'),
-    h('section', { class: 'card' }, h('h2', null, 'Account'),
-      facts([['Email', me.email], ['Company', me.company_name], ['Plan', me.plan === 'pro' ? 'Pro' : 'Free'],
+    h(
+      'section',
+      { class: 'card' },
+      h('h2', null, 'Account'),
+      facts([
+        ['Email', me.email],
+        ['Company', me.company_name],
+        ['Plan', me.plan === 'pro' ? 'Pro' : 'Free'],
         me.plan_grace_until ? ['Pro ends unless paid', formatDate(me.plan_grace_until)] : null,
-        ['Member since', formatDate(me.created_at)]]),
-      passwordChange()),
-    processorCard, twoFactorCard, apiKeyCard);
+        ['Member since', formatDate(me.created_at)],
+      ]),
+      passwordChange(),
+    ),
+    processorCard,
+    twoFactorCard,
+    apiKeyCard,
+  );
   renderTwoFactor(twoFactorCard, twoFactor);
-  await Promise.all([renderApiKeys(apiKeyCard), processorAccountSection(processorCard, { result: query?.get('payments') ?? undefined })
-    .catch((err) => mount(processorCard, h('h2', null, 'Payment processor'), h('p', { class: 'error', role: 'alert' }, describeError(err))))]);
+  await Promise.all([
+    renderApiKeys(apiKeyCard),
+    processorAccountSection(processorCard, { result: query?.get('payments') ?? undefined }).catch((err) =>
+      mount(processorCard, h('h2', null, 'Payment processor'), h('p', { class: 'error', role: 'alert' }, describeError(err))),
+    ),
+  ]);
 }
 
 const passwordInput = (id, autocomplete = 'current-password') => h('input', { type: 'password', id, autocomplete, required: true });
@@ -40,17 +56,33 @@ function passwordChange() {
   const error = h('p', { class: 'error', role: 'alert', id: 'change-password-error' });
   const notice = h('p', { class: 'hint', role: 'status', id: 'change-password-done' });
   const submit = h('button', { type: 'submit', id: 'change-password' }, 'Change password');
-  return h('details', null, h('summary', null, 'Change your password'),
-    h('form', { onsubmit: async (e) => {
-      e.preventDefault();
-      const res = await act(() => post('/v1/auth/password', { password: current.value, new_password: next.value }), {
-        button: submit, errorEl: error, noticeEl: notice, notice: 'Password changed. Every other session was signed out.',
-      });
-      if (res.ok) e.target.reset();
-    } },
-    h('label', { for: 'current-password' }, 'Current password'), current,
-    h('label', { for: 'new-password' }, 'New password (at least 10 characters)'), next,
-    h('div', { class: 'actions' }, submit), error, notice));
+  return h(
+    'details',
+    null,
+    h('summary', null, 'Change your password'),
+    h(
+      'form',
+      {
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const res = await act(() => post('/v1/auth/password', { password: current.value, new_password: next.value }), {
+            button: submit,
+            errorEl: error,
+            noticeEl: notice,
+            notice: 'Password changed. Every other session was signed out.',
+          });
+          if (res.ok) e.target.reset();
+        },
+      },
+      h('label', { for: 'current-password' }, 'Current password'),
+      current,
+      h('label', { for: 'new-password' }, 'New password (at least 10 characters)'),
+      next,
+      h('div', { class: 'actions' }, submit),
+      error,
+      notice,
+    ),
+  );
 }
 
 function renderTwoFactor(card, status) {
@@ -59,30 +91,55 @@ function renderTwoFactor(card, status) {
     const password = passwordInput('disable-2fa-password');
     const code = h('input', { type: 'text', id: 'disable-2fa-code', autocomplete: 'one-time-code' });
     const submit = h('button', { type: 'submit', class: 'danger' }, 'Turn off 2FA');
-    mount(card, h('h2', null, 'Two-factor authentication'),
+    mount(
+      card,
+      h('h2', null, 'Two-factor authentication'),
       h('p', { id: 'two-factor-status' }, `On. ${status.backup_codes_remaining} backup codes left.`),
-      h('details', null, h('summary', null, 'Turn two-factor authentication off'),
-        h('form', { onsubmit: async (e) => {
-          e.preventDefault();
-          const res = await act(() => post('/v1/auth/2fa/disable', { password: password.value, code: code.value }), { button: submit, errorEl: error });
-          if (res.ok) renderTwoFactor(card, res.value);
-        } },
-        h('label', { for: 'disable-2fa-password' }, 'Password'), password,
-        h('label', { for: 'disable-2fa-code' }, 'Code or backup code'), code,
-        h('div', { class: 'actions' }, submit), error)));
+      h(
+        'details',
+        null,
+        h('summary', null, 'Turn two-factor authentication off'),
+        h(
+          'form',
+          {
+            onsubmit: async (e) => {
+              e.preventDefault();
+              const res = await act(() => post('/v1/auth/2fa/disable', { password: password.value, code: code.value }), { button: submit, errorEl: error });
+              if (res.ok) renderTwoFactor(card, res.value);
+            },
+          },
+          h('label', { for: 'disable-2fa-password' }, 'Password'),
+          password,
+          h('label', { for: 'disable-2fa-code' }, 'Code or backup code'),
+          code,
+          h('div', { class: 'actions' }, submit),
+          error,
+        ),
+      ),
+    );
     return;
   }
   const password = passwordInput('setup-2fa-password');
   const start = h('button', { type: 'submit', id: 'setup-2fa' }, 'Set up two-factor authentication');
-  mount(card, h('h2', null, 'Two-factor authentication'),
+  mount(
+    card,
+    h('h2', null, 'Two-factor authentication'),
     h('p', { id: 'two-factor-status' }, 'Off. Sign-ins need only your password.'),
-    h('form', { onsubmit: async (e) => {
-      e.preventDefault();
-      const res = await act(() => post('/v1/auth/2fa/setup', { password: password.value }), { button: start, errorEl: error });
-      if (res.ok) await renderSetup(card, res.value);
-    } },
-    h('label', { for: 'setup-2fa-password' }, 'Your password, to confirm it is you'), password,
-    h('div', { class: 'actions' }, start), error));
+    h(
+      'form',
+      {
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const res = await act(() => post('/v1/auth/2fa/setup', { password: password.value }), { button: start, errorEl: error });
+          if (res.ok) await renderSetup(card, res.value);
+        },
+      },
+      h('label', { for: 'setup-2fa-password' }, 'Your password, to confirm it is you'),
+      password,
+      h('div', { class: 'actions' }, start),
+      error,
+    ),
+  );
 }
 
 /** The QR code of the provisioning URI, drawn from the module matrix the server computes. */
@@ -92,8 +149,12 @@ async function qrCode(text) {
   let d = '';
   for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) if (modules[y * size + x] === '1') d += `M${x + quiet} ${y + quiet}h1v1h-1z`;
   const full = size + quiet * 2;
-  return svg('svg', { class: 'qr', id: 'qr-code', viewBox: `0 0 ${full} ${full}`, role: 'img', 'aria-label': 'QR code for your authenticator app', 'shape-rendering': 'crispEdges' },
-    svg('rect', { width: full, height: full, fill: '#fff' }), svg('path', { d, fill: '#000' }));
+  return svg(
+    'svg',
+    { class: 'qr', id: 'qr-code', viewBox: `0 0 ${full} ${full}`, role: 'img', 'aria-label': 'QR code for your authenticator app', 'shape-rendering': 'crispEdges' },
+    svg('rect', { width: full, height: full, fill: '#fff' }),
+    svg('path', { d, fill: '#000' }),
+  );
 }
 
 async function renderSetup(card, setup) {
@@ -101,22 +162,37 @@ async function renderSetup(card, setup) {
   const code = h('input', { type: 'text', id: 'confirm-2fa-code', autocomplete: 'one-time-code', inputmode: 'numeric' });
   const error = h('p', { class: 'error', role: 'alert', id: 'confirm-2fa-error' });
   const submit = h('button', { type: 'submit', id: 'confirm-2fa' }, 'Turn on 2FA');
-  mount(card, h('h2', null, 'Set up two-factor authentication'),
+  mount(
+    card,
+    h('h2', null, 'Set up two-factor authentication'),
     h('p', null, '1. Scan this code with your authenticator app.'),
     await qrCode(setup.provisioning_uri),
     h('p', { class: 'hint' }, 'Cannot scan? Enter this key: ', h('span', { class: 'secret', id: 'totp-secret' }, secret)),
     h('details', null, h('summary', null, 'Provisioning URI'), h('p', { class: 'mono', id: 'provisioning-uri' }, setup.provisioning_uri)),
     h('p', null, '2. Keep these backup codes somewhere safe. Each signs you in once if you lose the authenticator. They are shown only now.'),
-    h('ol', { class: 'codes', id: 'backup-codes' }, setup.backup_codes.map((c) => h('li', null, c))),
+    h(
+      'ol',
+      { class: 'codes', id: 'backup-codes' },
+      setup.backup_codes.map((c) => h('li', null, c)),
+    ),
     copyButton(() => setup.backup_codes.join('\n'), 'Copy backup codes'),
-    h('form', { id: 'confirm-2fa-form', onsubmit: async (e) => {
-      e.preventDefault();
-      const res = await act(() => post('/v1/auth/2fa/confirm', { code: code.value }), { button: submit, errorEl: error });
-      if (res.ok) renderTwoFactor(card, res.value);
-    } },
-    h('label', { for: 'confirm-2fa-code' }, '3. Enter the 6-digit code the app shows'), code,
-    h('p', { class: 'hint' }, 'Turning 2FA on signs out every other session.'),
-    h('div', { class: 'actions' }, submit), error));
+    h(
+      'form',
+      {
+        id: 'confirm-2fa-form',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const res = await act(() => post('/v1/auth/2fa/confirm', { code: code.value }), { button: submit, errorEl: error });
+          if (res.ok) renderTwoFactor(card, res.value);
+        },
+      },
+      h('label', { for: 'confirm-2fa-code' }, '3. Enter the 6-digit code the app shows'),
+      code,
+      h('p', { class: 'hint' }, 'Turning 2FA on signs out every other session.'),
+      h('div', { class: 'actions' }, submit),
+      error,
+    ),
+  );
 }
 
 async function renderApiKeys(card) {
@@ -129,49 +205,94 @@ async function renderApiKeys(card) {
   /** The new key, shown once, above the refreshed list. */
   const showKey = async (created) => {
     await renderApiKeys(card);
-    mount(card.querySelector('#api-key-shown'),
+    mount(
+      card.querySelector('#api-key-shown'),
       h('p', null, `Your new API key "${created.name}". It is shown only now: copy it into your build scripts or secrets store.`),
       h('p', null, h('span', { class: 'secret', id: 'api-key' }, created.api_key)),
-      copyButton(() => created.api_key, 'Copy key'));
+      copyButton(() => created.api_key, 'Copy key'),
+    );
   };
 
   const name = h('input', { type: 'text', id: 'new-api-key-name', placeholder: 'what it is for', maxlength: 100 });
-  const scopeBoxes = SCOPES.map(([value, label]) =>
-    h('label', { class: 'inline' }, h('input', { type: 'checkbox', name: 'scopes', value, checked: value === 'admin' }), label));
+  const scopeBoxes = SCOPES.map(([value, label]) => h('label', { class: 'inline' }, h('input', { type: 'checkbox', name: 'scopes', value, checked: value === 'admin' }), label));
   const create = h('button', { type: 'submit', id: 'create-api-key' }, 'Create key');
-  const createForm = h('form', { id: 'new-api-key-form', onsubmit: async (e) => {
-    e.preventDefault();
-    const scopes = [...createForm.querySelectorAll('input[name="scopes"]:checked')].map((i) => i.value);
-    const res = await act(() => post('/v1/auth/api-keys', { ...proof(), name: name.value || undefined, scopes }), { button: create, errorEl: error });
-    if (res.ok) await showKey(res.value);
-  } },
-  h('label', { for: 'new-api-key-name' }, 'Name'), name,
-  h('div', null, scopeBoxes),
-  h('div', { class: 'actions' }, create));
+  const createForm = h(
+    'form',
+    {
+      id: 'new-api-key-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const scopes = [...createForm.querySelectorAll('input[name="scopes"]:checked')].map((i) => i.value);
+        const res = await act(() => post('/v1/auth/api-keys', { ...proof(), name: name.value || undefined, scopes }), { button: create, errorEl: error });
+        if (res.ok) await showKey(res.value);
+      },
+    },
+    h('label', { for: 'new-api-key-name' }, 'Name'),
+    name,
+    h('div', null, scopeBoxes),
+    h('div', { class: 'actions' }, create),
+  );
 
-  const rotate = confirmButton('Replace every key with a new one', 'Every current key stops working at once. Continue?', async () => {
-    const res = await act(() => post('/v1/auth/api-keys/rotate', proof()), { errorEl: error });
-    if (res.ok) await showKey(res.value);
-  }, { id: 'rotate-api-key' });
+  const rotate = confirmButton(
+    'Replace every key with a new one',
+    'Every current key stops working at once. Continue?',
+    async () => {
+      const res = await act(() => post('/v1/auth/api-keys/rotate', proof()), { errorEl: error });
+      if (res.ok) await showKey(res.value);
+    },
+    { id: 'rotate-api-key' },
+  );
 
-  const list = keys.length === 0 ? h('p', { class: 'muted', id: 'no-api-keys' }, 'No API keys.') :
-    h('table', { id: 'api-keys-table' },
-      h('thead', null, h('tr', null, ['Name', 'Key', 'Scopes', 'Created', 'Last used', ''].map((t) => h('th', null, t)))),
-      h('tbody', null, keys.map((k) => h('tr', { 'data-api-key-id': k.id },
-        h('td', null, k.name),
-        h('td', { class: 'mono' }, `${k.prefix}_…`),
-        h('td', null, k.scopes.join(', ')),
-        h('td', null, formatDate(k.created_at)),
-        h('td', null, k.last_used_at ? formatDate(k.last_used_at) : 'never'),
-        h('td', null, confirmButton('Revoke', `Revoke "${k.name}" now?`, async () => {
-          const res = await act(() => post(`/v1/auth/api-keys/${k.id}/revoke`, proof()), { errorEl: error });
-          if (res.ok) await renderApiKeys(card);
-        }))))));
+  const list =
+    keys.length === 0
+      ? h('p', { class: 'muted', id: 'no-api-keys' }, 'No API keys.')
+      : h(
+          'table',
+          { id: 'api-keys-table' },
+          h(
+            'thead',
+            null,
+            h(
+              'tr',
+              null,
+              ['Name', 'Key', 'Scopes', 'Created', 'Last used', ''].map((t) => h('th', null, t)),
+            ),
+          ),
+          h(
+            'tbody',
+            null,
+            keys.map((k) =>
+              h(
+                'tr',
+                { 'data-api-key-id': k.id },
+                h('td', null, k.name),
+                h('td', { class: 'mono' }, `${k.prefix}_…`),
+                h('td', null, k.scopes.join(', ')),
+                h('td', null, formatDate(k.created_at)),
+                h('td', null, k.last_used_at ? formatDate(k.last_used_at) : 'never'),
+                h(
+                  'td',
+                  null,
+                  confirmButton('Revoke', `Revoke "${k.name}" now?`, async () => {
+                    const res = await act(() => post(`/v1/auth/api-keys/${k.id}/revoke`, proof()), { errorEl: error });
+                    if (res.ok) await renderApiKeys(card);
+                  }),
+                ),
+              ),
+            ),
+          ),
+        );
 
-  mount(card, h('h2', null, 'API keys'),
+  mount(
+    card,
+    h('h2', null, 'API keys'),
     h('p', { class: 'hint' }, 'For the CLI, CI and marketplace provisioning (X-API-Key). A key does what its scopes allow; no key can change your password, 2FA or keys.'),
-    shown, list,
-    h('label', { for: 'api-key-password' }, 'Your password, to create, revoke or replace keys'), password,
+    shown,
+    list,
+    h('label', { for: 'api-key-password' }, 'Your password, to create, revoke or replace keys'),
+    password,
     h('details', null, h('summary', null, 'Create a key'), createForm),
-    h('div', { class: 'actions' }, rotate), error);
+    h('div', { class: 'actions' }, rotate),
+    error,
+  );
 }

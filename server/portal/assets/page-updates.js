@@ -8,17 +8,27 @@ import { listAll } from './page-apps.js';
 export function adoptionChart(devices, id = 'adoption-chart') {
   const waiting = Math.max(0, devices.pending - devices.unable);
   const total = devices.installed + devices.skipped + devices.failed + devices.pending;
-  return h('div', null,
-    barChart([
-      { key: 'installed', label: 'Installed', value: devices.installed, color: '#2e7d32' },
-      { key: 'skipped', label: 'Skipped', value: devices.skipped, color: '#b26a00' },
-      { key: 'failed', label: 'Failed', value: devices.failed, color: '#c62828' },
-      { key: 'pending', label: 'Pending', value: waiting, color: '#0b5fff' },
-      { key: 'unable', label: 'Unable (old engine)', value: devices.unable, color: '#9e9e9e' },
-    ], { id, title: `Adoption of the push: ${total} devices` }),
-    h('p', { class: 'hint' }, `${total} devices in all. Pending: not asked yet, asked later, or on another platform. ` +
-      'Failed: the install failed and the old version runs on; the device tries again after 1, 6 and 24 hours. ' +
-      'Unable: their runtime engine is too old to update; their customers need a fresh download once.'));
+  return h(
+    'div',
+    null,
+    barChart(
+      [
+        { key: 'installed', label: 'Installed', value: devices.installed, color: '#2e7d32' },
+        { key: 'skipped', label: 'Skipped', value: devices.skipped, color: '#b26a00' },
+        { key: 'failed', label: 'Failed', value: devices.failed, color: '#c62828' },
+        { key: 'pending', label: 'Pending', value: waiting, color: '#0b5fff' },
+        { key: 'unable', label: 'Unable (old engine)', value: devices.unable, color: '#9e9e9e' },
+      ],
+      { id, title: `Adoption of the push: ${total} devices` },
+    ),
+    h(
+      'p',
+      { class: 'hint' },
+      `${total} devices in all. Pending: not asked yet, asked later, or on another platform. ` +
+        'Failed: the install failed and the old version runs on; the device tries again after 1, 6 and 24 hours. ' +
+        'Unable: their runtime engine is too old to update; their customers need a fresh download once.',
+    ),
+  );
 }
 
 export function pushFacts(push) {
@@ -51,11 +61,25 @@ export async function updatesTab(body, app) {
       mount(activeCard, h('h2', null, 'Active push'), h('p', { class: 'muted', id: 'no-push' }, 'No active push. Customers are offered nothing until you push a build.'));
       return;
     }
-    mount(activeCard, h('h2', null, 'Active push'), h('div', { class: 'grid' }, pushFacts(push), adoptionChart(push.devices)),
-      h('div', { class: 'actions' }, confirmButton('Clear active push', 'Stop offering this build?', async () => {
-        const res = await act(() => del(`/v1/apps/${app.id}/push-update`), { errorEl: clearError });
-        if (res.ok) render(null);
-      }, { id: 'clear-push' })), clearError);
+    mount(
+      activeCard,
+      h('h2', null, 'Active push'),
+      h('div', { class: 'grid' }, pushFacts(push), adoptionChart(push.devices)),
+      h(
+        'div',
+        { class: 'actions' },
+        confirmButton(
+          'Clear active push',
+          'Stop offering this build?',
+          async () => {
+            const res = await act(() => del(`/v1/apps/${app.id}/push-update`), { errorEl: clearError });
+            if (res.ok) render(null);
+          },
+          { id: 'clear-push' },
+        ),
+      ),
+      clearError,
+    );
   };
   render(status.push);
 
@@ -65,20 +89,39 @@ export async function updatesTab(body, app) {
   const error = h('p', { class: 'error', role: 'alert', id: 'push-error' });
   const notice = h('p', { class: 'notice', role: 'status', id: 'push-notice' });
   const submit = h('button', { type: 'submit', id: 'push-submit' }, 'Push update');
-  const form = h('form', { id: 'push-form', onsubmit: async (e) => {
-    e.preventDefault();
-    const payload = { release_notes: notes.value };
-    if (target.value) payload.target_build_id = target.value;
-    if (releaseCurrent.checked) payload.release_current = true;
-    const res = await act(() => post(`/v1/apps/${app.id}/push-update`, payload), { button: submit, errorEl: error, noticeEl: notice, notice: 'Pushed. Devices get it at their next update check.' });
-    if (res.ok) render(res.value.push);
-  } },
-  h('label', { for: 'push-target' }, 'Build'), target,
-  h('label', { for: 'push-notes' }, 'Release notes'), notes,
-  app.delivery_mode === 'released_only' ? h('label', { class: 'inline' }, releaseCurrent, 'Release it now if it is not released') : null,
-  h('p', { class: 'hint' }, 'Needs the Pro plan. Windows and macOS builds must be replaced with your signed package before you push them. ' +
-    'Pushing replaces the active push and overrides per-license pushes.'),
-  h('div', { class: 'actions' }, submit), error, notice);
+  const form = h(
+    'form',
+    {
+      id: 'push-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const payload = { release_notes: notes.value };
+        if (target.value) payload.target_build_id = target.value;
+        if (releaseCurrent.checked) payload.release_current = true;
+        const res = await act(() => post(`/v1/apps/${app.id}/push-update`, payload), {
+          button: submit,
+          errorEl: error,
+          noticeEl: notice,
+          notice: 'Pushed. Devices get it at their next update check.',
+        });
+        if (res.ok) render(res.value.push);
+      },
+    },
+    h('label', { for: 'push-target' }, 'Build'),
+    target,
+    h('label', { for: 'push-notes' }, 'Release notes'),
+    notes,
+    app.delivery_mode === 'released_only' ? h('label', { class: 'inline' }, releaseCurrent, 'Release it now if it is not released') : null,
+    h(
+      'p',
+      { class: 'hint' },
+      'Needs the Pro plan. Windows and macOS builds must be replaced with your signed package before you push them. ' +
+        'Pushing replaces the active push and overrides per-license pushes.',
+    ),
+    h('div', { class: 'actions' }, submit),
+    error,
+    notice,
+  );
 
   mount(body, activeCard, h('section', { class: 'card' }, h('h2', null, 'Push a build'), form));
 }

@@ -6,9 +6,6 @@ import { serveBaseline } from './serve.js';
 const developerId = process.env.BENCH_DEVELOPER_ID;
 
 serveBaseline(async ({ pool }) => {
-  const { rows } = await pool.query(
-    'SELECT *, count(*) OVER () AS total FROM apps WHERE developer_id = $1 ORDER BY created_at, id LIMIT 20 OFFSET 0',
-    [developerId],
-  );
+  const { rows } = await pool.query('SELECT *, count(*) OVER () AS total FROM apps WHERE developer_id = $1 ORDER BY created_at, id LIMIT 20 OFFSET 0', [developerId]);
   return rows;
 });

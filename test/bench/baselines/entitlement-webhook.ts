@@ -37,8 +37,15 @@ serveBaseline(async ({ pool, path, body, headers }) => {
   const event = JSON.parse(body);
   const licenseId = `lic_${randomBytes(12).toString('hex')}`;
   const result = await pool.query(APPLY, [
-    `stl_${randomBytes(12).toString('hex')}`, hook.app_id, hook.developer_id, event.shop, event.occurred_at, event.entitled, event.event_id,
-    licenseId, randomBytes(8).toString('hex').toUpperCase(),
+    `stl_${randomBytes(12).toString('hex')}`,
+    hook.app_id,
+    hook.developer_id,
+    event.shop,
+    event.occurred_at,
+    event.entitled,
+    event.event_id,
+    licenseId,
+    randomBytes(8).toString('hex').toUpperCase(),
   ]);
   return { ok: true, event_id: event.event_id, minted: Number(result.rows[0].minted) };
 });

@@ -6,7 +6,11 @@ import { serveBaseline } from './serve.js';
 // and inserts the license, its fee, the fee's report job and the delivery email. No validation,
 // no framework, no template: a plain-text email with the key and an HMAC-signed link.
 
-const required = (name: string) => process.env[name] ?? (() => { throw new Error(`${name} is required`); })();
+const required = (name: string) =>
+  process.env[name] ??
+  (() => {
+    throw new Error(`${name} is required`);
+  })();
 const STRIPE_API_BASE = required('STRIPE_API_BASE');
 const STRIPE_SECRET_KEY = required('STRIPE_SECRET_KEY');
 const STRIPE_WEBHOOK_SECRET = required('STRIPE_WEBHOOK_SECRET');
@@ -14,7 +18,9 @@ const linkKey = randomBytes(32);
 
 function verifySignature(header: string, body: string): void {
   const parts = new Map(header.split(',').map((kv) => kv.split('=') as [string, string]));
-  const expected = createHmac('sha256', STRIPE_WEBHOOK_SECRET).update(`${parts.get('t')}.${body}`).digest();
+  const expected = createHmac('sha256', STRIPE_WEBHOOK_SECRET)
+    .update(`${parts.get('t')}.${body}`)
+    .digest();
   const given = Buffer.from(parts.get('v1') ?? '', 'hex');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Error('bad signature');
 }
@@ -53,8 +59,18 @@ serveBaseline(async ({ pool, body, headers }) => {
   const link = `/v1/downloads/${app.build_id}?expires=${expires}&signature=${createHmac('sha256', linkKey).update(`${app.build_id}\n${expires}`).digest('base64url')}`;
   const hash = createHash('sha256').update(`checkout-session:${session.id}`).digest('hex');
   await pool.query(FULFIL, [
-    event.id, event.type, `lic_${randomBytes(12).toString('hex')}`, app.developer_id, app.app_id, licenseKey, app.default_device_limit,
-    session.customer_details.email, session.id.slice(-6), hash, `eml_${randomBytes(12).toString('hex')}`, `Key ${licenseKey}\nDownload ${link}`,
+    event.id,
+    event.type,
+    `lic_${randomBytes(12).toString('hex')}`,
+    app.developer_id,
+    app.app_id,
+    licenseKey,
+    app.default_device_limit,
+    session.customer_details.email,
+    session.id.slice(-6),
+    hash,
+    `eml_${randomBytes(12).toString('hex')}`,
+    `Key ${licenseKey}\nDownload ${link}`,
   ]);
   return { received: true };
 });

@@ -27,7 +27,9 @@ const REDEEM = `
   FROM claimed`;
 
 serveBaseline(async ({ pool, body }) => {
-  const raw = String(JSON.parse(body).code).toUpperCase().replace(/[\s-]+/g, '');
+  const raw = String(JSON.parse(body).code)
+    .toUpperCase()
+    .replace(/[\s-]+/g, '');
   const code = `${raw.slice(0, 2)}-${raw.slice(2, 10)}-${raw.slice(10)}`;
   const hash = createHash('sha256').update(`redemption-code:${code}`).digest('hex');
   const licenseKey = randomBytes(8).toString('hex').toUpperCase().match(/.{4}/g)!.join('-');

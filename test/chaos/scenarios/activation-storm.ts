@@ -37,7 +37,9 @@ export async function activationStorm(sheet: FigureSheet, db: ChaosDatabase, ser
   const fault = 'server SIGKILL during the activation storm, then restarted';
   await deliverThroughACrash(sheet, server, devices, { concurrency: CONCURRENCY, killAfter: Math.floor(devices.length / 3), fault }, async (device) => {
     const answer = await http.sendWithRetries(
-      ACTIVATE, 'POST', '/v1/licenses/activate',
+      ACTIVATE,
+      'POST',
+      '/v1/licenses/activate',
       { body: { license_key: device.license.license_key, device_fingerprint: device.fingerprint, build_id: null } },
       retryServerErrors(60, 250),
     );
@@ -57,7 +59,14 @@ export async function activationStorm(sheet: FigureSheet, db: ChaosDatabase, ser
     sheet.violated(rows.filter((r) => r.devices > DEVICE_LIMIT).length, `licenses holding more than ${DEVICE_LIMIT} devices`);
     sheet.violated(rows.filter((r) => r.device_count !== r.devices).length, 'licenses whose slot counter differs from their devices');
     const recorded = new Set(
-      (await observer('devices').whereIn('license_id', rows.map((r) => r.id)).select('license_id', 'fingerprint_hash')).map((d) => `${d.license_id}/${d.fingerprint_hash}`),
+      (
+        await observer('devices')
+          .whereIn(
+            'license_id',
+            rows.map((r) => r.id),
+          )
+          .select('license_id', 'fingerprint_hash')
+      ).map((d) => `${d.license_id}/${d.fingerprint_hash}`),
     );
     const granted = devices.filter((d) => d.granted);
     sheet.lost(granted.filter((d) => !recorded.has(`${d.license.license_id}/${d.fingerprint}`)).length, 'activations answered 200 but not recorded');

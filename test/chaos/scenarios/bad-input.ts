@@ -12,7 +12,20 @@ const BAD_QUERY_VALUES = ['-1', 'abc', '1e309', '9'.repeat(400), '', '%00', '%ZZ
 /** Strings that break naive code: lone surrogates, NUL, bidi overrides, astral and combining characters, BOM, non-characters. */
 const UNICODE_EDGES = ['\ud800', 'a\u0000b', '\u202eevil', '😀'.repeat(2000), 'e\u0301\u0301\u0301', '\ufeffx', '\uffff', 'Ａ', '\u2028\u2029'];
 const WRONG_TYPES: unknown[] = [123, -1, 1.5, 1e308, 'str', true, null, [], {}, [1, 2]];
-const MALFORMED_JSON = ['{', '{"a":', '[', 'nul', '"str"', '123', 'null', '[]', '{"__proto__":{"polluted":1},"constructor":{"prototype":{"x":1}}}', `${'['.repeat(5000)}${']'.repeat(5000)}`, '\ufeff{}', '{"a":1,"a":2}'];
+const MALFORMED_JSON = [
+  '{',
+  '{"a":',
+  '[',
+  'nul',
+  '"str"',
+  '123',
+  'null',
+  '[]',
+  '{"__proto__":{"polluted":1},"constructor":{"prototype":{"x":1}}}',
+  `${'['.repeat(5000)}${']'.repeat(5000)}`,
+  '\ufeff{}',
+  '{"a":1,"a":2}',
+];
 /** `{"x":"\xC0\x80"}`: an overlong (invalid) UTF-8 encoding. */
 const INVALID_UTF8 = new Uint8Array([0x7b, 0x22, 0x78, 0x22, 0x3a, 0x22, 0xc0, 0x80, 0x22, 0x7d]);
 
@@ -98,7 +111,11 @@ function variantsOf(op: Operation, known: Record<string, string>, given: Credent
       { name: 'garbage API key', path: validPath, options: { apiKey: 'lk_garbage', ...bodyOptions(validBody) } },
       { name: 'basic auth', path: validPath, options: { headers: { authorization: 'Basic dXNlcjpwYXNz' }, ...bodyOptions(validBody) } },
       { name: 'empty bearer', path: validPath, options: { headers: { authorization: 'Bearer ' }, ...bodyOptions(validBody) } },
-      { name: 'misplaced credential', path: validPath, options: { token: credentials.token === given.adminToken ? given.accessToken : given.adminToken, ...bodyOptions(validBody) } },
+      {
+        name: 'misplaced credential',
+        path: validPath,
+        options: { token: credentials.token === given.adminToken ? given.accessToken : given.adminToken, ...bodyOptions(validBody) },
+      },
     );
     if (op.security.some((s) => 'merchantOpsSecret' in s)) {
       add('garbage webhook secret', { headers: { 'x-merchantops-secret': 'garbage' }, ...bodyOptions(validBody) });
@@ -127,7 +144,9 @@ function variantsOf(op: Operation, known: Record<string, string>, given: Credent
   add('multipart without parts', { raw: { data: '--b--\r\n', contentType: 'multipart/form-data; boundary=b' } });
   add('multipart without a boundary', { raw: { data: 'garbage', contentType: 'multipart/form-data' } });
   add('empty content type', { raw: { data: new TextEncoder().encode(JSON.stringify(validBody)), contentType: '' } });
-  add('2 MB body', { raw: { data: JSON.stringify({ padding: 'x'.repeat(2 * 1024 * 1024) }), contentType: op.body.contentType.startsWith('multipart') ? 'application/json' : op.body.contentType } });
+  add('2 MB body', {
+    raw: { data: JSON.stringify({ padding: 'x'.repeat(2 * 1024 * 1024) }), contentType: op.body.contentType.startsWith('multipart') ? 'application/json' : op.body.contentType },
+  });
   add('JSON array body', bodyOptions([validBody]));
 
   if (!isObject(validBody)) return variants;

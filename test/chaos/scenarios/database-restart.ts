@@ -94,7 +94,7 @@ export async function databaseRestart(sheet: FigureSheet, db: ChaosDatabase, ser
 
   if (recoveredMs === undefined) sheet.violated(1, `server not ready ${RECOVERY_LIMIT_MS} ms after PostgreSQL came back`);
   else sheet.note(`database restart: ready again ${recoveredMs} ms after PostgreSQL came back`);
-  sheet.violated(unexpected, 'answers other than the operation\'s own or 503 during the outage');
+  sheet.violated(unexpected, "answers other than the operation's own or 503 during the outage");
   const afterwards = await http.send('POST /v1/licenses', 'POST', '/v1/licenses', { apiKey: dev.apiKey, body: { app_id: app.id } });
   if (afterwards?.status !== 201) sheet.violated(1, `license creation after recovery answered ${afterwards?.status}`);
   // The API-key cache listens for revocations on its own connection, which the restart cut: a key

@@ -60,7 +60,9 @@ export async function entitlementStorm(sheet: FigureSheet, db: ChaosDatabase, se
   const fault = 'server SIGKILL during the entitlement webhook storm, then restarted';
   await deliverThroughACrash(sheet, server, deliveries, { concurrency: CONCURRENCY, killAfter: Math.floor(deliveries.length / 2), fault }, async (delivery) => {
     const answer = await http.sendWithRetries(
-      'POST /v1/entitlement-webhooks/{webhook_token}', 'POST', webhookPath,
+      'POST /v1/entitlement-webhooks/{webhook_token}',
+      'POST',
+      webhookPath,
       { body: { app: PRODUCT_KEY, ...delivery.event }, headers: { 'x-merchantops-secret': secret } },
       retryServerErrors(30, BROKER_RETRY_WAIT_MS),
     );
@@ -74,11 +76,7 @@ export async function entitlementStorm(sheet: FigureSheet, db: ChaosDatabase, se
     const stores: { shop: string; status: string | null; fees: number }[] = await observer('store_licenses')
       .leftJoin('licenses', 'licenses.id', 'store_licenses.license_id')
       .where('store_licenses.app_id', app.id)
-      .select(
-        'store_licenses.shop',
-        'licenses.status',
-        observer.raw('(SELECT count(*)::int FROM license_fees WHERE license_fees.license_id = store_licenses.license_id) AS fees'),
-      );
+      .select('store_licenses.shop', 'licenses.status', observer.raw('(SELECT count(*)::int FROM license_fees WHERE license_fees.license_id = store_licenses.license_id) AS fees'));
     const byShop = new Map(stores.map((s) => [s.shop, s]));
     let wrongState = 0;
     let wrongFees = 0;
@@ -94,7 +92,9 @@ export async function entitlementStorm(sheet: FigureSheet, db: ChaosDatabase, se
     sheet.violated(wrongFees, 'shops charged other than once for a paid grant (or more than once at all)');
 
     const acknowledged = [...new Set(deliveries.filter((d) => d.acknowledged).map((d) => d.event.event_id))];
-    const recorded = new Set((await observer('entitlement_events').where({ app_id: app.id }).whereIn('event_id', acknowledged).select('event_id')).map((r) => r.event_id as string));
+    const recorded = new Set(
+      (await observer('entitlement_events').where({ app_id: app.id }).whereIn('event_id', acknowledged).select('event_id')).map((r) => r.event_id as string),
+    );
     sheet.lost(acknowledged.filter((id) => !recorded.has(id)).length, 'acknowledged entitlement events missing from the history');
     sheet.note(`entitlement storm: ${deliveries.length} deliveries of ${acknowledged.length} events for ${SHOPS} shops`);
   } finally {

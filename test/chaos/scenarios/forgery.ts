@@ -51,9 +51,21 @@ export async function forgerySuite(sheet: FigureSheet, server: LatchkeyProcess):
     const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-chaos-sdk-'));
     dirs.push(cacheDir);
     return createLicenseClient({
-      appId: app.id, serverUrl: proxy.url, publicKeys: keys, fingerprintSalt: app.fingerprint_salt, appVersion: '1.0.0', buildId: null,
-      engineVersion: ENGINE, cacheDir, platform: machine.platform, fingerprintProbes: machine.probes, refreshOnStart: false, startupDelayMs: 0,
-      retryLimit: 0, memoryProtection: 'masked', ...(clock ? { clock } : {}),
+      appId: app.id,
+      serverUrl: proxy.url,
+      publicKeys: keys,
+      fingerprintSalt: app.fingerprint_salt,
+      appVersion: '1.0.0',
+      buildId: null,
+      engineVersion: ENGINE,
+      cacheDir,
+      platform: machine.platform,
+      fingerprintProbes: machine.probes,
+      refreshOnStart: false,
+      startupDelayMs: 0,
+      retryLimit: 0,
+      memoryProtection: 'masked',
+      ...(clock ? { clock } : {}),
     });
   };
   const figures: ForgeryFigures = { tried: 0, accepted: 0 };
@@ -83,7 +95,10 @@ export async function forgerySuite(sheet: FigureSheet, server: LatchkeyProcess):
       const status = await sdk.activate(license.license_key).catch(() => undefined);
       judged(`runtime token (SDK activation): ${forgery.kind}`, status !== undefined && isUsable(status.state));
       await sdk.dispose();
-      judged(`runtime token (verifier): ${forgery.kind}`, accepts(() => verifyRuntimeToken(forgery.jws, keys, { appId: app.id, device })));
+      judged(
+        `runtime token (verifier): ${forgery.kind}`,
+        accepts(() => verifyRuntimeToken(forgery.jws, keys, { appId: app.id, device })),
+      );
     }
     proxy.replaceToken = undefined;
 
@@ -92,8 +107,7 @@ export async function forgerySuite(sheet: FigureSheet, server: LatchkeyProcess):
     let genuineManifest = '';
     // The app is this process's own script (the updater accepts no other file); every question is
     // answered "later", so nothing is downloaded or replaced.
-    const updaterOf = (sdk: LicenseClient) =>
-      createUpdater({ license: sdk, prompt: { ask: async () => (asked++, 'later') } });
+    const updaterOf = (sdk: LicenseClient) => createUpdater({ license: sdk, prompt: { ask: async () => (asked++, 'later') } });
     const updater = updaterOf(genuine);
     proxy.replaceManifest = (manifest) => (genuineManifest = manifest);
     const offered = await updater.checkInBackground();
@@ -118,7 +132,16 @@ export async function forgerySuite(sheet: FigureSheet, server: LatchkeyProcess):
       judged(`update manifest (SDK check): ${forgery.kind}`, asked !== before);
       judged(
         `update manifest (verifier): ${forgery.kind}`,
-        accepts(() => verifyUpdateManifest(forgery.jws, keys, { appId: app.id, platform: PLATFORM, device, licenseId: license.license_id, nowSeconds: Math.floor(Date.now() / 1000), highestSerialSeen: 0 })),
+        accepts(() =>
+          verifyUpdateManifest(forgery.jws, keys, {
+            appId: app.id,
+            platform: PLATFORM,
+            device,
+            licenseId: license.license_id,
+            nowSeconds: Math.floor(Date.now() / 1000),
+            highestSerialSeen: 0,
+          }),
+        ),
       );
     }
 

@@ -57,14 +57,14 @@ export async function tenantFairness(sheet: FigureSheet, database: ChaosDatabase
     const floodUploadMs = Date.now() - floodStarted;
 
     const single = await finished(call, b, appB.id, await upload(call, b, appB.id));
-    const queuedBehind = Number(
-      ((await db('builds').where({ app_id: appA.id }).whereIn('status', ['QUEUED', 'PROCESSING']).count('* as n')) as { n: string | number }[])[0]!.n,
-    );
+    const queuedBehind = Number(((await db('builds').where({ app_id: appA.id }).whereIn('status', ['QUEUED', 'PROCESSING']).count('* as n')) as { n: string | number }[])[0]!.n);
     // A few more of A's completions, for the duration of its jobs around B's.
     await new Promise((r) => setTimeout(r, 2_000));
-    const completions = ((await db('builds').where({ app_id: appA.id }).whereNotNull('completed_at').orderBy('completed_at').select('completed_at')) as {
-      completed_at: Date;
-    }[]).map((r) => r.completed_at.getTime());
+    const completions = (
+      (await db('builds').where({ app_id: appA.id }).whereNotNull('completed_at').orderBy('completed_at').select('completed_at')) as {
+        completed_at: Date;
+      }[]
+    ).map((r) => r.completed_at.getTime());
     const gaps = completions.slice(1).map((t, i) => t - completions[i]!);
     const underLoad = median(gaps);
     const limit = 2 * underLoad;

@@ -72,4 +72,3 @@ function withOwnerIds(body: unknown, ids: Record<string, string>): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, k.endsWith('_id') && k in ids ? ids[k] : v]));
 }
-

@@ -72,7 +72,10 @@ export async function paymentWebhookStorm(sheet: FigureSheet, db: ChaosDatabase,
     const dev = await seedDeveloper(call);
     const customer = `cus_${randomBytes(8).toString('hex')}`;
     const invoice = (type: string, created: number, metadata: Record<string, string>) => ({
-      id: newEventId(), type, created, data: { object: { object: 'invoice', customer, metadata } },
+      id: newEventId(),
+      type,
+      created,
+      data: { object: { object: 'invoice', customer, metadata } },
     });
     // The first invoice links the customer to the developer; in a shuffle it may come last.
     deliver('invoice.paid', invoice('invoice.paid', base + 10, { developer_id: dev.id }), 1 + Math.floor(random() * 2));
@@ -86,7 +89,9 @@ export async function paymentWebhookStorm(sheet: FigureSheet, db: ChaosDatabase,
   const fault = 'server SIGKILL during the payment webhook storm, then restarted';
   await deliverThroughACrash(sheet, server, deliveries, { concurrency: CONCURRENCY, killAfter: Math.floor(deliveries.length / 2), fault }, async (delivery) => {
     const answer = await http.sendWithRetries(
-      PAYMENTS, 'POST', '/v1/webhooks/payments',
+      PAYMENTS,
+      'POST',
+      '/v1/webhooks/payments',
       { raw: { data: delivery.payload, contentType: 'application/json' }, headers: { 'stripe-signature': delivery.header } },
       retryServerErrors(60, 250),
     );
@@ -98,24 +103,33 @@ export async function paymentWebhookStorm(sheet: FigureSheet, db: ChaosDatabase,
   const observer = createDb(db.url, { max: 2 });
   try {
     const perSession: { payment_session_hash: string; licenses: number }[] = await observer('licenses')
-      .whereIn('payment_session_hash', sessions.map((s) => sessionHash(s.id)))
+      .whereIn(
+        'payment_session_hash',
+        sessions.map((s) => sessionHash(s.id)),
+      )
       .groupBy('payment_session_hash')
       .select('payment_session_hash', observer.raw('count(*)::int AS licenses'));
     const bySession = new Map(perSession.map((r) => [r.payment_session_hash, r.licenses]));
     sheet.violated(sessions.filter((s) => (bySession.get(sessionHash(s.id)) ?? 0) !== 1).length, 'paid sessions without exactly one license');
     const fees: { licenses: number; fees: number }[] = await observer('licenses')
       .leftJoin('license_fees', 'license_fees.license_id', 'licenses.id')
-      .whereIn('licenses.app_id', sellers.map((s) => s.app.id))
+      .whereIn(
+        'licenses.app_id',
+        sellers.map((s) => s.app.id),
+      )
       .select(observer.raw('count(DISTINCT licenses.id)::int AS licenses'), observer.raw('count(license_fees.license_id)::int AS fees'));
     if (fees[0]!.licenses !== fees[0]!.fees) sheet.violated(Math.abs(fees[0]!.licenses - fees[0]!.fees), 'licenses not charged exactly one fee');
 
-    const plans: { id: string; plan: string; plan_grace_until: Date | null }[] = await observer('developers').whereIn('id', subscribers.map((d) => d.id)).select('id', 'plan', 'plan_grace_until');
-    sheet.violated(plans.filter((p) => p.plan !== 'pro' || p.plan_grace_until !== null).length, 'subscribers not in the ordered sequence\'s state (Pro, no grace period)');
+    const plans: { id: string; plan: string; plan_grace_until: Date | null }[] = await observer('developers')
+      .whereIn(
+        'id',
+        subscribers.map((d) => d.id),
+      )
+      .select('id', 'plan', 'plan_grace_until');
+    sheet.violated(plans.filter((p) => p.plan !== 'pro' || p.plan_grace_until !== null).length, "subscribers not in the ordered sequence's state (Pro, no grace period)");
 
     const acknowledged = [...new Set(deliveries.filter((d) => d.acknowledged).map((d) => d.eventId))];
-    const settled = new Set(
-      (await observer('payment_events').whereIn('id', acknowledged).whereNot({ outcome: 'processing' }).select('id')).map((r) => r.id as string),
-    );
+    const settled = new Set((await observer('payment_events').whereIn('id', acknowledged).whereNot({ outcome: 'processing' }).select('id')).map((r) => r.id as string));
     sheet.lost(acknowledged.filter((id) => !settled.has(id)).length, 'acknowledged payment events not recorded as processed');
     sheet.note(`payment webhook storm: ${deliveries.length} deliveries of ${acknowledged.length} events, ${SESSIONS} sessions, ${SUBSCRIBERS} subscribers`);
   } finally {

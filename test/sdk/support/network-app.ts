@@ -24,7 +24,10 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const license = await createLicenseClient({
   ...run.options,
   // What the SDK logs goes to stderr, where the tests look for what must never be there.
-  logger: { warn: (message, fields) => console.error('warn', message, JSON.stringify(fields)), debug: (message, fields) => console.error('debug', message, JSON.stringify(fields)) },
+  logger: {
+    warn: (message, fields) => console.error('warn', message, JSON.stringify(fields)),
+    debug: (message, fields) => console.error('debug', message, JSON.stringify(fields)),
+  },
   // One computer, whatever probes this host has: the test is about the network.
   fingerprintProbes: [async () => ({ 'system.uuid': 'network-app-uuid', 'os.machine_id': 'network-app-machine' })],
 });

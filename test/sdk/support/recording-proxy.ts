@@ -34,9 +34,7 @@ export class RecordingProxy {
       req.socket.destroy();
       return;
     }
-    const headers = Object.fromEntries(
-      Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
-    ) as Record<string, string>;
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<string, string>;
     const upstream = await fetch(`${this.upstream}${req.url}`, { method: req.method, headers, ...(body ? { body } : {}) });
     const payload = Buffer.from(await upstream.arrayBuffer());
     const forwarded: Record<string, string> = {};

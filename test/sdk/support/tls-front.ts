@@ -20,7 +20,29 @@ export class TlsFront {
     const dir = tempDir('latchkey-tls-');
     const key = path.join(dir, 'key.pem');
     this.certificateFile = path.join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', this.certificateFile], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        this.certificateFile,
+      ],
+      { stdio: 'ignore' },
+    );
     const { hostname, port } = new URL(upstream);
     this.server = tls.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(this.certificateFile) }, (socket) => {
       this.sockets.add(socket);

@@ -90,7 +90,11 @@ export class UpdateWorld {
 
   /** A license client as a fresh launch of the app gets it (same data folder). */
   async license(options: { buildId?: string; appVersion?: string } = {}): Promise<LicenseClient> {
-    const client = await clientOn(this.machine, this.authority, this.clock, this.dataDir, { platform: this.platform, buildId: options.buildId ?? 'bld_v1', appVersion: options.appVersion ?? '1.0.0' });
+    const client = await clientOn(this.machine, this.authority, this.clock, this.dataDir, {
+      platform: this.platform,
+      buildId: options.buildId ?? 'bld_v1',
+      appVersion: options.appVersion ?? '1.0.0',
+    });
     this.clients.push(client);
     return client;
   }

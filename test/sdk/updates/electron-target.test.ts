@@ -39,7 +39,11 @@ async function electronWorld() {
   documents = tempDir('latchkey-documents-');
   const document = path.join(documents, 'Letter.notes');
   fs.writeFileSync(document, DOCUMENT);
-  world = await new UpdateWorld({ app: 'notes', executable: true, process: (appFile, installDir) => recordingProcess(appProcessOf(electronOpening(appFile, installDir, document))) }).start();
+  world = await new UpdateWorld({
+    app: 'notes',
+    executable: true,
+    process: (appFile, installDir) => recordingProcess(appProcessOf(electronOpening(appFile, installDir, document))),
+  }).start();
   world.authority.push = pushOf(world.packages, Buffer.from(v2Content(true)));
   return document;
 }

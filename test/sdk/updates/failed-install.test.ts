@@ -37,7 +37,11 @@ describe('a failed install', () => {
     // Each wait: not asked and nothing fetched a moment before its end; asked, fetched and failed again at it.
     const t0 = world.clock.now().getTime();
     const at = (ms: number) => world.clock.advance(ms - world.clock.now().getTime());
-    for (const [failures, hoursSinceStart] of [[1, 1], [2, 7], [3, 31]] as const) {
+    for (const [failures, hoursSinceStart] of [
+      [1, 1],
+      [2, 7],
+      [3, 31],
+    ] as const) {
       at(t0 + hoursSinceStart * HOUR - 1);
       const waiting = await launchAndAnswer();
       expect(waiting).toEqual({ outcome: expect.objectContaining({ status: 'backed-off', retryAt: new Date(t0 + hoursSinceStart * HOUR).toISOString() }), asked: false });

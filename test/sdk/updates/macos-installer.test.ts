@@ -16,7 +16,13 @@ const PLIST_V1 = '<plist><dict><key>CFBundleShortVersionString</key><string>1.0.
 const PLIST_V2 = PLIST_V1.replace('1.0.0', '2.0.0');
 
 async function bundleWorld(zip: Record<string, string>) {
-  world = await new UpdateWorld({ os: 'darwin', arch: 'arm64', app: 'Notes.app/Contents/MacOS/notes', executable: true, files: { 'Notes.app/Contents/Info.plist': PLIST_V1 } }).start();
+  world = await new UpdateWorld({
+    os: 'darwin',
+    arch: 'arm64',
+    app: 'Notes.app/Contents/MacOS/notes',
+    executable: true,
+    files: { 'Notes.app/Contents/Info.plist': PLIST_V1 },
+  }).start();
   world.authority.push = pushOf(world.packages, await zipOf(zip), { release_notes: 'New editor.' });
   const rules = new RulesFs('darwin').run(world.appFile);
   const commands = new FakeCommands(fakeArchiveTool);
@@ -65,7 +71,7 @@ describe('macOS app bundle', () => {
     await bundleWorld(V2_BUNDLE);
     world.authority.push = pushOf(world.packages, Buffer.from('not a zip'));
     const before = snapshotTree(world.installDir);
-    const commands = new FakeCommands(async () => ({ code: 1, stdout: '', stderr: 'ditto: Couldn\'t read PKZip signature' }));
+    const commands = new FakeCommands(async () => ({ code: 1, stdout: '', stderr: "ditto: Couldn't read PKZip signature" }));
     const outcome = await (await world.launch({ prompt: new ScriptedPrompt(['install']), fs: new RulesFs('darwin'), commands })).checkInBackground();
     expect(outcome).toMatchObject({ status: 'failed', code: 'PACKAGE_REJECTED', message: expect.stringContaining('PKZip') });
     expect(snapshotTree(world.installDir)).toEqual(before);

@@ -24,7 +24,9 @@ describe('the choices', () => {
     const outcome = await (await world.launch({ prompt: new ScriptedPrompt(['install']) })).checkInBackground();
     expect(outcome).toMatchObject({ status: 'restarting', offer: { buildId: 'bld_v2' } });
     expect(fs.readFileSync(world.appFile, 'utf8')).toBe('console.log("v2")\n');
-    expect(world.process.spawned).toEqual([{ file: '/usr/bin/node', args: ['--no-warnings', world.appFile, '--open', 'notes.txt'], env: undefined, cwd: world.installDir, mode: 'foreground' }]);
+    expect(world.process.spawned).toEqual([
+      { file: '/usr/bin/node', args: ['--no-warnings', world.appFile, '--open', 'notes.txt'], env: undefined, cwd: world.installDir, mode: 'foreground' },
+    ]);
     expect(world.process.exits).toEqual([0]);
   });
 
@@ -95,7 +97,11 @@ describe('the default dialog, per OS', () => {
     const script = Buffer.from(call!.args.at(-1)!, 'base64').toString('utf16le');
     expect(script).toContain('$notes.Text = $env:LATCHKEY_UPDATE_NOTES');
     expect(script).not.toContain('Fixes');
-    expect(call!.env).toMatchObject({ LATCHKEY_UPDATE_NOTES: NOTES, LATCHKEY_UPDATE_TITLE: 'Notes Pro update', LATCHKEY_UPDATE_HEADLINE: 'Notes Pro 2.0.0 is available. You have 1.0.0.' });
+    expect(call!.env).toMatchObject({
+      LATCHKEY_UPDATE_NOTES: NOTES,
+      LATCHKEY_UPDATE_TITLE: 'Notes Pro update',
+      LATCHKEY_UPDATE_HEADLINE: 'Notes Pro 2.0.0 is available. You have 1.0.0.',
+    });
   });
 
   it('Linux desktop: zenity, plain text (no markup), renamed buttons and an extra one', async () => {
@@ -121,7 +127,17 @@ describe('the default dialog, per OS', () => {
     expect(await promptWith('linux', commands, { env: { WAYLAND_DISPLAY: 'wayland-0' } }).ask(OFFER)).toBe('skip');
     const { file, args } = commands.calls[0]!;
     expect(file).toBe('/usr/bin/kdialog');
-    expect(args.slice(0, -1)).toEqual(['--title', 'Notes Pro update', '--yes-label', 'Install now', '--no-label', 'Skip this version', '--cancel-label', 'Not right now', '--yesnocancel']);
+    expect(args.slice(0, -1)).toEqual([
+      '--title',
+      'Notes Pro update',
+      '--yes-label',
+      'Install now',
+      '--no-label',
+      'Skip this version',
+      '--cancel-label',
+      'Not right now',
+      '--yesnocancel',
+    ]);
     expect(args.at(-1)).toBe(asQtPlainText(MESSAGE));
     expect(asQtPlainText('<b>&"\'')).toBe('<qt><p style="white-space:pre-wrap">&#60;b&#62;&#38;&#34;&#39;</p></qt>');
   });
