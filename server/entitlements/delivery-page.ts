@@ -7,6 +7,7 @@ import { storeDeliveryPage, storeDeliveryRefusal } from '../pages/store-delivery
 import { downloadMeter } from './download-meter.js';
 import type { MeteredDownloads, MeteredScope } from './metered-download.js';
 import { downloadLimit, unionIds, type StoreOffer } from './offer.js';
+import { allowanceLeft } from './download-allowance.js';
 import type { EntitlementsStore } from './store.js';
 import type { DeliveryTokens } from './tokens.js';
 
@@ -56,7 +57,7 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
           appName: scope.app.name,
           offers: offers.map((o) => ({ platform: o.platform, version: o.build.version, href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}` })),
           // A part of a download used (a range) leaves the whole ones that still fit.
-          downloadsLeft: Math.max(0, Math.floor(limit - (await downloadMeter.used(store.db, scope.row.id)))),
+          downloadsLeft: Math.floor(allowanceLeft(await downloadMeter.used(store.db, scope.row.id), limit)),
           downloadLimit: limit,
         }),
       );

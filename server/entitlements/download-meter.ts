@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { hotQuery } from '../db/knex.js';
+import { chargeFits } from './download-allowance.js';
 
 /**
  * Downloads a store license used so far: the whole ones counted before bytes were
@@ -10,19 +11,12 @@ const USED = `
   FROM store_licenses s LEFT JOIN store_license_downloads d ON d.store_license_id = s.id
   WHERE s.id = $1 GROUP BY s.id, s.downloads_used`;
 
-/**
- * Adds $4 bytes of build $2 (of $3 bytes) to what store license $1 was served, only if the
- * downloads used stay within the limit $6 (and some are left): the check and the count are one
- * statement. Answers a row when counted. $5 now.
- */
+/** Adds $4 bytes of build $2 (of $3 bytes) to what store license $1 was served. $5 now. */
 const CHARGE = `
-  WITH used AS (${USED})
   INSERT INTO store_license_downloads (store_license_id, build_id, size_bytes, bytes_served, updated_at)
-  SELECT $1, $2, $3::bigint, $4::bigint, $5 FROM used
-  WHERE used.downloads < $6::numeric AND used.downloads + $4::numeric / $3::numeric <= $6::numeric
+  VALUES ($1, $2, $3::bigint, $4::bigint, $5)
   ON CONFLICT (store_license_id, build_id, size_bytes)
-  DO UPDATE SET bytes_served = store_license_downloads.bytes_served + EXCLUDED.bytes_served, updated_at = EXCLUDED.updated_at
-  RETURNING bytes_served`;
+  DO UPDATE SET bytes_served = store_license_downloads.bytes_served + EXCLUDED.bytes_served, updated_at = EXCLUDED.updated_at`;
 
 /** Takes back $4 bytes of build $2 (of $3 bytes) counted for store license $1 that never left the server. */
 const REFUND = `
@@ -41,12 +35,12 @@ export interface Charge {
 }
 
 /**
- * The download allowance of a store license, counted in bytes served, so that no mix of headers
- * (Range, If-Range, several ranges, HEAD, a resumed transfer) serves more than `limit` files' worth.
+ * The count of a store license's downloads, in bytes served; the rule of what fits is
+ * `download-allowance.ts`.
  *
  * The caller holds the store license's row lock (`lockStoreLicense`) for its transaction, so
- * concurrent downloads of one store count one after another: each statement's snapshot, taken once
- * the lock is held, sees every earlier download's bytes.
+ * concurrent downloads of one store count one after another: the read of what was used, taken once
+ * the lock is held, sees every earlier download's bytes, and nothing is counted between it and the charge.
  */
 export const downloadMeter = {
   async used(q: Knex, storeLicenseId: string): Promise<number> {
@@ -56,9 +50,10 @@ export const downloadMeter = {
 
   /** Counts `bytes` against the allowance; false (nothing counted) when they would go past it or none is left. */
   async charge(trx: Knex.Transaction, c: Charge): Promise<boolean> {
-    if (c.bytes === 0 || c.sizeBytes === 0) return (await downloadMeter.used(trx, c.storeLicenseId)) < c.limit;
-    const rows = await hotQuery(trx, CHARGE, [c.storeLicenseId, c.buildId, c.sizeBytes, c.bytes, c.now, c.limit]);
-    return rows.length === 1;
+    const used = await downloadMeter.used(trx, c.storeLicenseId);
+    if (!chargeFits({ used, bytes: c.bytes, sizeBytes: c.sizeBytes, limit: c.limit })) return false;
+    if (c.bytes > 0 && c.sizeBytes > 0) await hotQuery(trx, CHARGE, [c.storeLicenseId, c.buildId, c.sizeBytes, c.bytes, c.now]);
+    return true;
   },
 
   /**
