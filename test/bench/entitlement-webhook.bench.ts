@@ -35,20 +35,27 @@ export default defineBench({
       const latchkey = await ctx.startLatchkey();
       services.push(latchkey);
       const { call } = latchkey;
-      const dev = await seedDeveloper(call);
-      await seedProPlan(call, latchkey.adminToken, dev);
-      const appBody = { name: 'Bench Store App', platforms: ['linux-x64', 'win-x64'], product_key: PRODUCT_KEY };
-      const app = expectStatus(await call('POST', '/v1/apps', { apiKey: dev.apiKey, body: appBody }), 201, 'create app').body as { id: string };
-      await seedReadyBuild(call, dev, app.id, '1.0.0');
-      const hook = expectStatus(await call('POST', `/v1/apps/${app.id}/entitlement-webhook`, { apiKey: dev.apiKey }), 201, 'enable webhook').body as {
-        webhook_url: string;
-        secret: string;
+      /**
+       * A seller with its store app, a READY build and the webhook: its URL path and secret header.
+       * Each case has its own: the licenses a seller may mint an hour (a tenant quota the database
+       * counts for both sides) go to the distinct shops' grants, and the hot shop needs one more.
+       */
+      const seedStore = async () => {
+        const dev = await seedDeveloper(call);
+        await seedProPlan(call, latchkey.adminToken, dev);
+        const appBody = { name: 'Bench Store App', platforms: ['linux-x64', 'win-x64'], product_key: PRODUCT_KEY };
+        const app = expectStatus(await call('POST', '/v1/apps', { apiKey: dev.apiKey, body: appBody }), 201, 'create app').body as { id: string };
+        await seedReadyBuild(call, dev, app.id, '1.0.0');
+        const hook = expectStatus(await call('POST', `/v1/apps/${app.id}/entitlement-webhook`, { apiKey: dev.apiKey }), 201, 'enable webhook').body as {
+          webhook_url: string;
+          secret: string;
+        };
+        return { path: new URL(hook.webhook_url).pathname, headers: { 'x-merchantops-secret': hook.secret } };
       };
+      const [distinctStore, hotStore] = [await seedStore(), await seedStore()];
       const baseline = await ctx.startBaseline('entitlement-webhook');
       services.push(baseline);
 
-      const path = new URL(hook.webhook_url).pathname;
-      const headers = { 'x-merchantops-secret': hook.secret };
       let clock = Date.parse('2026-01-01T00:00:00Z');
       const event = (shop: string) => ({
         app: PRODUCT_KEY,
@@ -60,12 +67,12 @@ export default defineBench({
         subscription_gid: 'gid://shopify/AppSubscription/1',
       });
 
-      const distinct: RequestSpec = { method: 'POST', path, headers, bodyPerRequest: () => event(`shop-${randomBytes(6).toString('hex')}.myshopify.com`) };
+      const distinct: RequestSpec = { method: 'POST', ...distinctStore, bodyPerRequest: () => event(`shop-${randomBytes(6).toString('hex')}.myshopify.com`) };
       const [ours, base] = await ctx.measure('event for a new shop (granted)', [latchkey, baseline], distinct);
       ctx.expectRatio('webhook throughput vs baseline, distinct shops', ours!, base!, 0.5);
 
       const hotShop = `hot-${randomBytes(4).toString('hex')}.myshopify.com`;
-      const hot: RequestSpec = { method: 'POST', path, headers, bodyPerRequest: () => event(hotShop) };
+      const hot: RequestSpec = { method: 'POST', ...hotStore, bodyPerRequest: () => event(hotShop) };
       const [oursHot, baseHot] = await ctx.measure('event for one hot shop (noop)', [latchkey, baseline], hot);
       const ratio = oursHot!.requestsPerSecond / baseHot!.requestsPerSecond;
       ctx.expect({ name: 'webhook throughput vs baseline, one hot shop', wanted: 'reported (no goal)', measured: ratio.toFixed(2), met: true });
