@@ -1,3 +1,4 @@
+import { RequestError } from './errors.js';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -167,7 +168,17 @@ export function createApp(deps: AppDeps) {
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
 
   const api = new Router();
-  mountRoutes(api, routes, { authenticator, rateLimiter, maxJsonBytes: config.maxJsonBytes, refuseChangesIfDeactivated: deactivation.refuseChangesIfDeactivated });
+  mountRoutes(api, routes, {
+    authenticator,
+    rateLimiter,
+    maxJsonBytes: config.maxJsonBytes,
+    refuseChangesIfDeactivated: deactivation.refuseChangesIfDeactivated,
+    onUndeclaredError(route, error) {
+      const undeclared = `${route.operationId} answered ${error.status} ${error.code}, which its route does not declare`;
+      if (config.strictErrors) throw new RequestError('INTERNAL_ERROR', `${undeclared}: add ${error.status} to its errors`);
+      log.error({ operation_id: route.operationId, error_code: error.code }, undeclared);
+    },
+  });
   const metrics = createMetrics();
   const ops = opsRouter(metrics, getOpenApi, authenticator);
 

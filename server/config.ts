@@ -109,6 +109,7 @@ const ConfigSchema = z.object({
   LATCHKEY_NODE_RUNTIMES_DIR: z.string().min(1).optional(),
   /** Whether this process runs background jobs (build protection); every process may. */
   LATCHKEY_RUN_JOBS: z.stringbool().default(true),
+  LATCHKEY_STRICT_ERRORS: z.stringbool().default(false),
   /** Jobs one process runs at a time. */
   LATCHKEY_JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Device matching (docs/protocol.md, Fingerprint): components besides the machine id that must match for a changed device to keep its seat. */
@@ -203,6 +204,8 @@ export interface Config {
   clamd: ClamdAddress | undefined;
   nodeRuntimes: NodeRuntimeSource;
   runJobs: boolean;
+  /** An error a handler throws that its route does not declare becomes a 500 naming it (the test suite); otherwise it is logged. */
+  strictErrors: boolean;
   jobConcurrency: number;
   /** Component-tolerant device matching on the authority (runtime-sdk fingerprint/match.ts). */
   fingerprintMatch: { others: number };
@@ -246,6 +249,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     clamd: c.LATCHKEY_CLAMD_ADDRESS,
     nodeRuntimes: { dir: path.resolve(c.LATCHKEY_NODE_RUNTIMES_DIR ?? path.join(c.LATCHKEY_DATA_DIR, 'node-runtimes')), registry: c.LATCHKEY_NODE_REGISTRY },
     runJobs: c.LATCHKEY_RUN_JOBS,
+    strictErrors: c.LATCHKEY_STRICT_ERRORS,
     jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
     fingerprintMatch: { others: c.LATCHKEY_FINGERPRINT_MATCH_OTHERS },
     jobTenantConcurrency: c.LATCHKEY_JOB_TENANT_CONCURRENCY,

@@ -62,7 +62,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       body: s.UploadBuildBody,
       response: s.Build,
       status: 201,
-      errors: [403, 404, 413, 415],
+      errors: [403, 404, 413, 415, 422],
       multipart: upload('artifact', 'The file to protect'),
       precheck: async ({ actor, params }) => void (await builds.assertApp(actor.developerId, params.app_id)),
       handler: async ({ actor, params, body }) => buildView(await builds.upload(actor.developerId, params.app_id, body)),

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { JsonValue } from './json-value.js';
-import { refusedWhileDeactivated, type RouteDef } from './route.js';
+import { declaredErrorStatuses, type RouteDef } from './route.js';
 
 type JsonSchema = Record<string, unknown>;
 type ToSchema = (schema: z.ZodType, io: 'input' | 'output') => JsonSchema;
@@ -85,8 +85,6 @@ type HeaderName = keyof typeof HEADERS;
 const headerRefs = (...names: HeaderName[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 const RATE_LIMIT_HEADERS = headerRefs('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
 
-/** Any operation may fail on bad input, past its rate limit, on a bug, while the database is unreachable, or on a full disk. */
-const COMMON_ERROR_STATUSES = [400, 429, 500, 503, 507];
 const errorResponseRef = (status: number) => ({ $ref: `#/components/responses/Error${status}` });
 
 /** One response per error status, naming the codes of the closed list that carry it. */
@@ -229,8 +227,7 @@ export function buildOpenApi(routes: RouteDef[], info: { version: string; server
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const responses: Record<string, unknown> = successResponses(r, toSchema);
-    const statuses = new Set([...COMMON_ERROR_STATUSES, ...(r.errors ?? []), ...(r.auth === 'none' ? [] : [401]), ...(refusedWhileDeactivated(r) ? [403] : [])]);
-    for (const status of [...statuses].sort()) {
+    for (const status of [...declaredErrorStatuses(r)].sort()) {
       responses[status] = errorResponseRef(status);
       errorStatuses.add(status);
     }

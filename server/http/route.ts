@@ -103,6 +103,12 @@ export function defineRoute<
 
 export interface RouteDeps {
   authenticator: Authenticator;
+  /**
+   * A handler threw a closed error its route does not declare: the OpenAPI document does not tell
+   * clients about it. Logged by the server; with LATCHKEY_STRICT_ERRORS (the test suite) it throws
+   * instead, so every black-box test checks its routes' declarations against what their services throw.
+   */
+  onUndeclaredError(route: RouteDef, error: RequestError): void;
   /** Throws 403 ACCOUNT_DEACTIVATED for a developer whose account is deactivated (accounts/deactivation.ts). */
   refuseChangesIfDeactivated(developerId: string): Promise<void>;
   rateLimiter: RateLimiter;
@@ -152,6 +158,14 @@ function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where
  */
 export const refusedWhileDeactivated = (route: RouteDef): boolean => route.auth === 'developer' && route.method !== 'get' && !route.securesAccount;
 
+/** Any operation may fail on bad input, past its rate limit, on a bug, while the database is unreachable, or on a full disk. */
+const COMMON_ERROR_STATUSES = [400, 429, 500, 503, 507];
+
+/** Every error status an operation may answer: what the OpenAPI document declares and what `mountRoutes` holds its handler to. */
+export function declaredErrorStatuses(route: RouteDef): Set<number> {
+  return new Set([...COMMON_ERROR_STATUSES, ...(route.errors ?? []), ...(route.auth === 'none' ? [] : [401]), ...(refusedWhileDeactivated(route) ? [403] : [])]);
+}
+
 export function toKoaPath(openApiPath: string): string {
   return openApiPath.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -192,6 +206,7 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
         // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
         const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
         if (file) await multipart.receiver.discard(file.stored);
+        if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
         throw err;
       }
       if (route.fileResponse) return;

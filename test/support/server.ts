@@ -66,6 +66,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LATCHKEY_RATE_LIMIT_MULTIPLIER: options.realRateLimits ? '1' : '1000',
     LATCHKEY_NODE_RUNTIMES_DIR: NODE_RUNTIMES_DIR,
     LOG_LEVEL: 'silent',
+    // Every test checks that its routes declare the errors their services throw (a 500 naming the drift).
+    LATCHKEY_STRICT_ERRORS: 'true',
     ...options.env,
   });
   const clock = new ShiftableClock();
