@@ -223,16 +223,22 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
 
 /**
  * sodium-native's own `./binding` finds its addon on disk (require-addon), which an executable has
- * not: it is replaced by the engine's loader of the carried addon.
+ * not: it is replaced by the engine's loader of the carried addon. Its argument checks call
+ * `assert(condition, message)` and nothing else of node:assert, whose loading (six internal modules)
+ * every protected start would pay: they get a plain function that throws the same message.
  */
+const SODIUM_SHIMS: Record<string, string> = {
+  binding: `module.exports = require(${JSON.stringify(ENGINE_MODULE)}).loadSodiumAddon();`,
+  assert: 'module.exports = function assert(ok, message) { if (!ok) throw new Error(message); };',
+};
 const sodiumBindingPlugin: esbuild.Plugin = {
   name: 'latchkey-sodium-binding',
   setup(build) {
-    build.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) =>
-      /[\\/]sodium-native[\\/]/.test(args.importer) ? { path: 'sodium-binding', namespace: 'latchkey-sodium' } : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'latchkey-sodium' }, () => ({
-      contents: `module.exports = require(${JSON.stringify(ENGINE_MODULE)}).loadSodiumAddon();`,
+    const fromSodium = (importer: string) => /[\\/]sodium-native[\\/]/.test(importer);
+    build.onResolve({ filter: /^\.\/binding(\.js)?$/ }, (args) => (fromSodium(args.importer) ? { path: 'binding', namespace: 'latchkey-sodium' } : undefined));
+    build.onResolve({ filter: /^(node:)?assert$/ }, (args) => (fromSodium(args.importer) ? { path: 'assert', namespace: 'latchkey-sodium' } : undefined));
+    build.onLoad({ filter: /.*/, namespace: 'latchkey-sodium' }, (args) => ({
+      contents: SODIUM_SHIMS[args.path],
       resolveDir: path.dirname(ENGINE_MODULE),
       loader: 'js',
     }));
