@@ -188,7 +188,12 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       if (route.precheck) await route.precheck({ params, actor: actor as never });
       const { multipart } = route;
       // Authenticated and accepted: an upload's body may take as long as its bytes keep coming.
-      if (multipart || route.streamBody) allowLongBody(ctx.req);
+      if (multipart || route.streamBody) {
+        allowLongBody(ctx.req);
+        // And its connection is not reused: Node's header-time check would count the next request's
+        // headers from this upload's start, and reset a kept-alive connection after a long upload.
+        ctx.set('Connection', 'close');
+      }
       if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
       const raw = multipart
         ? await readMultipart(ctx, multipart)
