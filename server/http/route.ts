@@ -188,47 +188,54 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       if (route.precheck) await route.precheck({ params, actor: actor as never });
       const { multipart } = route;
       // Authenticated and accepted: an upload's body may take as long as its bytes keep coming.
-      if (multipart || route.streamBody) {
-        allowLongBody(ctx.req);
-        // And its connection is not reused: Node's header-time check would count the next request's
-        // headers from this upload's start, and reset a kept-alive connection after a long upload.
-        ctx.set('Connection', 'close');
-      }
-      if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
-      const raw = multipart
-        ? await readMultipart(ctx, multipart)
-        : route.formBody
-          ? await readFormBody(ctx, deps.maxJsonBytes)
-          : route.body
-            ? await readJsonBody(ctx, deps.maxJsonBytes)
-            : undefined;
+      const serve = async (): Promise<void> => {
+        if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
+        const raw = multipart
+          ? await readMultipart(ctx, multipart)
+          : route.formBody
+            ? await readFormBody(ctx, deps.maxJsonBytes)
+            : route.body
+              ? await readJsonBody(ctx, deps.maxJsonBytes)
+              : undefined;
 
-      let result;
+        let result;
+        try {
+          const body = parseOrThrow(route.body, raw, 'body');
+          result = await route.handler({ params, query, body, actor: actor as never, ctx });
+        } catch (err) {
+          // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
+          const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
+          if (file) await multipart.receiver.discard(file.stored);
+          if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
+          throw err;
+        }
+        if (route.fileResponse) return;
+        if (!route.response || (route.noContent && result === undefined)) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.status = route.status ?? 200;
+        // Parsing the output strips anything the schema does not name: no internal column leaks.
+        const response = route.response.parse(result);
+        const alternative = route.alternative;
+        if (alternative && ctx.accepts('application/json', alternative.contentType) === alternative.contentType) {
+          ctx.type = alternative.contentType;
+          ctx.body = alternative.render(response, ctx);
+          return;
+        }
+        ctx.body = response;
+      };
+      if (!multipart && !route.streamBody) return serve();
+      allowLongBody(ctx.req);
       try {
-        const body = parseOrThrow(route.body, raw, 'body');
-        result = await route.handler({ params, query, body, actor: actor as never, ctx });
-      } catch (err) {
-        // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
-        const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
-        if (file) await multipart.receiver.discard(file.stored);
-        if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
-        throw err;
+        await serve();
+      } finally {
+        // A connection that carried a whole upload is not reused: Node's header-time check would count
+        // the next request's headers from this upload's start and reset it. One whose body was refused
+        // before its end stays open, so Node reads the rest and the client, still sending, gets the
+        // answer rather than a reset.
+        if (ctx.req.complete) ctx.set('Connection', 'close');
       }
-      if (route.fileResponse) return;
-      if (!route.response || (route.noContent && result === undefined)) {
-        ctx.status = 204;
-        return;
-      }
-      ctx.status = route.status ?? 200;
-      // Parsing the output strips anything the schema does not name: no internal column leaks.
-      const response = route.response.parse(result);
-      const alternative = route.alternative;
-      if (alternative && ctx.accepts('application/json', alternative.contentType) === alternative.contentType) {
-        ctx.type = alternative.contentType;
-        ctx.body = alternative.render(response, ctx);
-        return;
-      }
-      ctx.body = response;
     });
   }
 }

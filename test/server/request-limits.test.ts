@@ -92,6 +92,19 @@ describe('uploads: an idle timeout per chunk, not a total one', async () => {
     expect(builds.body.every((b: { artifact_name: string }) => b.artifact_name !== 'stalled.bin')).toBe(true);
   });
 
+  it('answers an upload body it refuses before its end, rather than resetting the client still sending it', async () => {
+    // The wrong media type is refused on the headers, with 8 MB still on their way. Closing the
+    // connection then races the client's sending: under load its reset came before the answer.
+    // Kept open, Node reads the rest and the answer always arrives.
+    const padding = JSON.stringify({ padding: 'x'.repeat(8 * 1024 * 1024) });
+    for (let i = 0; i < 3; i++) {
+      const res = await call('POST', `/v1/apps/${app.id}/builds`, { token: dev.accessToken, raw: { data: padding, contentType: 'application/json' } });
+      expect(res.status).toBe(415);
+      expect(res.body).toMatchObject({ error_code: 'UNSUPPORTED_MEDIA_TYPE', status_code: 415 });
+      expect(res.headers.get('connection')).not.toBe('close');
+    }
+  });
+
   it('gives an unauthenticated upload no more time than any other body', async () => {
     const file = randomBytes(64 * 1024);
     const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'anon.bin', file);
