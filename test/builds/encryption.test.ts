@@ -206,6 +206,16 @@ describe('the encrypted app as a linux-x64 single executable', () => {
     const addon = { exports: {} as Record<string, unknown> };
     process.dlopen(addon, path.join(userHome, addons[0]!));
     expect(typeof addon.exports.sodium_malloc).toBe('function');
+    // A file there with other bytes (one flipped, the size kept) is never loaded: it is written again from the carried addon.
+    const addonFile = path.join(userHome, addons[0]!);
+    const original = fs.readFileSync(addonFile);
+    const altered = Buffer.from(original);
+    altered[altered.length >> 1]! ^= 0x01;
+    fs.chmodSync(addonFile, 0o700);
+    fs.writeFileSync(addonFile, altered);
+    const again = await runProtected(executable, { home: userHome });
+    expect(again).toMatchObject({ code: 0, stdout: first.stdout });
+    expect(fs.readFileSync(addonFile).equals(original)).toBe(true);
 
     const bytes = fs.readFileSync(executable);
     // The SEA blob lists its assets after the script: the last occurrence of the name is the asset's, the vault follows it.
