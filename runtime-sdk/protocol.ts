@@ -336,6 +336,19 @@ export interface TamperReportRequest {
   kind: TamperKind;
 }
 
+/** Body of `POST /v1/licenses/deactivate`: the runtime token names the license and the device whose seat is freed. */
+export interface DeactivateRequest {
+  token: string;
+}
+
+/** The answer to a deactivation; `deactivated: false` when the device was no longer activated (nothing counted). */
+export interface DeactivateAnswer {
+  license_id: string;
+  deactivated: boolean;
+  deactivations_remaining: number;
+  next_deactivation_available_at: string;
+}
+
 /** A device fingerprint as the authority accepts it: a SHA-256 (HMAC) output in lower-case hex. */
 export const FINGERPRINT_PATTERN = /^[0-9a-f]{64}$/;
 

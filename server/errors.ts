@@ -130,6 +130,8 @@ export const ERROR_CODES = {
   TWO_FACTOR_LOCKED: 429,
   /** The developer's licenses minted this clock hour (every route) reached their quota; `Retry-After` says when the hour ends. */
   LICENSE_QUOTA_EXCEEDED: 429,
+  /** The app deactivated devices of this license as often as its app allows in 30 days (`app_deactivations_per_30_days`); `Retry-After` says when the oldest leaves the window. */
+  DEACTIVATION_QUOTA_EXCEEDED: 429,
   /** The developer's redemption codes created this UTC day reached their quota (`Retry-After`). */
   REDEMPTION_CODE_QUOTA_EXCEEDED: 429,
   /** The developer's license delivery emails queued this clock hour reached their quota (`Retry-After`). */

@@ -46,6 +46,25 @@ export function activationRoutes(activations: ActivationsService) {
     }),
     defineRoute({
       method: 'post',
+      path: '/v1/licenses/deactivate',
+      operationId: 'deactivateDevice',
+      tag,
+      auth: 'none',
+      rateLimit: 'runtime',
+      summary: "Deactivation from the app: frees the seat of the device the runtime token names, counted against the app's quota",
+      description:
+        'Idempotent: a device no longer activated on the license answers 200 with `deactivated: false`, not counted. A device still ' +
+        "activated past the app's `app_deactivations_per_30_days` (default 3) in any 30 days: 429 DEACTIVATION_QUOTA_EXCEEDED with " +
+        '`Retry-After` (seconds until the oldest counted one leaves the window), nothing changed. 401 INVALID_RUNTIME_TOKEN for a token ' +
+        'this authority did not sign (an expired one is accepted if genuine), 401 INVALID_LICENSE_KEY once its license is deleted. ' +
+        "Each deactivation is recorded in the license's history (`GET /v1/licenses/{license_id}/deactivations`) as `app`.",
+      body: s.DeactivateBody,
+      response: s.DeactivationResult,
+      errors: [401, 429],
+      handler: ({ body }) => activations.deactivate(body),
+    }),
+    defineRoute({
+      method: 'post',
       path: '/v1/licenses/tamper-report',
       operationId: 'reportTamper',
       tag,

@@ -1,5 +1,14 @@
 import { DEVICE_KEY_PATTERN } from '@latchkey/runtime-sdk/engine';
-import { COMPONENT_NAMES, FINGERPRINT_PATTERN, TAMPER_KINDS, type ComponentHashes, type ComponentName, type TamperReportRequest } from '@latchkey/runtime-sdk/protocol';
+import {
+  COMPONENT_NAMES,
+  FINGERPRINT_PATTERN,
+  TAMPER_KINDS,
+  type ComponentHashes,
+  type ComponentName,
+  type TamperReportRequest,
+  type DeactivateRequest,
+  type DeactivateAnswer,
+} from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { Platform } from '../apps/schemas.js';
 import { LicenseKeyInput } from '../licenses/license-key.js';
@@ -87,6 +96,19 @@ export const TamperReportBody = z.object({
 }) satisfies z.ZodType<TamperReportRequest>;
 
 export type TamperReportInput = z.infer<typeof TamperReportBody>;
+
+export const DeactivateBody = z.object({
+  token: z.string().min(1).max(MAX_TOKEN_CHARS).describe('The runtime token of the device to deactivate; an expired one is accepted if genuine'),
+}) satisfies z.ZodType<DeactivateRequest>;
+export type DeactivateInput = z.infer<typeof DeactivateBody>;
+
+export const DeactivationResult = z.object({
+  license_id: z.string(),
+  deactivated: z.boolean().describe('false: the device was no longer activated on the license (already deactivated, or reset); nothing was counted'),
+  deactivations_remaining: z.number().int().describe('Deactivations from the app this license has left in the current 30 days'),
+  next_deactivation_available_at: z.iso.datetime().describe('Now when one is left, else when the oldest counted one leaves the 30-day window'),
+}) satisfies z.ZodType<DeactivateAnswer>;
+export type DeactivationResult = z.infer<typeof DeactivationResult>;
 
 export const ActivationResult = z.object({
   token: z.string().describe('Compact JWS (EdDSA); verify with the JWK Set at /v1/public/keys'),

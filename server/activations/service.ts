@@ -4,11 +4,12 @@ import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import { enforceLicenseLimit, type LicenseLimits, type RateLimitReport } from '../http/license-limits.js';
 import { rateLimited } from '../http/rate-window.js';
+import { DEACTIVATION_WINDOW_MS, appDeactivationsSince, recordDeactivations } from '../licenses/deactivation-history.js';
 import { NO_COMMITMENT_TRIAL_DAYS, assertUsable, isUnstartedTrial } from '../licenses/rules.js';
 import type { Keyring } from '../signing/keyring.js';
 import type { ContentKeyRelease } from './content-key-release.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
-import type { ActivateInput, ActivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
+import type { ActivateInput, ActivationResult, DeactivateInput, DeactivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
 import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
 
 const DAY_MS = 86_400_000;
@@ -140,6 +141,43 @@ export function createActivationsService(deps: {
       });
       if (credential.kind === 'license_key' && credential.fingerprint_components) await store.recordComponents(license.id, device, credential.fingerprint_components);
       return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey);
+    },
+
+    /**
+     * Frees the seat of the device the presented token names (a genuine token, expired or not), in
+     * a transaction holding the license's row lock: concurrent twins are serialised, and the second
+     * finds the device gone (`deactivated: false`, not counted). A device still activated past the
+     * app's quota (app_deactivations_per_30_days in any 30 days) is refused 429, nothing changed.
+     * The license's status does not matter: freeing a seat is harmless on any license.
+     */
+    async deactivate(input: DeactivateInput): Promise<DeactivationResult> {
+      const { licenseId, device } = readRuntimeToken(keyring, input.token);
+      return store.transaction(async (trx) => {
+        const license = await store.lockForDeactivation(trx, licenseId);
+        assertThat(license, 'INVALID_LICENSE_KEY', 'The license of this runtime token no longer exists');
+        const now = clock.now();
+        const quota = license.app_deactivations_per_30_days;
+        const counted = await appDeactivationsSince(trx, licenseId, new Date(now.getTime() - DEACTIVATION_WINDOW_MS));
+        const answer = (deactivated: boolean, used: Date[]): DeactivationResult => {
+          const remaining = Math.max(0, quota - used.length);
+          // The window has room again once the oldest `used.length - quota + 1` have left it.
+          const next = remaining > 0 ? now : new Date(used[used.length - quota]!.getTime() + DEACTIVATION_WINDOW_MS);
+          return { license_id: licenseId, deactivated, deactivations_remaining: remaining, next_deactivation_available_at: next.toISOString() };
+        };
+        const before = answer(false, counted);
+        if (!(await store.removeDevice(trx, licenseId, device))) return before;
+        if (before.deactivations_remaining === 0) {
+          // Thrown inside the transaction: the removal is rolled back, nothing changed.
+          const wait = Math.max(1, Math.ceil((new Date(before.next_deactivation_available_at).getTime() - now.getTime()) / 1000));
+          throw rateLimited(
+            wait,
+            `This license deactivated ${quota} device(s) from the app in the last 30 days, its app's quota; retry in ${wait} seconds`,
+            'DEACTIVATION_QUOTA_EXCEEDED',
+          );
+        }
+        await recordDeactivations(trx, licenseId, [device], 'app', now);
+        return answer(true, [...counted, now]);
+      });
     },
 
     /**

@@ -222,6 +222,27 @@ export function createActivationsStore(db: Db) {
         JSON.stringify(components),
       ]),
 
+    /**
+     * The license a deactivation names, locked until the transaction ends (activation's slot claim
+     * and the developer's reset wait on the same row lock), with its app's deactivation quota;
+     * undefined when the license is gone.
+     */
+    lockForDeactivation: async (trx: Knex.Transaction, licenseId: string) =>
+      (
+        await trx.raw<{ rows: { id: string; app_deactivations_per_30_days: number }[] }>(
+          `SELECT l.id, a.app_deactivations_per_30_days FROM licenses l JOIN apps a ON a.id = l.app_id WHERE l.id = ? FOR UPDATE OF l`,
+          [licenseId],
+        )
+      ).rows[0],
+
+    /** Frees the device's seat, as a reset does for each device; false when it was not activated on the license. */
+    removeDevice: async (trx: Knex.Transaction, licenseId: string, fingerprintHash: string) => {
+      const removed = await trx('devices').where({ license_id: licenseId, fingerprint_hash: fingerprintHash }).delete();
+      if (removed === 0) return false;
+      await trx('licenses').where({ id: licenseId }).decrement('device_count', 1);
+      return true;
+    },
+
     /** One statement: counted only for a device activated on the license and a build of its app. */
     recordTamperReport: (licenseId: string, fingerprintHash: string, buildId: string, now: Date) =>
       db.raw(

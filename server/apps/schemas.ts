@@ -28,6 +28,12 @@ const settings = {
   default_device_limit: z.number().int().min(1).max(10_000),
   offline_grace_hours: z.number().int().min(1).max(8760),
   download_limit: z.number().int().min(1).max(1_000_000).nullable().describe('null: the default allowance'),
+  app_deactivations_per_30_days: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .describe('Deactivations from the app (`POST /v1/licenses/deactivate`) each license may make in any 30 days; your own device resets are not counted'),
 };
 
 export const CreateAppBody = z.strictObject({
@@ -41,6 +47,8 @@ export const CreateAppBody = z.strictObject({
   default_device_limit: settings.default_device_limit.default(2),
   offline_grace_hours: settings.offline_grace_hours.default(72),
   download_limit: settings.download_limit.optional(),
+  // The entitlement companion's reset rule (docs/contract.md): 3 in any 30 days per license.
+  app_deactivations_per_30_days: settings.app_deactivations_per_30_days.default(3),
 });
 
 export const UpdateAppBody = z
@@ -67,6 +75,7 @@ export const App = z.object({
   default_device_limit: z.number().int(),
   offline_grace_hours: z.number().int(),
   download_limit: z.number().int().nullable(),
+  app_deactivations_per_30_days: z.number().int(),
   fingerprint_salt: z.string().describe('Pass to the runtime SDK; it salts device fingerprints for this app'),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),

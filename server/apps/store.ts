@@ -32,6 +32,7 @@ const APP_COLUMNS = Object.keys({
   default_device_limit: true,
   offline_grace_hours: true,
   download_limit: true,
+  app_deactivations_per_30_days: true,
   fingerprint_salt: true,
   created_at: true,
   updated_at: true,

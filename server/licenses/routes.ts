@@ -1,4 +1,4 @@
-import { setPageHeaders } from '../http/pagination.js';
+import { PageQuery, setPageHeaders } from '../http/pagination.js';
 import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
 import type { LicensesService } from './service.js';
@@ -128,6 +128,7 @@ export function licenseRoutes(licenses: LicensesService) {
       auth: 'developer',
       rateLimit: 'general',
       summary: 'Deactivate every device of a license; a computer that used a free trial still cannot start another',
+      description: "Each device removed is recorded in the license's deactivation history as `developer`; not counted against the app's deactivation quota.",
       params: s.LicenseIdParams,
       response: s.ResetDevicesResult,
       errors: [404],
@@ -135,6 +136,26 @@ export function licenseRoutes(licenses: LicensesService) {
         license_id: params.license_id,
         devices_removed: await licenses.resetDevices(actor.developerId, params.license_id),
       }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/licenses/{license_id}/deactivations',
+      operationId: 'listLicenseDeactivations',
+      scope: 'read',
+      tag,
+      auth: 'developer',
+      rateLimit: 'general',
+      summary: "A license's deactivation history, newest first: devices the app deactivated itself and those your resets removed",
+      params: s.LicenseIdParams,
+      query: PageQuery,
+      response: s.Deactivation.array(),
+      paginated: true,
+      errors: [404],
+      handler: async ({ actor, params, query, ctx }) => {
+        const { rows, total } = await licenses.listDeactivations(actor.developerId, params.license_id, query);
+        setPageHeaders(ctx, query, total);
+        return rows.map((d) => ({ ...d, deactivated_at: d.deactivated_at.toISOString() }));
+      },
     }),
   ];
 }

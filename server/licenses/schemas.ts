@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JsonValue } from '../http/json-value.js';
 import { PageQuery } from '../http/pagination.js';
+import { DEACTIVATION_SOURCES } from './deactivation-history.js';
 import { LICENSE_STATUSES, LICENSE_TYPES } from './rules.js';
 
 const MAX_FEATURES_JSON_BYTES = 4096;
@@ -83,3 +84,9 @@ export const Device = z.object({
 export const LicenseWithDevices = License.extend({ devices: z.array(Device) });
 
 export const ResetDevicesResult = z.object({ license_id: z.string(), devices_removed: z.number().int() });
+
+export const Deactivation = z.object({
+  fingerprint_hash: z.string().describe('The device taken off the license'),
+  source: z.enum(DEACTIVATION_SOURCES).describe('app: the app deactivated itself (counted against the app quota); developer: a reset of the devices (not counted)'),
+  deactivated_at: z.iso.datetime(),
+});

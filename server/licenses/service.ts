@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
 import { isUniqueViolation } from '../db/knex.js';
+import type { Page } from '../http/pagination.js';
 import { RequestError, assertThat } from '../errors.js';
 import { newLicenseKey } from './license-key.js';
 import type { CreateLicenseInput, ListLicensesFilter, SetDownloadLimitInput } from './schemas.js';
@@ -88,9 +89,15 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
     },
 
     async resetDevices(developerId: string, licenseId: string): Promise<number> {
-      const removed = await store.removeDevices(developerId, licenseId);
+      const removed = await store.removeDevices(developerId, licenseId, clock.now());
       assertThat(removed !== undefined, 'LICENSE_NOT_FOUND', 'No such license');
       return removed;
+    },
+
+    /** The license's deactivation history, newest first; another developer's license is not found. */
+    async listDeactivations(developerId: string, licenseId: string, page: Page) {
+      const license = await get(developerId, licenseId);
+      return store.listDeactivations(license.id, page);
     },
   };
 }

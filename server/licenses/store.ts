@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
+import type { Page } from '../http/pagination.js';
+import { listDeactivations, recordDeactivations } from './deactivation-history.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from './rules.js';
 import type { ListLicensesFilter, LicenseStatusFilter } from './schemas.js';
 
@@ -116,16 +118,28 @@ export function createLicensesStore(db: Db) {
         .then((r: LicenseRead[]) => r[0]),
 
     /**
-     * Deactivates every device of the license; undefined when the license is not the developer's.
-     * Takes the license's row lock, like activation, so the two never interleave.
+     * Deactivates every device of the license, each recorded in its history as the developer's;
+     * undefined when the license is not the developer's. Takes the license's row lock, like
+     * activation and deactivation from the app, so none of them interleave.
      */
-    removeDevices: (developerId: string, id: string) =>
+    removeDevices: (developerId: string, id: string, now: Date) =>
       db.transaction(async (trx) => {
         const license = await trx('licenses').where({ id, developer_id: developerId }).forUpdate().first('id');
         if (!license) return undefined;
         await trx('licenses').where({ id }).update({ device_count: 0 });
-        return trx('devices').where({ license_id: id }).delete();
+        const removed: { fingerprint_hash: string }[] = await trx('devices').where({ license_id: id }).delete().returning('fingerprint_hash');
+        await recordDeactivations(
+          trx,
+          id,
+          removed.map((d) => d.fingerprint_hash),
+          'developer',
+          now,
+        );
+        return removed.length;
       }),
+
+    /** The license's deactivation history, newest first (deactivation-history.ts). */
+    listDeactivations: (licenseId: string, page: Page) => listDeactivations(db, licenseId, page),
   };
 }
 

@@ -27,6 +27,7 @@ import { updateInstallFailures } from './025_update_install_failures.js';
 import { developerDeactivation } from './034_developer_deactivation.js';
 import { deviceRunningBuild } from './028_device_running_build.js';
 import { billingSubscriptionId } from './035_billing_subscription_id.js';
+import { deviceDeactivations } from './029_device_deactivations.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -58,4 +59,5 @@ export const migrations: Migration[] = [
   developerDeactivation,
   deviceRunningBuild,
   billingSubscriptionId,
+  deviceDeactivations,
 ];

@@ -1,0 +1,44 @@
+import type { Knex } from 'knex';
+import type { Page } from '../http/pagination.js';
+
+/**
+ * Who took a device off a license: the app itself (`POST /v1/licenses/deactivate`, counted against
+ * its app's quota) or the developer's reset (not counted).
+ */
+export const DEACTIVATION_SOURCES = ['app', 'developer'] as const;
+export type DeactivationSource = (typeof DEACTIVATION_SOURCES)[number];
+
+/** The window the app's deactivation quota counts in: 30 days, like the entitlement companion's reset rule. */
+export const DEACTIVATION_WINDOW_MS = 30 * 86_400_000;
+
+export interface DeactivationRow {
+  fingerprint_hash: string;
+  source: DeactivationSource;
+  deactivated_at: Date;
+}
+
+/** One history row per device taken off the license, in the transaction that took it off. */
+export async function recordDeactivations(q: Knex, licenseId: string, fingerprints: string[], source: DeactivationSource, now: Date): Promise<void> {
+  if (fingerprints.length === 0) return;
+  await q('device_deactivations').insert(fingerprints.map((fingerprint_hash) => ({ license_id: licenseId, fingerprint_hash, source, deactivated_at: now })));
+}
+
+/** The app's own deactivations of the license since `since`, oldest first: what its quota counts. */
+export const appDeactivationsSince = (q: Knex, licenseId: string, since: Date): Promise<Date[]> =>
+  q('device_deactivations').where({ license_id: licenseId, source: 'app' }).where('deactivated_at', '>', since).orderBy('deactivated_at').pluck('deactivated_at');
+
+/** A page of the license's history, newest first, with the total through a window function. */
+export async function listDeactivations(q: Knex, licenseId: string, page: Page): Promise<{ rows: DeactivationRow[]; total: number }> {
+  const rows: (DeactivationRow & { total: number })[] = await q('device_deactivations')
+    .where({ license_id: licenseId })
+    .select('fingerprint_hash', 'source', 'deactivated_at', q.raw('count(*) OVER () AS total'))
+    .orderBy([
+      { column: 'deactivated_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(page.limit)
+    .offset(page.offset);
+  if (rows.length > 0) return { rows, total: rows[0]!.total };
+  const counted = await q('device_deactivations').where({ license_id: licenseId }).count<{ count: string }[]>('* as count');
+  return { rows, total: Number(counted[0]!.count) };
+}
