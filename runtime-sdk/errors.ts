@@ -12,6 +12,11 @@ export const LICENSE_ERROR_CODES = {
   TRIAL_ALREADY_USED: { retryable: false, userMessage: 'A trial of this app has already been used on this computer.' },
   /** The vendor reset the license's devices; this computer must be activated again. */
   DEVICE_DEACTIVATED: { retryable: false, userMessage: 'This computer is no longer activated for this license. Enter your license key to activate it again.' },
+  /** `deactivate()` past the license's deactivations from the app in 30 days (`retryAfterSeconds` says when one is free); nothing changed. */
+  DEACTIVATION_LIMIT_REACHED: {
+    retryable: false,
+    userMessage: 'This license has been deactivated on computers too often recently. Try again later or ask the vendor to reset the devices.',
+  },
   TOO_MANY_ATTEMPTS: { retryable: true, userMessage: 'Too many activation attempts. Wait a few minutes and try again.' },
   OFFLINE: { retryable: true, userMessage: 'The license server cannot be reached. Check your internet connection and try again.' },
   SERVER_UNAVAILABLE: { retryable: true, userMessage: 'The license server is having trouble. Try again in a few minutes.' },

@@ -31,6 +31,18 @@ const VERDICTS: Partial<Record<LicenseErrorCode, Verdict>> = {
   TRIAL_ALREADY_USED: { state: 'expired', reason: 'trial_used' },
 };
 
+/** What `deactivate()` resolves with. */
+export interface DeactivationResult {
+  /** false: the authority no longer had this device activated (already deactivated, or reset); nothing was counted. */
+  deactivated: boolean;
+  /** Deactivations from the app the license has left in the current 30 days. */
+  deactivationsRemaining: number;
+  /** Now when one is left, else when the oldest counted one leaves the 30 days. */
+  nextDeactivationAvailableAt: Date;
+  /** The status after: unlicensed, reason `deactivated`. */
+  status: LicenseStatus;
+}
+
 export async function createLicenseClient(options: LicenseClientOptions): Promise<LicenseClient> {
   const resolved = resolveOptions(options);
   const vault = await LicenseVault.open(resolved, maskedMemory);
@@ -111,6 +123,34 @@ export class LicenseClient {
       this.scheduler.reset(err instanceof LicenseError && err.retryable ? 'retry' : 'ok');
       throw err;
     }
+  }
+
+  /**
+   * Deactivation from the app: frees this device's seat on the license (the authority counts it
+   * against the license's deactivations in 30 days), then wipes the cache file and the secrets in
+   * memory; the status becomes unlicensed (`deactivated`). Idempotent on the authority: a device
+   * already deactivated (or reset) answers `deactivated: false` and is wiped all the same. Rejects
+   * with a `LicenseError` and keeps everything when the authority was not reached (`OFFLINE`, ...)
+   * or refused (`DEACTIVATION_LIMIT_REACHED`, with `retryAfterSeconds`); `NOT_ACTIVATED` without a token.
+   */
+  async deactivate(): Promise<DeactivationResult> {
+    this.assertOpen();
+    return holdingProcess(() =>
+      this.exclusive(async () => {
+        const token = this.vault.readToken((t) => t);
+        if (token === undefined) throw new LicenseError('NOT_ACTIVATED', 'there is no activation to deactivate');
+        const answer = await this.authority.deactivate({ token });
+        if (this.disposed) throw new LicenseError('DISPOSED');
+        await this.vault.forget({ state: 'unlicensed', reason: 'deactivated' });
+        this.scheduler.reset('stop');
+        return {
+          deactivated: answer.deactivated,
+          deactivationsRemaining: answer.deactivations_remaining,
+          nextDeactivationAvailableAt: new Date(answer.next_deactivation_available_at),
+          status: this.evaluate(),
+        };
+      }),
+    );
   }
 
   /** Subscribes to an event; returns the unsubscribe function. */

@@ -16,6 +16,8 @@ export const STATUS_REASONS = [
   'trial_used',
   'revoked_by_vendor',
   'device_deactivated',
+  /** This installation deactivated itself (`license.deactivate()`): its seat is free, its cache gone. */
+  'deactivated',
   'clock_rollback',
   'cache_modified',
   'token_invalid',

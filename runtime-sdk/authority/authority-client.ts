@@ -5,7 +5,7 @@
  */
 import { LicenseError, type LicenseErrorCode } from '../errors.js';
 import type { ComponentHashes } from '../fingerprint/index.js';
-import type { TamperReportRequest, UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
+import type { DeactivateAnswer, DeactivateRequest, TamperReportRequest, UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
 import type { ProxyEnv } from '../network/proxy-rules.js';
 import { NetworkError, postJson, type HttpAnswer } from './json-post.js';
 
@@ -50,6 +50,8 @@ export interface AuthorityClient {
   checkUpdate(body: UpdateCheckRequest): Promise<string | null>;
   reportUpdate(body: UpdateReportRequest): Promise<void>;
   reportTamper(body: TamperReportRequest): Promise<void>;
+  /** Frees the seat of the device the token names; `deactivated: false` when it was no longer activated. */
+  deactivate(body: DeactivateRequest): Promise<DeactivateAnswer>;
   /** Aborts every call in flight and refuses new ones (`DISPOSED`): the license client is closing. */
   close(): void;
 }
@@ -102,21 +104,37 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
     },
     reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
     reportTamper: async (body) => void (await post('/v1/licenses/tamper-report', body)),
+    deactivate: async (body) => deactivateAnswer((await post('/v1/licenses/deactivate', body)).text),
     close: () => closing.abort(),
   };
 }
 
-/** A string field of a JSON answer; anything else is an answer the runtime cannot use. */
-function stringField(text: string, field: string): string {
-  let parsed: unknown;
+function parseAnswer(text: string): Record<string, unknown> | null {
   try {
-    parsed = JSON.parse(text);
+    return JSON.parse(text) as Record<string, unknown> | null;
   } catch {
     throw new LicenseError('INVALID_SERVER_RESPONSE', 'the authority answered with something other than JSON');
   }
-  const value = (parsed as Record<string, unknown> | null)?.[field];
+}
+
+/** A string field of a JSON answer; anything else is an answer the runtime cannot use. */
+function stringField(text: string, field: string): string {
+  const value = parseAnswer(text)?.[field];
   if (typeof value !== 'string') throw new LicenseError('INVALID_SERVER_RESPONSE', `the authority answer has no ${field}`);
   return value;
+}
+
+/** The deactivation answer, its fields checked: the client reports them to the app. */
+function deactivateAnswer(text: string): DeactivateAnswer {
+  const a = parseAnswer(text);
+  const ok =
+    typeof a?.license_id === 'string' &&
+    typeof a.deactivated === 'boolean' &&
+    Number.isInteger(a.deactivations_remaining) &&
+    typeof a.next_deactivation_available_at === 'string' &&
+    Number.isFinite(Date.parse(a.next_deactivation_available_at));
+  if (!ok) throw new LicenseError('INVALID_SERVER_RESPONSE', 'the authority answer is not a deactivation');
+  return a as unknown as DeactivateAnswer;
 }
 
 function errorFor(answer: HttpAnswer): LicenseError {
@@ -125,7 +143,8 @@ function errorFor(answer: HttpAnswer): LicenseError {
   const message = detail ?? `the authority answered ${status}`;
   if (status === 429) {
     const retryAfter = Number(answer.headers['retry-after']);
-    return new LicenseError('TOO_MANY_ATTEMPTS', message, { status, ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}) });
+    const code = errorCode === 'DEACTIVATION_QUOTA_EXCEEDED' ? 'DEACTIVATION_LIMIT_REACHED' : 'TOO_MANY_ATTEMPTS';
+    return new LicenseError(code, message, { status, ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}) });
   }
   if (status >= 500) return new LicenseError('SERVER_UNAVAILABLE', message, { status });
   return new LicenseError((errorCode && AUTHORITY_CODES[errorCode]) || 'REQUEST_REJECTED', message, { status });

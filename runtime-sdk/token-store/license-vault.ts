@@ -238,6 +238,19 @@ export class LicenseVault {
     if (this.record) await this.save();
   }
 
+  /**
+   * This installation deactivated itself: the token and the license key are zeroed, the cache file
+   * is removed (after any write still queued) and the device key pair replaced, so the next start
+   * is unlicensed and nothing of the license is left to read.
+   */
+  async forget(verdict: Verdict): Promise<void> {
+    this.forgetSecrets();
+    this.verdict = verdict;
+    this.deviceKey.dispose();
+    this.deviceKey = storeKeyPair(this.memory, generateDeviceKeyPair());
+    await this.enqueue(() => removeEnvelope(this.options.cacheFile));
+  }
+
   /** Raises the high-water mark to `now`; saved at most once a minute. */
   observe(now: number): void {
     if (!this.record || now <= this.record.highWaterAt) return;
