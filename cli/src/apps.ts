@@ -38,6 +38,7 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
     .option('--offline-grace-hours <n>', 'how long an app runs without reaching the server (default 72)', wholeNumber)
     .option('--trials-per-computer <n>', 'trials each computer may start (default 1)', wholeNumber)
     .option('--download-limit <n>', 'downloads per license on the delivery page (default: 10 per build)', wholeNumber)
+    .option('--app-deactivations <n>', 'deactivations from the app each license may make in any 30 days (default 3)', wholeNumber)
     .option('--price-id <price_id>', 'the payment processor Price to sell it at (price_...)')
     .option('--product-key <key>', "the commerce platform's product key, for its entitlement webhook")
     .action(async (opts) => {
@@ -50,6 +51,7 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
         offline_grace_hours: opts.offlineGraceHours,
         trials_per_computer: opts.trialsPerComputer,
         download_limit: opts.downloadLimit,
+        app_deactivations_per_30_days: opts.appDeactivations,
         price_id: opts.priceId,
         product_key: opts.productKey,
       });

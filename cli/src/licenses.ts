@@ -19,6 +19,12 @@ interface Device extends Record<string, unknown> {
   fingerprint_hash: string;
 }
 
+interface Deactivation extends Record<string, unknown> {
+  fingerprint_hash: string;
+  source: string;
+  deactivated_at: string;
+}
+
 const licenseSummary = (l: License) => {
   const { devices: _devices, ...fields } = l;
   return renderRecord(fields);
@@ -103,6 +109,21 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       const { body } = await api.request('POST', `/v1/licenses/${encodeURIComponent(opts.license)}/reset-devices`);
       const { license_id, devices_removed } = body as { license_id: string; devices_removed: number };
       print(opts.json ? renderJson(body) : `Removed ${devices_removed} device(s) from ${license_id}\n`);
+    });
+
+  withPage(withJson(licenses.command('deactivations').description("Show a license's deactivation history, newest first (by the app and by your resets)")))
+    .requiredOption('--license <license_id>', 'the license')
+    .action(async (opts) => {
+      const query = queryString({ limit: opts.limit, offset: opts.offset });
+      const { body, headers } = await api.request('GET', `/v1/licenses/${encodeURIComponent(opts.license)}/deactivations${query}`);
+      if (opts.json) return print(renderJson(body));
+      const rows = body as Deactivation[];
+      print(
+        renderTable(
+          ['DEACTIVATED AT', 'SOURCE', 'FINGERPRINT HASH'],
+          rows.map((d) => [d.deactivated_at, d.source, d.fingerprint_hash]),
+        ) + countLine(rows.length, headers, 'deactivation'),
+      );
     });
 
   return licenses;
