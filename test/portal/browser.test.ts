@@ -339,6 +339,40 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await close();
   });
 
+  it("shows a license's deactivation history: the app's own deactivations and the devices a reset removed", async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Movable', platforms: ['linux-x64'], app_deactivations_per_30_days: 4 });
+    const license = (await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, device_limit: 3 } })).body;
+    const { randomFingerprint } = await import('../support/fixtures.js');
+    const tokens = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await call('POST', '/v1/licenses/activate', { body: { license_key: license.license_key, device_fingerprint: randomFingerprint() } });
+      expect(res.status).toBe(200);
+      tokens.push(res.body.token as string);
+    }
+    const { page, errors, close } = await signedInPage(dev);
+    await page.goto(`${server.url}/portal#/licenses/${license.license_id}`);
+    await page.waitForSelector('#no-deactivations');
+    expect(await page.textContent('#license-deactivations')).toContain('4 per license in any 30 days');
+
+    expect((await call('POST', '/v1/licenses/deactivate', { body: { token: tokens[0] } })).body.deactivated).toBe(true);
+    await page.reload();
+    await page.waitForSelector('#deactivations-table');
+    expect(await page.locator('#deactivations-table tbody tr[data-source="app"]').count()).toBe(1);
+    expect(await page.textContent('#deactivations-table tbody')).toContain('By the app');
+    expect(await page.locator('#devices-table tbody tr').count()).toBe(1);
+
+    // A reset from the page: the device it removed joins the history at once, as the developer's.
+    await page.click('#reset-devices');
+    await page.click('#license-detail [data-confirm="yes"]');
+    await expect.poll(() => page.locator('#deactivations-table tbody tr[data-source="developer"]').count()).toBe(1);
+    expect(await page.textContent('#deactivations-table tbody tr:first-child')).toContain('Reset by you');
+    await shot(page, '08b-license-deactivations');
+    expect(errors).toEqual([]);
+    await close();
+  });
+
   it('[Versioning 3] explains a refused push of an unsigned Windows build, offers Replace with Signed Package, refuses an unsigned package in words, and pushes once signed', async () => {
     const dev = await registerDeveloper(call);
     await setPlan(call, server.adminToken, dev.id, 'pro');

@@ -1,11 +1,12 @@
 // Licenses: a searchable, filterable, paginated list; creating one; one license with its devices,
-// revoke, reset devices and its own update push.
+// revoke, reset devices, its deactivation history and its own update push.
 import { act, del, get, post, put, request } from './api.js';
 import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
 
 const PAGE_SIZE = 20;
+const DEACTIVATION_SOURCES = { app: 'By the app', developer: 'Reset by you' };
 const STATUSES = [
   ['', 'Any status'],
   ['active', 'Active'],
@@ -190,6 +191,7 @@ export async function licensePage(view, { params }) {
   ]);
   const detailCard = h('section', { class: 'card', id: 'license-detail' });
   const devicesCard = h('section', { class: 'card', id: 'license-devices' });
+  const deactivationsCard = h('section', { class: 'card', id: 'license-deactivations' });
   const pushCard = h('section', { class: 'card', id: 'license-push' });
   mount(
     view,
@@ -197,6 +199,7 @@ export async function licensePage(view, { params }) {
     h('h1', null, 'License ', h('span', { class: 'mono' }, license.license_key)),
     detailCard,
     devicesCard,
+    deactivationsCard,
     pushCard,
   );
 
@@ -227,7 +230,10 @@ export async function licensePage(view, { params }) {
             noticeEl: notice,
             notice: (r) => `${r.devices_removed} device${r.devices_removed === 1 ? '' : 's'} removed.`,
           });
-          if (res.ok) renderDevices([]);
+          if (res.ok) {
+            renderDevices([]);
+            await loadDeactivations();
+          }
         },
         { danger: false, id: 'reset-devices' },
       ),
@@ -333,6 +339,46 @@ export async function licensePage(view, { params }) {
     );
   };
 
+  // The newest page of the history: devices the app deactivated itself and those a reset removed.
+  const loadDeactivations = async () => {
+    const page = await request('GET', `/v1/licenses/${license.license_id}/deactivations?limit=${PAGE_SIZE}`);
+    const rows = page.data;
+    mount(
+      deactivationsCard,
+      h('h2', null, 'Deactivation history'),
+      h('p', { class: 'hint' }, `Deactivations from the app count against the app’s ${app.app_deactivations_per_30_days} per license in any 30 days; your resets do not.`),
+      rows.length === 0
+        ? h('p', { class: 'muted', id: 'no-deactivations' }, 'No device has been deactivated.')
+        : h(
+            'table',
+            { id: 'deactivations-table' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['When', 'By', 'Fingerprint'].map((t) => h('th', null, t)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              rows.map((d) =>
+                h(
+                  'tr',
+                  { 'data-source': d.source },
+                  h('td', null, formatDate(d.deactivated_at)),
+                  h('td', null, DEACTIVATION_SOURCES[d.source] ?? d.source),
+                  h('td', { class: 'mono' }, `${d.fingerprint_hash.slice(0, 16)}…`),
+                ),
+              ),
+            ),
+          ),
+      page.total > rows.length ? h('p', { class: 'hint', id: 'deactivations-count' }, `The latest ${rows.length} of ${page.total}.`) : null,
+    );
+  };
+
   const renderPush = (push) => {
     const target = h('select', { id: 'license-push-target' }, buildOptions(builds));
     const notes = h('textarea', { id: 'license-push-notes', maxlength: 10000 });
@@ -390,4 +436,5 @@ export async function licensePage(view, { params }) {
   renderDetail(license);
   renderDevices(license.devices);
   renderPush(pushStatus.push);
+  await loadDeactivations();
 }
