@@ -53,6 +53,7 @@ describe('app CRUD', () => {
       default_device_limit: 2,
       offline_grace_hours: 72,
       download_limit: null,
+      app_deactivations_per_30_days: 3,
       fingerprint_salt: expect.any(String),
       created_at: expect.any(String),
       updated_at: expect.any(String),
