@@ -342,7 +342,7 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
   it("shows a license's deactivation history: the app's own deactivations and the devices a reset removed", async () => {
     const dev = await registerDeveloper(call);
     await setPlan(call, server.adminToken, dev.id, 'pro');
-    const app = await createApp(call, dev, { name: 'Movable', platforms: ['linux-x64'], app_deactivations_per_30_days: 4 });
+    const app = await createApp(call, dev, { name: 'Movable', platforms: ['linux-x64'] });
     const license = (await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, device_limit: 3 } })).body;
     const { randomFingerprint } = await import('../support/fixtures.js');
     const tokens = [];
@@ -352,6 +352,15 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
       tokens.push(res.body.token as string);
     }
     const { page, errors, close } = await signedInPage(dev);
+    // The app's quota, set on its settings page.
+    await page.goto(`${server.url}/portal#/apps/${app.id}`);
+    await page.waitForSelector('#app-settings-form');
+    expect(await page.inputValue('#app-deactivations')).toBe('3');
+    await page.fill('#app-deactivations', '4');
+    await page.click('#app-settings-save');
+    await expect.poll(() => page.textContent('#app-settings-notice')).toBe('Saved.');
+    expect((await call('GET', `/v1/apps/${app.id}`, { token: dev.accessToken })).body.app_deactivations_per_30_days).toBe(4);
+
     await page.goto(`${server.url}/portal#/licenses/${license.license_id}`);
     await page.waitForSelector('#no-deactivations');
     expect(await page.textContent('#license-deactivations')).toContain('4 per license in any 30 days');

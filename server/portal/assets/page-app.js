@@ -57,6 +57,7 @@ function settingsTab(body, app) {
   const trials = h('input', { type: 'number', id: 'app-trials', min: 0, max: 100, value: app.trials_per_computer });
   const deviceLimit = h('input', { type: 'number', id: 'app-device-limit', min: 1, value: app.default_device_limit });
   const grace = h('input', { type: 'number', id: 'app-grace', min: 1, max: 8760, value: app.offline_grace_hours });
+  const deactivations = h('input', { type: 'number', id: 'app-deactivations', min: 1, max: 1000, value: app.app_deactivations_per_30_days });
   const downloadLimit = h('input', { type: 'number', id: 'app-download-limit', min: 1, value: app.download_limit ?? '', placeholder: 'default allowance' });
   const error = h('p', { class: 'error', role: 'alert', id: 'app-settings-error' });
   const notice = h('p', { class: 'notice', role: 'status', id: 'app-settings-notice' });
@@ -78,6 +79,7 @@ function settingsTab(body, app) {
           trials_per_computer: Number(trials.value),
           default_device_limit: Number(deviceLimit.value),
           offline_grace_hours: Number(grace.value),
+          app_deactivations_per_30_days: Number(deactivations.value),
           download_limit: numberOrNull(downloadLimit),
         };
         // Only what changed is sent: PUT changes the fields it names.
@@ -116,6 +118,7 @@ function settingsTab(body, app) {
         field('app-trials', 'Trials per computer', trials),
         field('app-device-limit', 'Default device limit', deviceLimit),
         field('app-grace', 'Offline grace (hours)', grace),
+        field('app-deactivations', 'Deactivations from the app', deactivations, 'Per license in any 30 days (license.deactivate() in the SDK); your resets are not counted.'),
         field('app-download-limit', 'Download limit', downloadLimit, 'Empty: the default allowance.'),
         h('label', null, 'Fingerprint salt'),
         h(
