@@ -197,7 +197,7 @@ export function createCompanions(deps: { store: EntitlementsStore; offer: StoreO
           const wait = Math.max(1, Math.ceil((freedAt(recent[0]!).getTime() - now.getTime()) / 1000));
           throw rateLimited(wait, `This license's devices were reset ${RESETS_PER_WINDOW} times in the last 30 days; retry in ${wait} seconds`);
         }
-        const removed = await store.removeDevices(trx, license.id);
+        const removed = await store.removeDevices(trx, license.id, 'store_reset', now);
         await store.recordReset(trx, row.id, now);
         const used = [...recent, now];
         const remaining = RESETS_PER_WINDOW - used.length;

@@ -123,7 +123,7 @@ export function createEntitlementEvents(deps: {
     if (!license) return undefined;
     if (change.kind === 'revoke') {
       await store.updateLicense(trx, license.id, { status: 'REVOKED', revoked_at: now, updated_at: now });
-      await store.removeDevices(trx, license.id);
+      await store.removeDevices(trx, license.id, 'revoked', now);
       row.trial_kind = null;
       return { ...license, effective_status: 'REVOKED' };
     }

@@ -5,6 +5,7 @@ import { chargeFeeCtes, feeRecord } from '../billing/store.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import { deleteLicenseEmails, emailQueuedFor } from '../email/store.js';
 import type { DeliverableBuild } from '../delivery/deliverable-builds.js';
+import { recordDeactivations, type DeactivationSource } from '../licenses/deactivation-history.js';
 import { mintLicenseSql, mintSoldLicense } from '../licenses/mint.js';
 import { EFFECTIVE_STATUS_SQL, effectiveStatusSqlAt, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
 import type { CurrentWebhook } from './credentials.js';
@@ -345,10 +346,13 @@ export function createEntitlementsStore(db: Db) {
       patch: Partial<{ status: LicenseStatus; license_type: LicenseType; expires_at: Date | null; revoked_at: Date | null; email: string | null }> & { updated_at: Date },
     ) => trx('licenses').where({ id }).update(patch),
 
-    /** Deactivates every device of a license; the trial starts of its computers are kept. */
-    removeDevices: async (trx: Knex.Transaction, licenseId: string) => {
+    /** Deactivates every device of a license, each recorded in its history as `source`'s; the trial starts of its computers are kept. */
+    removeDevices: async (trx: Knex.Transaction, licenseId: string, source: Extract<DeactivationSource, 'store_reset' | 'revoked'>, now: Date) => {
       await trx('licenses').where({ id: licenseId }).update({ device_count: 0 });
-      return trx('devices').where({ license_id: licenseId }).delete();
+      const removed: { fingerprint_hash: string }[] = await trx('devices').where({ license_id: licenseId }).delete().returning('fingerprint_hash');
+      const fingerprints = removed.map((d) => d.fingerprint_hash);
+      await recordDeactivations(trx, licenseId, fingerprints, source, now);
+      return fingerprints.length;
     },
 
     /** docs/contract.md: a converted paying trial frees the machine for another trial of the app. */

@@ -3,9 +3,11 @@ import type { Page } from '../http/pagination.js';
 
 /**
  * Who took a device off a license: the app itself (`POST /v1/licenses/deactivate`, counted against
- * its app's quota) or the developer's reset (not counted).
+ * its app's quota), the developer's reset, the store's reset through the entitlement companion
+ * (`store_reset`), or the store revoking the license (`revoked`, its devices deactivated). Only the
+ * app's count against the app quota.
  */
-export const DEACTIVATION_SOURCES = ['app', 'developer'] as const;
+export const DEACTIVATION_SOURCES = ['app', 'developer', 'store_reset', 'revoked'] as const;
 export type DeactivationSource = (typeof DEACTIVATION_SOURCES)[number];
 
 /** The window the app's deactivation quota counts in: 30 days, like the entitlement companion's reset rule. */

@@ -87,6 +87,10 @@ export const ResetDevicesResult = z.object({ license_id: z.string(), devices_rem
 
 export const Deactivation = z.object({
   fingerprint_hash: z.string().describe('The device taken off the license'),
-  source: z.enum(DEACTIVATION_SOURCES).describe('app: the app deactivated itself (counted against the app quota); developer: a reset of the devices (not counted)'),
+  source: z
+    .enum(DEACTIVATION_SOURCES)
+    .describe(
+      'app: the app deactivated itself (counted against the app quota); developer: your reset of the devices; store_reset: the store reset them (entitlement companion); revoked: the store revoked the license, deactivating its devices. Only app counts against the quota',
+    ),
   deactivated_at: z.iso.datetime(),
 });

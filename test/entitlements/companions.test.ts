@@ -213,6 +213,11 @@ describe('POST {webhook_url}/reset-devices', () => {
         if (remaining > 0) expect(Date.parse(res.body.next_reset_available_at)).toBeLessThanOrEqual(server.clock.now().getTime());
         else expect(Date.parse(res.body.next_reset_available_at)).toBeGreaterThan(server.clock.now().getTime() + 27 * DAY_MS);
         expectError(await refresh(key, devices[0]!), 403, 'DEVICE_NOT_ACTIVATED');
+        // Each computer the store reset is a row of the license's deactivation history.
+        const { license } = await shopState(m, b.shop);
+        const history = await m.call('GET', `/v1/licenses/${license.id}/deactivations?limit=100`, { apiKey: m.dev.apiKey });
+        expect(history.status, JSON.stringify(history.body)).toBe(200);
+        expect(history.body.filter((row: { source: string }) => row.source === 'store_reset')).toHaveLength(2 * (3 - remaining));
         server.clock.advance(DAY_MS);
       }
       const fourth = await reset(b);

@@ -195,6 +195,10 @@ describe("POST {webhook_url}: every outcome of docs/contract.md's table", () => 
     expect((await activate()).status).toBe(200);
     expect((await b.send(b.event({ entitled: false }))).body.action).toBe('revoked');
     expect(await server.database.db('devices').join('licenses', 'licenses.id', 'devices.license_id').where({ license_key: key })).toHaveLength(0);
+    // The license's deactivation history says the store's revocation took the device off.
+    const { license } = await shopState(m, b.shop);
+    const history = await m.call('GET', `/v1/licenses/${license.id}/deactivations`, { token: m.dev.accessToken });
+    expect(history.body).toMatchObject([{ source: 'revoked' }]);
     expectError(await activate(), 401, 'INVALID_LICENSE_KEY');
     const back = await b.send(b.event());
     expect(back.body).toMatchObject({ action: 'reactivated', license_key: key });

@@ -3,8 +3,8 @@ import type { Migration } from '../migration.js';
 /**
  * Deactivation from the app (issue 22, item 1): the runtime frees its own device's seat. Each
  * device taken off a license is a row of its history, by the app (`app`, counted against the app's
- * `app_deactivations_per_30_days` per license) or by the developer's reset (`developer`, not
- * counted). A row outlives its device: the history is what the developer reads.
+ * `app_deactivations_per_30_days` per license), by the developer's reset (`developer`), the store's
+ * reset (`store_reset`) or the store's revocation (`revoked`), these not counted. A row outlives its device: the history is what the developer reads.
  */
 export const deviceDeactivations: Migration = {
   name: '029_device_deactivations',
@@ -16,7 +16,7 @@ export const deviceDeactivations: Migration = {
         id bigserial PRIMARY KEY,
         license_id text NOT NULL REFERENCES licenses(id) ON DELETE CASCADE,
         fingerprint_hash text NOT NULL,
-        source text NOT NULL CHECK (source IN ('app', 'developer')),
+        source text NOT NULL CHECK (source IN ('app', 'developer', 'store_reset', 'revoked')),
         deactivated_at timestamptz NOT NULL
       );
       CREATE INDEX device_deactivations_by_license ON device_deactivations (license_id, deactivated_at DESC, id DESC);

@@ -6,7 +6,7 @@ import { listAll } from './page-apps.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
 
 const PAGE_SIZE = 20;
-const DEACTIVATION_SOURCES = { app: 'By the app', developer: 'Reset by you' };
+const DEACTIVATION_SOURCES = { app: 'By the app', developer: 'Reset by you', store_reset: 'Reset by the store', revoked: 'License revoked by the store' };
 const STATUSES = [
   ['', 'Any status'],
   ['active', 'Active'],
