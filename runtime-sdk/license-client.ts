@@ -140,7 +140,11 @@ export class LicenseClient {
         const token = this.vault.readToken((t) => t);
         if (token === undefined) throw new LicenseError('NOT_ACTIVATED', 'there is no activation to deactivate');
         const answer = await this.authority.deactivate({ token });
-        if (this.disposed) throw new LicenseError('DISPOSED');
+        // The seat is freed from here on: the cache must not outlive it, even on a client disposed meanwhile.
+        if (this.disposed) {
+          await this.vault.removeCacheFile();
+          throw new LicenseError('DISPOSED');
+        }
         await this.vault.forget({ state: 'unlicensed', reason: 'deactivated' });
         this.scheduler.reset('stop');
         return {
@@ -297,10 +301,15 @@ export class LicenseClient {
   }
 
   private async backgroundRefresh(): Promise<RefreshOutcome> {
-    if (this.disposed || (!this.vault.hasToken && !this.vault.hasLicenseKey)) return 'stop';
+    const nothingToRefresh = () => this.disposed || (!this.vault.hasToken && !this.vault.hasLicenseKey);
+    if (nothingToRefresh()) return 'stop';
     try {
-      await this.exclusive(() => this.refreshOnce());
-      return 'ok';
+      // Asked again in turn: a deactivation queued ahead of it may have wiped the license meanwhile.
+      return await this.exclusive(async (): Promise<RefreshOutcome> => {
+        if (nothingToRefresh()) return 'stop';
+        await this.refreshOnce();
+        return 'ok';
+      });
     } catch (err) {
       if (this.disposed) return 'stop';
       if (!(err instanceof LicenseError)) {

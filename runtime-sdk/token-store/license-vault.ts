@@ -248,7 +248,18 @@ export class LicenseVault {
     this.verdict = verdict;
     this.deviceKey.dispose();
     this.deviceKey = storeKeyPair(this.memory, generateDeviceKeyPair());
-    await this.enqueue(() => removeEnvelope(this.options.cacheFile));
+    await this.removeCacheFile();
+  }
+
+  /**
+   * Removes the cache file once every queued write is done. Unlike a save, whose failure only warns
+   * (the license keeps working from memory), a removal that fails rejects: the caller said the
+   * license must not be left on disk.
+   */
+  removeCacheFile(): Promise<void> {
+    const removal = this.writes.then(() => removeEnvelope(this.options.cacheFile));
+    this.writes = removal.catch(() => undefined);
+    return removal;
   }
 
   /** Raises the high-water mark to `now`; saved at most once a minute. */

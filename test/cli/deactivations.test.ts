@@ -3,19 +3,15 @@
  * history (the app's own and the developer's resets), and `apps create --app-deactivations` sets
  * the quota the app's deactivations count against.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import { runLatchkey } from '../support/cli.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { tenant, type Tenant } from '../licensing/world.js';
+import { startTestServer } from '../support/server.js';
+import { tenant } from '../licensing/world.js';
 
-let server: TestServer;
-let t: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  t = await tenant(server);
-});
+const server = await startTestServer();
 afterAll(() => server.close());
+const t = await tenant(server);
 
 const latchkey = (args: string[]) => runLatchkey(server.url, t.dev.apiKey, args);
 

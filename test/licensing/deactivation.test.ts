@@ -3,21 +3,17 @@
  * /v1/licenses/deactivate with the runtime token), its per-license quota set on the app, and the
  * license's deactivation history that the developer reads.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { createApp, createLicense, randomFingerprint } from '../support/fixtures.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { DAY_MS, tenant, type Tenant } from './world.js';
+import { startTestServer } from '../support/server.js';
+import { DAY_MS, tenant } from './world.js';
 
 const WINDOW_SECONDS = 30 * 86_400;
 
-let server: TestServer;
-let t: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  t = await tenant(server);
-});
+const server = await startTestServer();
 afterAll(() => server.close());
+const t = await tenant(server);
 
 const deactivate = (token: string) => t.call('POST', '/v1/licenses/deactivate', { body: { token } });
 const history = (licenseId: string, query = '') => t.call('GET', `/v1/licenses/${licenseId}/deactivations${query}`, { apiKey: t.dev.apiKey });
