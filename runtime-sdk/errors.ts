@@ -28,6 +28,12 @@ export const LICENSE_ERROR_CODES = {
   INVALID_SERVER_RESPONSE: { retryable: false, userMessage: 'The license server answer could not be verified. Contact the app vendor.' },
   /** The grant's issue time is too far from this computer's clock to be trusted. */
   CLOCK_INCORRECT: { retryable: false, userMessage: "This computer's date and time are wrong. Correct them and try again." },
+  /** `importLicenseFile()` was given something that is not a license file of this app signed by the authority (forged, altered, truncated). */
+  INVALID_LICENSE_FILE: { retryable: false, userMessage: 'This license file is not valid for this app. Use the file made from this computer’s activation request.' },
+  /** The license file was made from another computer's (or another installation's) activation request. */
+  LICENSE_FILE_WRONG_DEVICE: { retryable: false, userMessage: 'This license file was made for another computer. Create an activation request on this computer.' },
+  /** The license file is past its import deadline (`file_expires_at`); a fresh request makes a new one without taking a seat. */
+  LICENSE_FILE_EXPIRED: { retryable: false, userMessage: 'This license file has expired. Create a new activation request on this computer.' },
   NOT_ACTIVATED: { retryable: false, userMessage: 'This app has not been activated yet. Enter your license key.' },
   INVALID_OPTIONS: { retryable: false, userMessage: 'The app is not configured correctly for licensing. Contact the app vendor.' },
   DISPOSED: { retryable: false, userMessage: 'The license client has been closed.' },

@@ -14,7 +14,16 @@ import { MAX_CLOCK_SKEW_MS } from './grace/anchor.js';
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
 import { resolveOptions, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { platformLabel } from './platform.js';
-import { verifyRuntimeToken, type RuntimeTokenClaims, type TamperKind } from './protocol.js';
+import {
+  ACTIVATION_REQUEST_FORMAT,
+  ProtocolError,
+  verifyLicenseFile,
+  verifyRuntimeToken,
+  type ActivationRequestFile,
+  type LicenseFileClaims,
+  type RuntimeTokenClaims,
+  type TamperKind,
+} from './protocol.js';
 import { RefreshScheduler, type RefreshOutcome } from './refresh/scheduler.js';
 import { isUsable, type LicenseStatus } from './status.js';
 import { LicenseVault, probeFingerprint, type Verdict } from './token-store/license-vault.js';
@@ -155,6 +164,61 @@ export class LicenseClient {
         };
       }),
     );
+  }
+
+  /**
+   * Offline activation, step 1, for a machine that never reaches the authority: the text of an
+   * activation request file for this device and `licenseKey` (docs/protocol.md, "Offline activation").
+   * The app saves it for the user to carry to the vendor's offline activation page. No network; it
+   * holds the license key, so it is a secret like the key.
+   */
+  async exportActivationRequest(licenseKey: string): Promise<string> {
+    this.assertOpen();
+    const key = normalizeLicenseKey(licenseKey);
+    return this.exclusive(async () => {
+      const device = await this.verifiedFingerprint();
+      const request: ActivationRequestFile = {
+        format: ACTIVATION_REQUEST_FORMAT,
+        app_id: this.options.appId,
+        license_key: key,
+        ...this.deviceIdentity(device),
+        ...this.grantContext(),
+        created_at: this.options.clock.now().toISOString(),
+      };
+      return `${JSON.stringify(request, null, 2)}\n`;
+    });
+  }
+
+  /**
+   * Offline activation, step 2: imports the license file the authority answered to this device's
+   * request, and stores its grant like an online activation; no network. Grace runs from the file's
+   * issue for the policy's `offline_grace_hours`; importing a fresh file extends it. Rejects with
+   * `INVALID_LICENSE_FILE` (not signed by the authority, altered, another app), `LICENSE_FILE_WRONG_DEVICE`
+   * (another computer's or installation's request) or `LICENSE_FILE_EXPIRED`; nothing is changed then.
+   */
+  async importLicenseFile(licenseFile: string): Promise<LicenseStatus> {
+    this.assertOpen();
+    return this.exclusive(async () => {
+      const device = await this.verifiedFingerprint();
+      const now = this.options.clock.now().getTime();
+      const expect = { appId: this.options.appId, device, deviceKey: this.vault.devicePublicKey, nowSeconds: Math.floor(now / 1000) };
+      let file: LicenseFileClaims;
+      let claims: RuntimeTokenClaims;
+      try {
+        if (typeof licenseFile !== 'string') throw new ProtocolError('malformed', 'a license file is text');
+        file = verifyLicenseFile(licenseFile, this.options.publicKeys, expect);
+        claims = verifyRuntimeToken(file.token, this.options.publicKeys, { appId: expect.appId, device });
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) throw err;
+        const code = err.failure === 'wrong_device' ? 'LICENSE_FILE_WRONG_DEVICE' : err.failure === 'expired' ? 'LICENSE_FILE_EXPIRED' : 'INVALID_LICENSE_FILE';
+        throw new LicenseError(code, `the license file does not verify: ${err.message}`, { cause: err });
+      }
+      if (claims.iat * 1000 - now > MAX_CLOCK_SKEW_MS) throw new LicenseError('CLOCK_INCORRECT', 'the license file was issued over a day after this computer’s time');
+      if (this.disposed) throw new LicenseError('DISPOSED');
+      await this.vault.storeGrant({ token: file.token, claims, now, licenseKey: file.license_key, imported: true });
+      this.scheduler.reset('ok');
+      return this.evaluate();
+    });
   }
 
   /** Subscribes to an event; returns the unsubscribe function. */

@@ -13,6 +13,7 @@ export const DOCUMENT_TYPES = {
   runtimeToken: 'latchkey-runtime+jwt',
   updateManifest: 'latchkey-update-manifest+jwt',
   buildIntegrity: 'latchkey-build-integrity+jwt',
+  licenseFile: 'latchkey-license-file+jwt',
 } as const;
 export type DocumentType = (typeof DOCUMENT_TYPES)[keyof typeof DOCUMENT_TYPES];
 
@@ -347,6 +348,75 @@ export interface DeactivateAnswer {
   deactivated: boolean;
   deactivations_remaining: number;
   next_deactivation_available_at: string;
+}
+
+/** `format` of an offline activation request file (docs/protocol.md, "Offline activation"). */
+export const ACTIVATION_REQUEST_FORMAT = 'latchkey-activation-request/1';
+/** `format` claim of a license file. */
+export const LICENSE_FILE_FORMAT = 'latchkey-license-file/1';
+
+/**
+ * An offline activation request file, written by `exportActivationRequest()` on a machine without
+ * network and carried to `POST /v1/licenses/offline-activation`. It holds the license key: a secret.
+ */
+export interface ActivationRequestFile {
+  format: typeof ACTIVATION_REQUEST_FORMAT;
+  app_id: string;
+  license_key: string;
+  device_fingerprint: string;
+  fingerprint_components?: Partial<Record<string, string>>;
+  /** The installation's X25519 public key (base64url): the content key and the license file are bound to it. */
+  device_key: string;
+  build_id: string | null;
+  /** ISO 8601, the machine's clock when it wrote the file; informative only. */
+  created_at: string;
+}
+
+/** Claims of a license file: a runtime token issued to one device, bound to its device key, importable until `file_expires_at`. */
+export interface LicenseFileClaims {
+  iss: 'latchkey';
+  format: typeof LICENSE_FILE_FORMAT;
+  app_id: string;
+  device: string;
+  device_key: string;
+  /** The license key of the request: kept by the SDK as after an online activation (refresh by key, updates). A secret, like the key. */
+  license_key: string;
+  /** The runtime token, exactly as online activation answers it (its policy and content key included). */
+  token: string;
+  iat: number;
+  /** Seconds since the epoch: the file is refused after this (the earlier of the token's `exp` and 30 days). */
+  file_expires_at: number;
+}
+
+/** The answer of `POST /v1/licenses/offline-activation`: `license_file` is the file's whole text. */
+export interface OfflineActivationAnswer {
+  license_file: string;
+  file_expires_at: string;
+}
+
+/**
+ * Verifies a license file in the order docs/protocol.md gives: signature (pinned keys, typ), format,
+ * app, device fingerprint, device key, import deadline. The token inside is verified by the caller.
+ */
+export function verifyLicenseFile(
+  file: string,
+  keys: JwkSet | Ed25519PublicJwk[],
+  expect: { appId: string; device: string; deviceKey: string; nowSeconds: number },
+): LicenseFileClaims {
+  const { claims } = verifyJws<LicenseFileClaims>(file.trim(), keys, DOCUMENT_TYPES.licenseFile);
+  if (
+    claims.iss !== 'latchkey' ||
+    claims.format !== LICENSE_FILE_FORMAT ||
+    typeof claims.token !== 'string' ||
+    typeof claims.license_key !== 'string' ||
+    typeof claims.file_expires_at !== 'number'
+  ) {
+    throw new ProtocolError('malformed', 'not a license file of this format');
+  }
+  if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'the license file was issued for another app');
+  if (claims.device !== expect.device || claims.device_key !== expect.deviceKey) throw new ProtocolError('wrong_device', 'the license file was issued for another device');
+  if (claims.file_expires_at <= expect.nowSeconds) throw new ProtocolError('expired', 'the license file is past its import deadline');
+  return claims;
 }
 
 /** A device fingerprint as the authority accepts it: a SHA-256 (HMAC) output in lower-case hex. */

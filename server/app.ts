@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { createAccountDeactivation } from './accounts/deactivation.js';
 import { accountRoutes, adminRoutes } from './accounts/routes.js';
 import { createAccountsService } from './accounts/service.js';
+import { createOfflineActivation, offlineActivationRoutes } from './activations/offline-activation.js';
 import { activationRoutes } from './activations/routes.js';
 import { createActivationsService } from './activations/service.js';
 import { createContentKeyRelease } from './activations/content-key-release.js';
@@ -153,6 +154,7 @@ export function createApp(deps: AppDeps) {
     ...builds.routes,
     ...licenseRoutes(licenses),
     ...activationRoutes(activations),
+    ...offlineActivationRoutes(createOfflineActivation({ db, clock, keyring, activations })),
     ...updateRoutes(pushes, updateChecks),
     ...signingRoutes(keyring),
     ...payments.routes,

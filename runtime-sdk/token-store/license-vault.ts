@@ -212,8 +212,8 @@ export class LicenseVault {
     return 'changed';
   }
 
-  /** A grant the authority just signed: the online moment resets grace, the high-water mark and any verdict. */
-  async storeGrant(grant: { token: string; claims: RuntimeTokenClaims; licenseKey?: string; now: number }): Promise<void> {
+  /** A grant the authority just signed (or a license file imported): the online moment resets grace, the high-water mark and any verdict. */
+  async storeGrant(grant: { token: string; claims: RuntimeTokenClaims; licenseKey?: string; now: number; imported?: boolean }): Promise<void> {
     this.token?.dispose();
     this.token = keep(this.memory, Buffer.from(grant.token, 'utf8'));
     if (grant.licenseKey !== undefined) {
@@ -221,7 +221,11 @@ export class LicenseVault {
       this.licenseKey = keep(this.memory, Buffer.from(grant.licenseKey, 'utf8'));
     }
     this.claims = grant.claims;
-    this.record = { lastOnlineAt: grant.now, serverSkewMs: grant.claims.iat * 1000 - grant.now, highWaterAt: grant.now };
+    // An imported license file was signed days before it reached this machine: no skew is measured
+    // (the local clock is trusted as is) and the last contact is the file's issue, where grace starts.
+    this.record = grant.imported
+      ? { lastOnlineAt: grant.claims.iat * 1000, serverSkewMs: 0, highWaterAt: grant.now }
+      : { lastOnlineAt: grant.now, serverSkewMs: grant.claims.iat * 1000 - grant.now, highWaterAt: grant.now };
     this.verdict = null;
     await this.save();
   }

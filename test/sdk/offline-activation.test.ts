@@ -1,0 +1,210 @@
+/**
+ * Issue 22 item 3: offline (air-gapped) activation against the real authority (Koa + PostgreSQL).
+ * The SDK never reaches the network (its server URL is a port nothing listens on): it exports a
+ * request file, the test carries it to `POST /v1/licenses/offline-activation` over HTTP, and the SDK
+ * imports the license file. Device limits are the online ones; a file altered, forged, expired, or
+ * made for another computer or installation is refused and changes nothing.
+ */
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLicenseClient, LicenseError, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
+import { createApp, createLicense } from '../support/fixtures.js';
+import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
+import { startRealAuthority } from './support/real-authority.js';
+
+const { server, call, dev, app, publicKeys } = await startRealAuthority();
+/** Nothing listens on port 9 (discard): every request the SDK would make fails as OFFLINE. */
+const UNREACHABLE = 'http://127.0.0.1:9';
+const clients: LicenseClient[] = [];
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.dispose()));
+});
+
+interface Install {
+  machine: FakeMachine;
+  cacheDir: string;
+  app: { id: string; fingerprint_salt: string };
+}
+
+const install = (name: string, forApp = app): Install => ({ machine: fakeMachine(name), cacheDir: tempDir(), app: forApp });
+
+async function start(at: Install, overrides: Partial<LicenseClientOptions> = {}): Promise<LicenseClient> {
+  const license = await createLicenseClient({
+    serverUrl: UNREACHABLE,
+    publicKeys,
+    appVersion: '2.3.0',
+    refreshOnStart: false,
+    startupDelayMs: 0,
+    retryLimit: 0,
+    appId: at.app.id,
+    fingerprintSalt: at.app.fingerprint_salt,
+    cacheDir: at.cacheDir,
+    platform: at.machine.platform,
+    fingerprintProbes: at.machine.probes,
+    ...overrides,
+  });
+  clients.push(license);
+  return license;
+}
+
+/** The customer's trip to the vendor: the request file's text posted as is, the license file back. */
+async function exchange(requestFile: string) {
+  return call('POST', '/v1/licenses/offline-activation', { raw: { data: requestFile, contentType: 'application/json' } });
+}
+
+async function licenseFileFor(license: LicenseClient, key: string): Promise<string> {
+  const res = await exchange(await license.exportActivationRequest(key));
+  expect(res.status).toBe(200);
+  return res.body.license_file as string;
+}
+
+async function failure(promise: Promise<unknown>): Promise<LicenseError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(LicenseError);
+  return err as LicenseError;
+}
+
+/** A compact JWS with `claims`, signed by a key the authority never had but under its key id. */
+function forge(genuine: string, claims: object): string {
+  const [header] = genuine.split('.');
+  const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const signature = sign(null, Buffer.from(`${header}.${payload}`), privateKey).toString('base64url');
+  return `${header}.${payload}.${signature}`;
+}
+
+const claimsOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+
+describe('offline activation', () => {
+  it('exports a request, imports the license file with no network, and a restart is still licensed', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1, features: { export: true } });
+    const at = install('OA1');
+    const license = await start(at);
+
+    const requestFile = await license.exportActivationRequest(created.license_key.toLowerCase());
+    const request = JSON.parse(requestFile) as Record<string, unknown>;
+    expect(request).toMatchObject({ format: 'latchkey-activation-request/1', app_id: app.id, license_key: created.license_key, build_id: null });
+    expect(request.device_fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    expect(request.device_key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const res = await exchange(requestFile);
+    expect(res.status).toBe(200);
+    expect(new Date(res.body.file_expires_at).getTime()).toBeGreaterThan(Date.now());
+    const file = claimsOf(res.body.license_file);
+    expect(file).toMatchObject({ format: 'latchkey-license-file/1', app_id: app.id, device: request.device_fingerprint, device_key: request.device_key });
+
+    const status = await license.importLicenseFile(res.body.license_file);
+    expect(status).toMatchObject({ usable: true, licenseId: created.license_id, features: { export: true }, policy: { device_limit: 1, offline_grace_hours: 72 } });
+    expect(status.graceEndsAt!.getTime()).toBe((file.iat as number) * 1000 + 72 * 3_600_000);
+    // The network was never reachable: a refresh says so, and the license stays usable.
+    expect((await failure(license.refresh())).code).toBe('OFFLINE');
+    expect((await license.check()).usable).toBe(true);
+    await license.dispose();
+
+    const restarted = await start(at, { refreshOnStart: true });
+    expect(await restarted.check()).toMatchObject({ usable: true, licenseId: created.license_id });
+
+    // The authority counts the device like an online activation.
+    const devices = await call('GET', `/v1/licenses/${created.license_id}`, { apiKey: dev.apiKey });
+    expect(devices.body.devices.map((d: { fingerprint_hash: string }) => d.fingerprint_hash)).toEqual([request.device_fingerprint]);
+  });
+
+  it('applies the device limit exactly as online activation, both ways', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const online = await start(install('OB1'), { serverUrl: server.url });
+    expect((await online.activate(created.license_key)).state).toBe('valid');
+
+    const airGapped = await start(install('OB2'));
+    const requestFile = await airGapped.exportActivationRequest(created.license_key);
+    const offline = await exchange(requestFile);
+    const request = JSON.parse(requestFile) as { device_fingerprint: string };
+    const onlineTwin = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: request.device_fingerprint } });
+    expect(offline.status).toBe(403);
+    expect(offline.body).toEqual({ detail: onlineTwin.body.detail, error_code: 'DEVICE_LIMIT_EXCEEDED', status_code: 403 });
+    expect(onlineTwin.body.error_code).toBe('DEVICE_LIMIT_EXCEEDED');
+
+    // The seat taken offline is refused to a computer online; a fresh request of the same device takes none.
+    const second = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const file = await licenseFileFor(airGapped, second.license_key);
+    expect((await airGapped.importLicenseFile(file)).usable).toBe(true);
+    expect((await failure(online.activate(second.license_key))).code).toBe('DEVICE_LIMIT_REACHED');
+    const again = await licenseFileFor(airGapped, second.license_key);
+    expect((await airGapped.importLicenseFile(again)).licenseId).toBe(second.license_id);
+  });
+
+  it('refuses an altered or forged license file and keeps the status', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const license = await start(install('OC1'));
+    const genuine = await licenseFileFor(license, created.license_key);
+    const [header, payload, signature] = genuine.split('.');
+    const claims = claimsOf(genuine);
+
+    const altered = `${header}.${Buffer.from(JSON.stringify({ ...claims, file_expires_at: (claims.file_expires_at as number) + 86_400 })).toString('base64url')}.${signature}`;
+    const swappedSignature = `${header}.${payload}.${Buffer.from(signature!, 'base64url').reverse().toString('base64url')}`;
+    for (const bad of [altered, swappedSignature, forge(genuine, claims), 'not a license file', JSON.stringify({ license_file: genuine })]) {
+      const err = await failure(license.importLicenseFile(bad));
+      expect(err.code).toBe('INVALID_LICENSE_FILE');
+      expect(err.userMessage).toMatch(/not valid for this app/);
+    }
+    expect(await license.check()).toMatchObject({ usable: false, reason: 'not_activated' });
+    // The genuine one, whitespace around it as a text file has, still imports.
+    expect((await license.importLicenseFile(`\n${genuine}\n`)).usable).toBe(true);
+  });
+
+  it('refuses a license file made for another computer, another installation or another app', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 3 });
+    const first = install('OD1');
+    const file = await licenseFileFor(await start(first), created.license_key);
+
+    const otherComputer = await start(install('OD2'));
+    expect((await failure(otherComputer.importLicenseFile(file))).code).toBe('LICENSE_FILE_WRONG_DEVICE');
+    // Same computer, another installation (its own cache and device key): the content key is not for it.
+    const otherInstallation = await start({ ...first, cacheDir: tempDir() });
+    expect((await failure(otherInstallation.importLicenseFile(file))).code).toBe('LICENSE_FILE_WRONG_DEVICE');
+    expect((await otherInstallation.check()).usable).toBe(false);
+
+    const otherApp = await createApp(call, dev, { name: 'Offline Other' });
+    const sameMachineOtherApp = await start({ ...first, app: otherApp });
+    expect((await failure(sameMachineOtherApp.importLicenseFile(file))).code).toBe('INVALID_LICENSE_FILE');
+  });
+
+  it('refuses a license file past its import deadline', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const at = install('OE1');
+    const file = await licenseFileFor(await start(at), created.license_key);
+    const deadline = (claimsOf(file).file_expires_at as number) * 1000;
+    const late = await start(at, { clock: { now: () => new Date(deadline + 1000) } });
+    const err = await failure(late.importLicenseFile(file));
+    expect(err.code).toBe('LICENSE_FILE_EXPIRED');
+    expect((await late.check()).usable).toBe(false);
+  });
+});
+
+describe('POST /v1/licenses/offline-activation', () => {
+  it('answers bad request files with the standard error body', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const request = JSON.parse(await (await start(install('OF1'))).exportActivationRequest(created.license_key)) as Record<string, unknown>;
+    const post = (body: unknown) => call('POST', '/v1/licenses/offline-activation', { body });
+
+    const wrongFormat = await post({ ...request, format: 'latchkey-activation-request/9' });
+    expect(wrongFormat.status).toBe(400);
+    expect(wrongFormat.body).toMatchObject({ error_code: 'VALIDATION_FAILED', status_code: 400 });
+    expect((await post({ ...request, device_key: undefined })).body.error_code).toBe('VALIDATION_FAILED');
+    const notJson = await call('POST', '/v1/licenses/offline-activation', { raw: { data: 'latchkey!', contentType: 'application/json' } });
+    expect(notJson.body).toMatchObject({ error_code: 'INVALID_JSON', status_code: 400 });
+    const huge = await post({ ...request, created_at: 'x'.repeat(2_000_000) });
+    expect(huge.body).toMatchObject({ error_code: 'PAYLOAD_TOO_LARGE', status_code: 413 });
+
+    const otherApp = await createApp(call, dev, { name: 'Offline Wrong App' });
+    const wrongApp = await post({ ...request, app_id: otherApp.id });
+    expect(wrongApp.body).toMatchObject({ error_code: 'INVALID_LICENSE_KEY', status_code: 401 });
+    const unknownKey = await post({ ...request, license_key: 'AAAA-BBBB-CCCC-DDDD' });
+    expect(unknownKey.body).toMatchObject({ error_code: 'INVALID_LICENSE_KEY', status_code: 401 });
+    // None of it took the seat.
+    expect((await post(request)).status).toBe(200);
+  });
+});
