@@ -177,6 +177,8 @@ export class LicenseClient {
     const key = normalizeLicenseKey(licenseKey);
     return this.exclusive(async () => {
       const device = await this.verifiedFingerprint();
+      await this.vault.restoreRequestDeviceKey();
+      await this.vault.keepRequestDeviceKey();
       const request: ActivationRequestFile = {
         format: ACTIVATION_REQUEST_FORMAT,
         app_id: this.options.appId,
@@ -200,6 +202,7 @@ export class LicenseClient {
     this.assertOpen();
     return this.exclusive(async () => {
       const device = await this.verifiedFingerprint();
+      await this.vault.restoreRequestDeviceKey();
       const now = this.options.clock.now().getTime();
       const expect = { appId: this.options.appId, device, deviceKey: this.vault.devicePublicKey, nowSeconds: Math.floor(now / 1000) };
       let file: LicenseFileClaims;
@@ -216,6 +219,7 @@ export class LicenseClient {
       if (claims.iat * 1000 - now > MAX_CLOCK_SKEW_MS) throw new LicenseError('CLOCK_INCORRECT', 'the license file was issued over a day after this computer’s time');
       if (this.disposed) throw new LicenseError('DISPOSED');
       await this.vault.storeGrant({ token: file.token, claims, now, licenseKey: file.license_key, imported: true });
+      await this.vault.dropRequestDeviceKey();
       this.scheduler.reset('ok');
       return this.evaluate();
     });

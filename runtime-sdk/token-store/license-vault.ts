@@ -93,7 +93,13 @@ export class LicenseVault {
     ]);
     const envelope = read.kind === 'present' ? read.envelope : undefined;
     const osKeyStore = options.osKeyStore ? await findOsKeyStore(options.platform.name, process.env, options.appId, path.dirname(options.cacheFile)) : undefined;
-    const binding = await resolveBinding(envelope ? envelope.binding : null, osKeyStore);
+    // Before any grant, an exported offline request's file holds the installation's binding (keepRequestDeviceKey).
+    const bound =
+      envelope ??
+      (await readEnvelope(requestKeyFileOf(options))
+        .catch((): EnvelopeRead => ({ kind: 'missing' }))
+        .then((r) => (r.kind === 'present' ? r.envelope : undefined)));
+    const binding = await resolveBinding(bound ? bound.binding : null, osKeyStore);
     const bindingKey = binding.material ? keep(memory, binding.material) : undefined;
     const memoKey = anchor
       ? keep(
@@ -228,6 +234,47 @@ export class LicenseVault {
       : { lastOnlineAt: grant.now, serverSkewMs: grant.claims.iat * 1000 - grant.now, highWaterAt: grant.now };
     this.verdict = null;
     await this.save();
+  }
+
+  /**
+   * Offline activation: the device key pair an exported request names must survive restarts until
+   * its license file is imported (days, on an air-gapped machine), yet the cache holds it only with a
+   * grant. It is sealed like the cache, with the same key, in a file beside it (`.request`).
+   */
+  async keepRequestDeviceKey(): Promise<void> {
+    const text = this.readDeviceKey((deviceKey) =>
+      sealEnvelope({
+        components: this.fingerprint.components,
+        binding: this.binding,
+        body: Buffer.from(JSON.stringify({ deviceKey }), 'utf8'),
+        cacheKey: this.cacheKey,
+        aad: aadFor(this.options),
+      }),
+    );
+    await this.enqueue(() => writeEnvelope(this.requestKeyFile, text));
+  }
+
+  /** Without a grant, takes the device key pair of the last exported request (if it opens on this device). */
+  async restoreRequestDeviceKey(): Promise<void> {
+    if (this.record) return;
+    const read = await readEnvelope(this.requestKeyFile).catch((): EnvelopeRead => ({ kind: 'missing' }));
+    if (read.kind !== 'present') return;
+    const opened = openBody(read.envelope, this.cacheKey, aadFor(this.options));
+    if (opened.kind !== 'opened') return;
+    const { deviceKey } = JSON.parse(opened.plaintext.toString('utf8')) as { deviceKey?: DeviceKeyPair };
+    opened.plaintext.fill(0);
+    if (typeof deviceKey?.d !== 'string' || typeof deviceKey.x !== 'string') return;
+    this.deviceKey.dispose();
+    this.deviceKey = storeKeyPair(this.memory, deviceKey);
+  }
+
+  /** Once a license file is imported, its key pair lives in the cache. */
+  dropRequestDeviceKey(): Promise<void> {
+    return this.enqueue(() => removeEnvelope(this.requestKeyFile));
+  }
+
+  private get requestKeyFile(): string {
+    return requestKeyFileOf(this.options);
   }
 
   /**
@@ -373,6 +420,8 @@ export class LicenseVault {
     this.record = null;
   }
 }
+
+const requestKeyFileOf = (options: ResolvedOptions) => `${options.cacheFile}.request`;
 
 export function probeFingerprint(options: ResolvedOptions, only: readonly ComponentName[] | undefined): Promise<Fingerprint> {
   return computeFingerprint({
