@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
 import { LICENSE_STATUS_FILTERS, LICENSE_TYPES } from './api-values.js';
@@ -124,6 +125,29 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
           rows.map((d) => [d.deactivated_at, d.source, d.fingerprint_hash]),
         ) + countLine(rows.length, headers, 'deactivation'),
       );
+    });
+
+  withJson(
+    licenses
+      .command('activate-offline')
+      .description("Offline activation: answer a customer's activation request file (written by the app on a machine without network) with a license file"),
+  )
+    .requiredOption('--request <file>', 'the activation request file the app exported')
+    .requiredOption('--out <file>', 'where to write the license file, for the customer to import in the app')
+    .action(async (opts) => {
+      const text = fs.statSync(opts.request, { throwIfNoEntry: false })?.isFile() ? fs.readFileSync(opts.request, 'utf8') : undefined;
+      if (text === undefined) throw new CliError(`${opts.request} is not a readable file`, EXIT.USAGE);
+      let request: unknown;
+      try {
+        request = JSON.parse(text);
+      } catch {
+        throw new CliError(`${opts.request} is not an activation request file (not JSON)`, EXIT.USAGE);
+      }
+      // The same endpoint as the hosted page: every activation rule (device limit, trials, expiry) applies.
+      const { body } = await api.request('POST', '/v1/licenses/offline-activation', request);
+      const { license_file, file_expires_at } = body as { license_file: string; file_expires_at: string };
+      fs.writeFileSync(opts.out, `${license_file}\n`, { mode: 0o600 });
+      print(opts.json ? renderJson(body) : `Wrote the license file to ${opts.out}; the app must import it before ${file_expires_at}\n`);
     });
 
   return licenses;

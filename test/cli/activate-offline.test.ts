@@ -1,0 +1,82 @@
+/**
+ * Issue 22 item 3 in the CLI: `latchkey licenses activate-offline --request <file> --out <file>`
+ * answers a customer's activation request file with the license file their app imports, under
+ * every online activation rule (a full license refuses it and nothing is written).
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyLicenseFile, verifyRuntimeToken, type JwkSet } from '../../runtime-sdk/protocol.js';
+import { createLicense, randomFingerprint } from '../support/fixtures.js';
+import { runLatchkey } from '../support/cli.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { tenant, type Tenant } from '../licensing/world.js';
+
+let server: TestServer;
+let t: Tenant;
+let keys: JwkSet;
+beforeAll(async () => {
+  server = await startTestServer();
+  t = await tenant(server);
+  keys = (await t.call('GET', '/v1/public/keys')).body as JwkSet;
+});
+afterAll(() => server.close());
+
+const latchkey = (args: string[]) => runLatchkey(server.url, t.dev.apiKey, args);
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-offline-'));
+
+/** A request file as the SDK writes it, for a new device. */
+function requestFile(name: string, licenseKey: string): { file: string; device: string; deviceKey: string } {
+  const device = randomFingerprint();
+  const deviceKey = randomBytes(32).toString('base64url');
+  const request = {
+    format: 'latchkey-activation-request/1',
+    app_id: t.app.id,
+    license_key: licenseKey,
+    device_fingerprint: device,
+    device_key: deviceKey,
+    build_id: null,
+    created_at: new Date().toISOString(),
+  };
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(request, null, 2));
+  return { file, device, deviceKey };
+}
+
+describe('latchkey licenses activate-offline', { timeout: 120_000 }, () => {
+  it('writes a license file the SDK verifies for that device, and refuses a device over the limit with nothing written', async () => {
+    const license = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: 1 });
+    const first = requestFile('first.json', license.license_key);
+    const out = path.join(dir, 'first.lic');
+    const run = await latchkey(['licenses', 'activate-offline', '--request', first.file, '--out', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^Wrote the license file to .*first\.lic; the app must import it before \S+Z\n$/);
+
+    const text = fs.readFileSync(out, 'utf8');
+    const claims = verifyLicenseFile(text, keys, { appId: t.app.id, device: first.device, deviceKey: first.deviceKey, nowSeconds: Math.floor(Date.now() / 1000) });
+    expect(verifyRuntimeToken(claims.token, keys, { appId: t.app.id, device: first.device }).sub).toBe(license.license_id);
+
+    const second = requestFile('second.json', license.license_key);
+    const refusedOut = path.join(dir, 'second.lic');
+    const refused = await latchkey(['licenses', 'activate-offline', '--request', second.file, '--out', refusedOut, '--json']);
+    expect(refused.code).toBe(3);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error_code: 'DEVICE_LIMIT_EXCEEDED', status_code: 403 });
+    expect(fs.existsSync(refusedOut)).toBe(false);
+  });
+
+  it('refuses a file that is not a request file as a usage error', async () => {
+    const notJson = path.join(dir, 'notes.txt');
+    fs.writeFileSync(notJson, 'hello');
+    const run = await latchkey(['licenses', 'activate-offline', '--request', notJson, '--out', path.join(dir, 'x.lic')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/not an activation request file/);
+
+    const wrongFormat = path.join(dir, 'wrong.json');
+    fs.writeFileSync(wrongFormat, JSON.stringify({ format: 'something-else' }));
+    const refused = await latchkey(['licenses', 'activate-offline', '--request', wrongFormat, '--out', path.join(dir, 'y.lic')]);
+    expect(refused.code).toBe(2);
+    expect(fs.existsSync(path.join(dir, 'y.lic'))).toBe(false);
+  });
+});
