@@ -48,6 +48,7 @@ import { createMarketplaceStore } from './marketplace/store.js';
 import { healthRoutes } from './ops/health-routes.js';
 import { opsRouter } from './ops/routes.js';
 import { passwordResetPageRoutes } from './pages/password-reset-routes.js';
+import { offlineActivationPageRoutes } from './pages/offline-activation-routes.js';
 import { redeemPageRoutes } from './pages/redeem-routes.js';
 import { deliveryPageRoutes } from './pages/routes.js';
 import { createPayments } from './payments/index.js';
@@ -141,6 +142,7 @@ export function createApp(deps: AppDeps) {
     releaseContentKey: createContentKeyRelease({ db, masterKey }),
     matchRule: config.fingerprintMatch,
   });
+  const offlineActivation = createOfflineActivation({ db, clock, keyring, activations });
   const authenticator = createAuthenticator(
     { accessToken: accounts.verifyAccessToken, apiKey: accounts.verifyApiKey, isApiKey: accounts.isApiKey, entitlementWebhook: entitlementWebhook.verify },
     config.adminToken,
@@ -154,7 +156,7 @@ export function createApp(deps: AppDeps) {
     ...builds.routes,
     ...licenseRoutes(licenses),
     ...activationRoutes(activations),
-    ...offlineActivationRoutes(createOfflineActivation({ db, clock, keyring, activations })),
+    ...offlineActivationRoutes(offlineActivation),
     ...updateRoutes(pushes, updateChecks),
     ...signingRoutes(keyring),
     ...payments.routes,
@@ -163,6 +165,7 @@ export function createApp(deps: AppDeps) {
     ...marketplaceRoutes(marketplace),
     ...redemptionRoutes(redemption),
     ...redeemPageRoutes(redemption, rateLimiter),
+    ...offlineActivationPageRoutes(offlineActivation),
     ...passwordResetPageRoutes(accounts, rateLimiter),
     ...entitlementWebhook.routes,
   ];
