@@ -6,6 +6,8 @@
  * made for another computer or installation is refused and changes nothing.
  */
 import { generateKeyPairSync, sign } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLicenseClient, LicenseError, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
 import { createApp, createLicense } from '../support/fixtures.js';
@@ -86,6 +88,10 @@ describe('offline activation', () => {
     const exporting = await start(at);
 
     const requestFile = await exporting.exportActivationRequest(created.license_key.toLowerCase());
+    // The device key pair the request names waits, sealed, beside the cache until the import.
+    const pendingKey = path.join(at.cacheDir, 'license.cache.request');
+    expect(fs.existsSync(pendingKey)).toBe(true);
+    expect(fs.readFileSync(pendingKey, 'utf8')).not.toContain(JSON.parse(requestFile).device_key);
     const request = JSON.parse(requestFile) as Record<string, unknown>;
     expect(request).toMatchObject({ format: 'latchkey-activation-request/1', app_id: app.id, license_key: created.license_key, build_id: null });
     expect(request.device_fingerprint).toMatch(/^[0-9a-f]{64}$/);
@@ -108,6 +114,7 @@ describe('offline activation', () => {
     expect((await failure(license.refresh())).code).toBe('OFFLINE');
     expect((await license.check()).usable).toBe(true);
     await license.dispose();
+    expect(fs.existsSync(pendingKey)).toBe(false);
 
     const restarted = await start(at, { refreshOnStart: true });
     expect(await restarted.check()).toMatchObject({ usable: true, licenseId: created.license_id });
