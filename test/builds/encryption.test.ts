@@ -261,4 +261,26 @@ describe('the content key in the runtime token', () => {
     const malformed = await o.call('POST', '/v1/licenses/refresh', { body: { token: activated.body.token, build_id: build.id, device_key: 'not-a-key' } });
     expect(malformed.status).toBe(400);
   });
+
+  it('travels in an offline license file, wrapped to the device key of the request file', async () => {
+    const build = await settled(o, (await uploadBuild(o, { data: new Uint8Array(await zipOf(CJS_APP)), name: 'app.zip' }, { platform: 'cross_platform' })).id);
+    const license = await createLicense(o.call, o.dev, { app_id: o.app.id });
+    const device = 'd'.repeat(64);
+    const [requested, other] = [generateDeviceKeyPair(), generateDeviceKeyPair()];
+    const context = { buildId: build.id, licenseId: license.license_id, device };
+    const request = {
+      format: 'latchkey-activation-request/1',
+      app_id: o.app.id,
+      license_key: license.license_key,
+      device_fingerprint: device,
+      device_key: requested.x,
+      build_id: build.id,
+    };
+    const answered = await o.call('POST', '/v1/licenses/offline-activation', { body: request });
+    expect(answered.status).toBe(200);
+    const file = JSON.parse(Buffer.from(answered.body.license_file.split('.')[1], 'base64url').toString('utf8')) as { token: string };
+    const wrapped = (JSON.parse(Buffer.from(file.token.split('.')[1]!, 'base64url').toString('utf8')) as RuntimeTokenClaims).content_key!;
+    expect(unwrapContentKey(wrapped, requested, context)).toHaveLength(32);
+    expect(unwrapContentKey(wrapped, other, context)).toBeNull();
+  });
 });
