@@ -39,8 +39,13 @@ export interface JwsHeader {
 export type LicenseType = 'perpetual' | 'subscription' | 'trial';
 
 export interface RuntimePolicy {
+  /** Floating licenses: the seats in use at once. */
   device_limit: number;
   offline_grace_hours: number;
+  /** Only on a floating license's token, whose `exp` is its lease's end (docs/protocol.md, Floating licenses). */
+  seat_model?: 'floating';
+  /** With `seat_model`: the lease life a refresh (the heartbeat) renews; the SDK heartbeats at a third of it. */
+  lease_ttl_minutes?: number;
 }
 
 /** Claims of the runtime token issued at activation and refresh. */

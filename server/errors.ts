@@ -1,6 +1,7 @@
 /**
  * The one closed list of error codes the API answers with, each bound to its HTTP status.
- * Every error body is `{ detail, error_code, status_code }` (plus `reason` where docs/contract.md names one).
+ * Every error body is `{ detail, error_code, status_code }` (plus `reason` where docs/contract.md names one,
+ * and `earliest_expiry` with NO_SEAT_AVAILABLE).
  */
 export const ERROR_CODES = {
   VALIDATION_FAILED: 400,
@@ -85,6 +86,8 @@ export const ERROR_CODES = {
   PUSH_CONFLICT: 409,
   NO_READY_BUILD: 409,
   NO_ACTIVE_LICENSE: 409,
+  /** Every seat of a floating license is leased to another running device; the body carries `earliest_expiry`, when one frees by itself. */
+  NO_SEAT_AVAILABLE: 409,
   /** A commerce operation while no payment processor account is connected. */
   PAYMENT_ACCOUNT_NOT_CONNECTED: 409,
   /** The processor account is already connected to another developer. */
@@ -155,6 +158,8 @@ export interface ErrorBody {
   error_code: ErrorCode;
   status_code: number;
   reason?: string;
+  /** NO_SEAT_AVAILABLE: when the first of the leases holding the seats expires unless renewed (ISO 8601). */
+  earliest_expiry?: string;
 }
 
 /** The one error type routes and services raise; the error middleware renders it. */
@@ -163,7 +168,7 @@ export class RequestError extends Error {
   constructor(
     readonly code: ErrorCode,
     detail: string,
-    readonly extra: { reason?: string; headers?: Record<string, string> } = {},
+    readonly extra: { reason?: string; earliest_expiry?: string; headers?: Record<string, string> } = {},
   ) {
     super(detail);
     this.status = ERROR_CODES[code];
@@ -172,6 +177,7 @@ export class RequestError extends Error {
   toBody(): ErrorBody {
     const body: ErrorBody = { detail: this.message, error_code: this.code, status_code: this.status };
     if (this.extra.reason) body.reason = this.extra.reason;
+    if (this.extra.earliest_expiry) body.earliest_expiry = this.extra.earliest_expiry;
     return body;
   }
 }

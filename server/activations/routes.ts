@@ -4,6 +4,10 @@ import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
 import type { ActivationsService } from './service.js';
 
+const FLOATING_CHECKOUT =
+  'A floating license (seat_model floating) checks out a seat for the device: a lease of lease_ttl_minutes, which the token lives as long as ' +
+  '(its offline grace); expired leases free their seats by themselves; with every seat leased to other devices, 409 NO_SEAT_AVAILABLE with earliest_expiry.';
+
 export function activationRoutes(activations: ActivationsService) {
   const tag = 'Runtime';
   return [
@@ -20,10 +24,10 @@ export function activationRoutes(activations: ActivationsService) {
         `unknown build 404 BUILD_NOT_FOUND; activations past ${describeLicenseLimit('activation')} 429 (Retry-After). ` +
         'A device already activated re-activates without taking a slot. A new device of a trial license on a computer ' +
         'that used its trials 403 TRIAL_ALREADY_USED; a new device over the limit 403 DEVICE_LIMIT_EXCEEDED. ' +
-        `A trial created without an expiry starts its 14 days at its first activation. ${RUNTIME_LIMITS_DESCRIPTION}`,
+        `A trial created without an expiry starts its 14 days at its first activation. ${FLOATING_CHECKOUT} ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.ActivateBody,
       response: s.ActivationResult,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 409],
       handler: ({ body, ctx }) => activations.activate(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
     defineRoute({
@@ -38,10 +42,11 @@ export function activationRoutes(activations: ActivationsService) {
         'Answers like activation. Fails 401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED once it expired, ' +
         `429 (Retry-After) past ${describeLicenseLimit('refresh')}, ` +
         '403 DEVICE_NOT_ACTIVATED once the device was reset, 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign. ' +
-        `An expired token is accepted if genuine. ${RUNTIME_LIMITS_DESCRIPTION}`,
+        `An expired token is accepted if genuine. A floating license's refresh is its heartbeat: it renews the device's live lease; ` +
+        `a lapsed one is checked out again. ${FLOATING_CHECKOUT} ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.RefreshBody,
       response: s.ActivationResult,
-      errors: [401, 403],
+      errors: [401, 403, 409],
       handler: ({ body, ctx }) => activations.refresh(body, (decision) => setRateLimitHeaders(ctx, decision)),
     }),
     defineRoute({
@@ -62,6 +67,22 @@ export function activationRoutes(activations: ActivationsService) {
       response: s.DeactivationResult,
       errors: [401, 429],
       handler: ({ body }) => activations.deactivate(body),
+      }),
+      defineRoute({
+        method: 'post',
+      path: '/v1/licenses/checkin',
+      operationId: 'checkinLicenseSeat',
+      tag,
+      auth: 'none',
+      rateLimit: 'runtime',
+      summary: "Check a floating license's seat back in: the device's lease ends now, freeing the seat for another device",
+      description:
+        'Sent by the SDK when the app closes. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign; otherwise 204, ' +
+        'whether or not the device held a lease (idempotent; nothing changes for a node-locked license). An expired token is accepted if genuine.',
+      body: s.CheckinBody,
+      errors: [401],
+      noContent: 'Checked in',
+      handler: async ({ body }) => activations.checkin(body),
     }),
     defineRoute({
       method: 'post',

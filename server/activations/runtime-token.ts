@@ -1,4 +1,4 @@
-import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimeTokenClaims, type WrappedContentKey } from '@latchkey/runtime-sdk/protocol';
+import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimePolicy, type RuntimeTokenClaims, type WrappedContentKey } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
 import type { LicenseRead } from '../licenses/store.js';
@@ -9,20 +9,24 @@ const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
  * Signs the runtime token for one device of a license. It lives `offline_grace_hours`: the app
- * runs offline that long, then needs the authority again.
+ * runs offline that long, then needs the authority again. A floating license's token lives as long
+ * as the device's lease, so its offline grace is the lease TTL and its policy says so.
  */
 export function issueRuntimeToken(
   keyring: Keyring,
-  license: Pick<LicenseRead, 'id' | 'app_id' | 'license_type' | 'features' | 'device_limit' | 'expires_at'>,
+  license: Pick<LicenseRead, 'id' | 'app_id' | 'license_type' | 'features' | 'device_limit' | 'expires_at' | 'seat_model' | 'lease_ttl_minutes'>,
   offlineGraceHours: number,
   device: string,
   now: Date,
   /** The running protected build's content key, wrapped for this device. */
   contentKey: WrappedContentKey | null,
+  /** Floating licenses: the end of the device's lease. */
+  leaseEnd: Date | null,
 ): ActivationResult {
-  const policy = { device_limit: license.device_limit, offline_grace_hours: offlineGraceHours };
+  const policy: RuntimePolicy = { device_limit: license.device_limit, offline_grace_hours: offlineGraceHours };
+  if (license.seat_model === 'floating') Object.assign(policy, { seat_model: 'floating', lease_ttl_minutes: license.lease_ttl_minutes! });
   const iat = seconds(now);
-  const exp = iat + offlineGraceHours * 3600;
+  const exp = leaseEnd ? seconds(leaseEnd) : iat + offlineGraceHours * 3600;
   const claims: RuntimeTokenClaims = {
     iss: 'latchkey',
     sub: license.id,

@@ -85,8 +85,10 @@ export const RefreshBody = DeviceReport.extend({
 export type RefreshInput = z.infer<typeof RefreshBody>;
 
 const Policy = z.object({
-  device_limit: z.number().int(),
+  device_limit: z.number().int().describe('Floating: the seats in use at once'),
   offline_grace_hours: z.number().int(),
+  seat_model: z.literal('floating').optional().describe("Only on a floating license's answer: the token lives as long as the device's lease"),
+  lease_ttl_minutes: z.number().int().optional().describe('With seat_model: the lease life each refresh (heartbeat) renews'),
 });
 
 export const TamperReportBody = z.object({
@@ -110,9 +112,14 @@ export const DeactivationResult = z.object({
 }) satisfies z.ZodType<DeactivateAnswer>;
 export type DeactivationResult = z.infer<typeof DeactivationResult>;
 
+export const CheckinBody = z.object({
+  token: z.string().min(1).max(MAX_TOKEN_CHARS).describe('The runtime token the installation holds; an expired one is accepted if genuine'),
+});
+export type CheckinInput = z.infer<typeof CheckinBody>;
+
 export const ActivationResult = z.object({
   token: z.string().describe('Compact JWS (EdDSA); verify with the JWK Set at /v1/public/keys'),
-  expires_at: z.iso.datetime().describe('When the token stops working offline: issue time plus offline_grace_hours'),
+  expires_at: z.iso.datetime().describe("When the token stops working offline: issue time plus offline_grace_hours; a floating license's: its lease's end"),
   policy: Policy,
 });
 export type ActivationResult = z.infer<typeof ActivationResult>;

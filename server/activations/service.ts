@@ -9,10 +9,18 @@ import { NO_COMMITMENT_TRIAL_DAYS, assertUsable, isUnstartedTrial } from '../lic
 import type { Keyring } from '../signing/keyring.js';
 import type { ContentKeyRelease } from './content-key-release.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
-import type { ActivateInput, ActivationResult, DeactivateInput, DeactivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
+import type { ActivateInput, ActivationResult, CheckinInput, DeactivateInput, DeactivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
 import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
 
 const DAY_MS = 86_400_000;
+
+/** A floating license's seats all leased to other running devices. */
+const noSeatAvailable = (seats: number, earliestExpiry: Date) =>
+  new RequestError(
+    'NO_SEAT_AVAILABLE',
+    `All ${seats} seat(s) of this floating license are in use by running devices; the first frees at earliest_expiry unless its app renews it`,
+    { earliest_expiry: earliestExpiry.toISOString() },
+  );
 
 const deviceLimitExceeded = (limit: number) =>
   new RequestError('DEVICE_LIMIT_EXCEEDED', `The license is already active on ${limit} device(s), its limit; deactivate one or reset devices`);
@@ -50,6 +58,13 @@ export function createActivationsService(deps: {
     if (await store.touchDevice(license.id, device, report, now)) return;
     assertUsable(await store.findById(license.id, now));
     throw deviceLimitExceeded(license.device_limit);
+  }
+
+  /** The device's seat of a floating license (renewed if it holds one): the end of its lease, which its token's life is. */
+  async function takeSeat(license: RuntimeLicense, device: string, now: Date): Promise<Date> {
+    const lease = await store.checkoutLease(license.id, device, now);
+    if ('earliestExpiry' in lease) throw noSeatAvailable(license.device_limit, lease.earliestExpiry);
+    return lease.expiresAt;
   }
 
   /**
@@ -100,11 +115,15 @@ export function createActivationsService(deps: {
         throw rateLimited(decision.resetSeconds, `Too many activations of this license; retry in ${decision.resetSeconds} seconds`);
       }
       let license: RuntimeLicense = found;
-      if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
+      let leaseEnd: Date | null = null;
+      if (found.seat_model === 'floating') {
+        leaseEnd = await takeSeat(found, device, now);
+        await store.recordFloatingDevice(found.id, device, deviceReport, now);
+      } else if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
       else if (!found.device_known && !found.device_added) await refuseOrTouch(found, device, deviceReport, now);
       const contentKey = await releaseContentKey({ licenseId: license.id, appId: license.app_id, device, buildId, presentedKey: deviceKey, mayReplaceKey: true });
       if (components) await store.recordComponents(license.id, device, components);
-      return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now, contentKey);
+      return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now, contentKey, leaseEnd);
     },
 
     /**
@@ -131,6 +150,8 @@ export function createActivationsService(deps: {
       assertUsable(license);
       enforceLicenseLimit(refreshes.decideFor(license.refresh_hits, license.device_limit), report, 'token refreshes');
       assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', 'This device is not activated on the license (its devices may have been reset); activate it again');
+      // A floating license's refresh is its heartbeat: the statement renewed a live lease; a lapsed one is checked out again.
+      const leaseEnd = license.seat_model === 'floating' ? (license.lease_expires_at ?? (await takeSeat(license, device, now))) : null;
       const contentKey = await releaseContentKey({
         licenseId: license.id,
         appId: license.app_id,
@@ -140,7 +161,13 @@ export function createActivationsService(deps: {
         mayReplaceKey: credential.kind === 'license_key',
       });
       if (credential.kind === 'license_key' && credential.fingerprint_components) await store.recordComponents(license.id, device, credential.fingerprint_components);
-      return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey);
+      return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey, leaseEnd);
+    },
+
+    /** Frees the seat of a floating license the presented token's device holds; idempotent, and nothing for a node-locked license. */
+    async checkin(input: CheckinInput): Promise<void> {
+      const { licenseId, device } = readRuntimeToken(keyring, input.token);
+      await store.checkinLease(licenseId, device);
     },
 
     /**

@@ -7,7 +7,10 @@ import type { LicenseRead } from '../licenses/store.js';
 import type { DeviceReport } from './schemas.js';
 
 /** What the runtime reads of a license: what its rules and the token need. */
-export type RuntimeLicense = Pick<LicenseRead, 'id' | 'app_id' | 'license_type' | 'features' | 'device_limit' | 'expires_at' | 'effective_status'>;
+export type RuntimeLicense = Pick<
+  LicenseRead,
+  'id' | 'app_id' | 'license_type' | 'features' | 'device_limit' | 'expires_at' | 'effective_status' | 'seat_model' | 'lease_ttl_minutes'
+>;
 
 /** A license with the settings of its app that activation applies. */
 export interface LicenseForRuntime extends RuntimeLicense {
@@ -31,7 +34,7 @@ export interface ActivationLookup extends LicenseForRuntime {
 const STATUS_AT_$1 = effectiveStatusSqlAt('$1');
 
 const LICENSE_COLUMNS = `licenses.id, licenses.app_id, licenses.license_type, licenses.features, licenses.device_limit,
-  licenses.expires_at, (${STATUS_AT_$1}) AS effective_status`;
+  licenses.expires_at, (${STATUS_AT_$1}) AS effective_status, licenses.seat_model, licenses.lease_ttl_minutes`;
 
 const runtimeLicenseSql = (extraColumns = '') => `
   SELECT ${LICENSE_COLUMNS}, apps.offline_grace_hours, apps.trials_per_computer${extraColumns}
@@ -75,8 +78,9 @@ const claimSlotSql = (licenseId: string) => `
  * Activation in one round trip. $6 license key, $7/$8 velocity bucket prefix and window, $9 the
  * velocity limit, $10 build id or null. The key's license with `build_known` (null, or a build of
  * the license's app in any status: an installed copy stays valid); the request counted
- * in the license's velocity window; then, only for a usable non-trial license of a known build
- * within the velocity limit, the device is touched if known or takes a slot. What refused the
+ * in the license's velocity window; then, only for a usable node-locked non-trial license of a known
+ * build within the velocity limit, the device is touched if known or takes a slot. A floating
+ * license's device checks out a lease instead (CHECKOUT_SQL). What refused the
  * request (rules in docs/contract.md's order) the service reads from the row. Trials, which also spend a
  * computer's trial allowance, claim in a transaction of their own.
  */
@@ -89,6 +93,7 @@ const ACTIVATE_SQL = `
   ), claimable AS (
     SELECT lic.id FROM lic, hit
     WHERE lic.effective_status NOT IN ('REVOKED', 'EXPIRED') AND lic.build_known AND hit.hits <= $9 AND lic.license_type <> 'trial'
+      AND lic.seat_model = 'node_locked'
   ), touched AS (${touchDeviceSql('(SELECT id FROM claimable)')}
   ), ${claimSlotSql('(SELECT id FROM claimable)')}
   SELECT lic.*, (SELECT hits FROM hit) AS velocity_hits,
@@ -100,19 +105,52 @@ const CLAIM_SQL = `
   WITH touched AS (${touchDeviceSql('$6')}), ${claimSlotSql('$6')}
   SELECT EXISTS (SELECT 1 FROM touched) AS known, EXISTS (SELECT 1 FROM added) AS added`;
 
+/** The end of a lease of license `lic` taken or renewed at $1, in whole seconds like the token's `exp` that carries it. */
+const LEASE_END = `date_trunc('second', $1::timestamptz + lic.lease_ttl_minutes * interval '1 minute')`;
+
 /**
  * Refresh in one round trip. $6 license id or key, $7/$8 refresh bucket prefix and window, $9 the
  * refresh limit per seat. The license, the request counted in its refresh window and, within the
- * limit, a launch of the device if it is activated.
+ * limit, a launch of the device if it is activated. For a usable floating license, the device's
+ * live lease is renewed too (`lease_expires_at`, null when it holds none: then CHECKOUT_SQL). A
+ * renewal never changes how many leases are live, so it needs no lock; one racing a checkout that
+ * deletes the same lease as expired waits for that delete and then renews nothing.
  */
 const refreshSql = (by: 'id' | 'license_key') => `
   WITH lic AS (${runtimeLicenseSql()} WHERE licenses.${by} = $6
   ), hit AS (
     ${countHitCte({ bucket: '$7::text || lic.id', windowStart: '$8::timestamptz', from: 'lic' })}
-  ), touched AS (${touchDeviceSql('(SELECT lic.id FROM lic, hit WHERE hit.hits <= $9::bigint * lic.device_limit)')})
-  SELECT lic.*, (SELECT hits FROM hit) AS refresh_hits, EXISTS (SELECT 1 FROM touched) AS device_known FROM lic`;
+  ), touched AS (${touchDeviceSql('(SELECT lic.id FROM lic, hit WHERE hit.hits <= $9::bigint * lic.device_limit)')}
+  ), renewed AS (
+    UPDATE license_leases SET expires_at = ${LEASE_END} FROM lic
+    WHERE license_leases.license_id = lic.id AND license_leases.fingerprint_hash = $2 AND license_leases.expires_at > $1
+      AND lic.seat_model = 'floating' AND lic.effective_status NOT IN ('REVOKED', 'EXPIRED') AND EXISTS (SELECT 1 FROM touched)
+    RETURNING license_leases.expires_at
+  )
+  SELECT lic.*, (SELECT hits FROM hit) AS refresh_hits, EXISTS (SELECT 1 FROM touched) AS device_known,
+    (SELECT expires_at FROM renewed) AS lease_expires_at FROM lic`;
 const REFRESH_BY_ID = refreshSql('id');
 const REFRESH_BY_KEY = refreshSql('license_key');
+
+/**
+ * A floating license's seat for device $2, taken at $1 under the license's row lock (the caller's
+ * transaction, after CHECKOUT_LOCK_SQL and CLEAR_EXPIRED_LEASES_SQL, so this statement's snapshot
+ * sees every lease committed before it): the device's own lease renewed, or a new one while the
+ * other live leases are fewer than the seats. No row: every seat is taken.
+ */
+const CHECKOUT_SQL = `
+  WITH lic AS (SELECT id, device_limit, lease_ttl_minutes FROM licenses WHERE id = $3)
+  INSERT INTO license_leases (license_id, fingerprint_hash, checked_out_at, expires_at)
+  SELECT lic.id, $2, $1, ${LEASE_END} FROM lic
+  WHERE (SELECT count(*) FROM license_leases l WHERE l.license_id = lic.id AND l.fingerprint_hash <> $2) < lic.device_limit
+  ON CONFLICT (license_id, fingerprint_hash) DO UPDATE SET expires_at = excluded.expires_at
+  RETURNING expires_at`;
+
+/** Serialises the checkouts of license $1 until the transaction ends (renewals and check-ins need no lock). */
+const CHECKOUT_LOCK_SQL = `SELECT 1 FROM licenses WHERE id = $1 FOR UPDATE`;
+
+/** Expired leases of license $1 at $2 are gone, so they neither count nor get renewed (a crashed app's seat frees itself). */
+const CLEAR_EXPIRED_LEASES_SQL = `DELETE FROM license_leases WHERE license_id = $1 AND expires_at <= $2`;
 
 /** Runtime reads and writes: not scoped by developer, the license key (or a signed token) is the credential. */
 export function createActivationsStore(db: Db) {
@@ -131,13 +169,46 @@ export function createActivationsStore(db: Db) {
     /** The license of a runtime credential, the request counted in `refreshes`, and a launch of the device if it is activated. */
     refresh: async (by: { id: string } | { key: string }, device: string, report: DeviceReport, refreshes: LicenseLimitWindow, now: Date) =>
       (
-        await hotQuery<LicenseForRuntime & { refresh_hits: number; device_known: boolean }>(
+        await hotQuery<LicenseForRuntime & { refresh_hits: number; device_known: boolean; lease_expires_at: Date | null }>(
           db,
           'id' in by ? REFRESH_BY_ID : REFRESH_BY_KEY,
           [...deviceBindings(device, report, now), 'id' in by ? by.id : by.key, refreshes.bucketPrefix, refreshes.start, refreshes.limit],
           'id' in by ? 'activations.refresh_by_id' : 'activations.refresh_by_key',
         )
       )[0],
+
+    /**
+     * Takes (or renews) the device's seat of floating license `licenseId` (CHECKOUT_SQL): its end, or
+     * when every seat is taken `{ earliestExpiry }`, the first live lease's end. Checkouts of one
+     * license queue on its row lock, so a burst never grants more leases than seats.
+     */
+    checkoutLease: (licenseId: string, device: string, now: Date): Promise<{ expiresAt: Date } | { earliestExpiry: Date }> =>
+      db.transaction(async (trx) => {
+        await hotQuery(trx, CHECKOUT_LOCK_SQL, [licenseId]);
+        await hotQuery(trx, CLEAR_EXPIRED_LEASES_SQL, [licenseId, now]);
+        const [lease] = await hotQuery<{ expires_at: Date }>(trx, CHECKOUT_SQL, [now, device, licenseId], 'activations.checkout_lease');
+        if (lease) return { expiresAt: lease.expires_at };
+        const [first] = await hotQuery<{ earliest: Date }>(trx, `SELECT min(expires_at) AS earliest FROM license_leases WHERE license_id = $1`, [licenseId]);
+        return { earliestExpiry: first!.earliest };
+      }),
+
+    /** Frees the device's seat of the license, if it holds one: idempotent. */
+    checkinLease: (licenseId: string, device: string) =>
+      hotQuery(db, `DELETE FROM license_leases WHERE license_id = $1 AND fingerprint_hash = $2`, [licenseId, device], 'activations.checkin_lease'),
+
+    /**
+     * Records a floating license's device that took a seat: known devices are touched, new ones added
+     * without counting against a limit (its seats are leases), so the developer sees who ran it.
+     */
+    recordFloatingDevice: (licenseId: string, fingerprintHash: string, report: DeviceReport, now: Date) =>
+      hotQuery(
+        db,
+        `INSERT INTO devices (license_id, fingerprint_hash, platform, engine_version, app_version, first_seen_at, last_seen_at)
+         VALUES ($6, $2, $3, $4, $5, $1, $1)
+         ON CONFLICT (license_id, fingerprint_hash) DO UPDATE SET last_seen_at = $1, platform = coalesce($3, devices.platform),
+           engine_version = coalesce($4, devices.engine_version), app_version = coalesce($5, devices.app_version)`,
+        [...deviceBindings(fingerprintHash, report, now), licenseId],
+      ),
 
     findById: async (id: string, now: Date) => (await hotQuery<LicenseForRuntime>(db, `${runtimeLicenseSql()} WHERE licenses.id = $2`, [now, id]))[0],
 

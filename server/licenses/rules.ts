@@ -9,6 +9,13 @@ export type LicenseStatus = (typeof LICENSE_STATUSES)[number];
 export const LICENSE_TYPES = ['perpetual', 'subscription', 'trial'] as const;
 export type LicenseType = (typeof LICENSE_TYPES)[number];
 
+/** node_locked: a seat is an activated device; floating: a seat is a lease a running app holds (docs/protocol.md). */
+export const SEAT_MODELS = ['node_locked', 'floating'] as const;
+export type SeatModel = (typeof SEAT_MODELS)[number];
+
+/** A floating license's lease life when its creator names none: the offline grace of its apps too. */
+export const DEFAULT_LEASE_TTL_MINUTES = 15;
+
 /**
  * The status a license has now. Only transitions (revoke, redact) are stored; passing `expires_at`
  * expires a license by itself, so this one SQL expression is what every read and filter uses.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { JsonValue } from '../http/json-value.js';
 import { PageQuery } from '../http/pagination.js';
 import { DEACTIVATION_SOURCES } from './deactivation-history.js';
-import { LICENSE_STATUSES, LICENSE_TYPES } from './rules.js';
+import { DEFAULT_LEASE_TTL_MINUTES, LICENSE_STATUSES, LICENSE_TYPES, SEAT_MODELS } from './rules.js';
 
 const MAX_FEATURES_JSON_BYTES = 4096;
 
@@ -33,8 +33,29 @@ export const CreateLicenseBody = z
     expiry_days: z.number().int().min(1).max(36_500).optional(),
     features: Features.default({}),
     download_limit: DownloadLimit.optional(),
+    seat_model: z
+      .enum(SEAT_MODELS)
+      .default('node_locked')
+      .describe('node_locked: device_limit devices may activate; floating: any device, at most max_concurrent running at once (docs/protocol.md, Floating licenses)'),
+    max_concurrent: z.number().int().min(1).max(10_000).optional().describe('Floating licenses only, and required for them: the seats in use at once'),
+    lease_ttl_minutes: z
+      .number()
+      .int()
+      .min(3)
+      .max(1440)
+      .optional()
+      .describe(`Floating licenses only: how long a seat stays taken without a heartbeat, and the offline grace. Default ${DEFAULT_LEASE_TTL_MINUTES}`),
   })
   .refine((b) => b.expires_at === undefined || b.expiry_days === undefined, 'give expires_at or expiry_days, not both')
+  .superRefine((b, ctx) => {
+    const floating = b.seat_model === 'floating';
+    const refuse = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (floating && b.max_concurrent === undefined) refuse('max_concurrent', 'required for a floating license');
+    if (floating && b.device_limit !== undefined) refuse('device_limit', 'a floating license counts max_concurrent seats instead');
+    if (floating && b.license_type === 'trial') refuse('seat_model', 'a trial is node_locked: it spends the trials of each computer');
+    if (!floating && b.max_concurrent !== undefined) refuse('max_concurrent', 'floating licenses only');
+    if (!floating && b.lease_ttl_minutes !== undefined) refuse('lease_ttl_minutes', 'floating licenses only');
+  })
   .describe('A trial without expires_at or expiry_days runs 14 days from its first activation');
 export type CreateLicenseInput = z.infer<typeof CreateLicenseBody>;
 
@@ -59,7 +80,10 @@ export const License = z.object({
   app_id: z.string(),
   status: z.enum(LICENSE_STATUSES),
   license_type: z.enum(LICENSE_TYPES),
-  device_limit: z.number().int(),
+  device_limit: z.number().int().describe('Node-locked: the devices that may activate; floating: max_concurrent again'),
+  seat_model: z.enum(SEAT_MODELS),
+  max_concurrent: z.number().int().nullable().describe('Floating: the seats in use at once; null when node_locked'),
+  lease_ttl_minutes: z.number().int().nullable().describe('Floating: the lease life a heartbeat renews, and the offline grace; null when node_locked'),
   email: z.string().nullable(),
   expires_at: z.iso.datetime().nullable().describe('null: perpetual, or a trial whose clock has not started'),
   features: z.record(z.string(), z.unknown()),

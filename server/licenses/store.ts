@@ -3,7 +3,7 @@ import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
 import { listDeactivations, recordDeactivations } from './deactivation-history.js';
-import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType } from './rules.js';
+import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType, type SeatModel } from './rules.js';
 import type { ListLicensesFilter, LicenseStatusFilter } from './schemas.js';
 
 export interface LicenseRow {
@@ -13,7 +13,11 @@ export interface LicenseRow {
   license_key: string;
   status: LicenseStatus;
   license_type: LicenseType;
+  /** Floating: the concurrent seats (`max_concurrent`). */
   device_limit: number;
+  seat_model: SeatModel;
+  /** Floating only. */
+  lease_ttl_minutes: number | null;
   email: string | null;
   expires_at: Date | null;
   features: Record<string, unknown>;
@@ -127,6 +131,8 @@ export function createLicensesStore(db: Db) {
         const license = await trx('licenses').where({ id, developer_id: developerId }).forUpdate().first('id');
         if (!license) return undefined;
         await trx('licenses').where({ id }).update({ device_count: 0 });
+        // A floating license's seats go with its devices: their next heartbeat finds them not activated.
+        await trx('license_leases').where({ license_id: id }).delete();
         const removed: { fingerprint_hash: string }[] = await trx('devices').where({ license_id: id }).delete().returning('fingerprint_hash');
         await recordDeactivations(
           trx,

@@ -28,6 +28,7 @@ import { developerDeactivation } from './034_developer_deactivation.js';
 import { deviceRunningBuild } from './028_device_running_build.js';
 import { billingSubscriptionId } from './035_billing_subscription_id.js';
 import { deviceDeactivations } from './029_device_deactivations.js';
+import { floatingLicenses } from './030_floating_licenses.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -60,4 +61,5 @@ export const migrations: Migration[] = [
   deviceRunningBuild,
   billingSubscriptionId,
   deviceDeactivations,
+  floatingLicenses,
 ];
