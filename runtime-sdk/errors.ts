@@ -9,6 +9,11 @@ export const LICENSE_ERROR_CODES = {
     retryable: false,
     userMessage: 'This license is already in use on the maximum number of computers. Free a computer or ask the vendor to reset the devices.',
   },
+  /** Every seat of the floating license is in use by other running computers; one frees when its app closes or stops renewing it. */
+  NO_SEAT_AVAILABLE: {
+    retryable: true,
+    userMessage: 'All seats of this license are in use on other computers. Close the app on one of them, or try again in a few minutes.',
+  },
   TRIAL_ALREADY_USED: { retryable: false, userMessage: 'A trial of this app has already been used on this computer.' },
   /** The vendor reset the license's devices; this computer must be activated again. */
   DEVICE_DEACTIVATED: { retryable: false, userMessage: 'This computer is no longer activated for this license. Enter your license key to activate it again.' },

@@ -21,10 +21,11 @@ import {
   verifyRuntimeToken,
   type ActivationRequestFile,
   type LicenseFileClaims,
+  type RuntimePolicy,
   type RuntimeTokenClaims,
   type TamperKind,
 } from './protocol.js';
-import { RefreshScheduler, type RefreshOutcome } from './refresh/scheduler.js';
+import { heartbeatIntervalMs, RefreshScheduler, type RefreshOutcome } from './refresh/scheduler.js';
 import { isUsable, type LicenseStatus } from './status.js';
 import { LicenseVault, probeFingerprint, type Verdict } from './token-store/license-vault.js';
 import { loadSodiumMemory, maskedMemory } from './token-store/secret-memory.js';
@@ -38,6 +39,7 @@ const VERDICTS: Partial<Record<LicenseErrorCode, Verdict>> = {
   DEVICE_DEACTIVATED: { state: 'unlicensed', reason: 'device_deactivated' },
   LICENSE_EXPIRED: { state: 'expired', reason: 'license_expired' },
   TRIAL_ALREADY_USED: { state: 'expired', reason: 'trial_used' },
+  NO_SEAT_AVAILABLE: { state: 'unlicensed', reason: 'no_seat_available' },
 };
 
 /** What `deactivate()` resolves with. */
@@ -51,6 +53,9 @@ export interface DeactivationResult {
   /** The status after: unlicensed, reason `deactivated`. */
   status: LicenseStatus;
 }
+
+/** How long closing waits at most for a floating license's check-in: after it, the seat frees when its lease expires. */
+const CHECKIN_TIMEOUT_MS = 2_000;
 
 export async function createLicenseClient(options: LicenseClientOptions): Promise<LicenseClient> {
   const resolved = resolveOptions(options);
@@ -91,6 +96,7 @@ export class LicenseClient {
   ) {
     this.events = new TypedEvents((err) => options.logger.warn('a license event listener threw', { error: String(err) }));
     this.scheduler = new RefreshScheduler({ intervalMs: options.refreshIntervalMs, backoffBaseMs: options.offlineBackoffMs, jitterRatio: 0.1 }, () => this.backgroundRefresh());
+    this.scheduler.useHeartbeat(this.heartbeatMs(vault.claims?.policy));
     this.lastStatus = this.computeStatus();
   }
 
@@ -230,13 +236,14 @@ export class LicenseClient {
     return this.events.on(event, listener);
   }
 
-  /** Stops the background work, finishes pending cache writes and zeroes the secrets. */
+  /** Stops the background work, checks a floating license's seat in, finishes pending cache writes and zeroes the secrets. */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
     this.scheduler.stop();
     // A request in flight must not hold the exit (nor write into the vault being closed).
     this.authority.close();
+    await this.checkinSeat();
     clearTimeout(this.recheck);
     clearImmediate(this.sodiumUpgrade);
     this.events.clear();
@@ -267,6 +274,18 @@ export class LicenseClient {
     if (token !== undefined) await holdingProcess(() => this.authority.reportTamper({ token, build_id: buildId, kind }));
   }
 
+  /**
+   * Gives a floating license's seat back for another computer, best effort and briefly: a check-in
+   * that fails leaves the seat to expire with its lease, as a crashed app's does.
+   */
+  private async checkinSeat(): Promise<void> {
+    const token = this.heartbeatMs(this.vault.claims?.policy) === null ? undefined : this.vault.readToken((t) => t);
+    if (token === undefined) return;
+    await holdingProcess(() => this.authority.checkin({ token }, CHECKIN_TIMEOUT_MS)).catch((err: unknown) =>
+      this.options.logger.debug?.('seat check-in failed; the lease expires by itself', { error: String(err) }),
+    );
+  }
+
   /** @internal called once by `createLicenseClient`; with a blocking revalidation, resolves once it is answered or its budget is spent. */
   async start(): Promise<void> {
     const { startupDelayMs, refreshOnStart, refreshIntervalMs, memoryProtection, revalidate } = this.options;
@@ -286,7 +305,9 @@ export class LicenseClient {
       }, startupDelayMs).unref();
     }
     if (!this.vault.hasToken && !this.vault.hasLicenseKey) return;
-    if (revalidate === 'background') this.scheduler.schedule(refreshOnStart ? startupDelayMs : refreshIntervalMs);
+    // A floating license checks its seat out at every start: its token lived only as long as the last lease.
+    const checkOut = refreshOnStart || this.heartbeatMs(this.vault.claims?.policy) !== null;
+    if (revalidate === 'background') this.scheduler.schedule(checkOut ? startupDelayMs : refreshIntervalMs);
     else await this.revalidateWithin(revalidate.blockingMs);
   }
 
@@ -357,6 +378,7 @@ export class LicenseClient {
     if (claims.exp <= claims.iat) throw new LicenseError('INVALID_SERVER_RESPONSE', 'the issued token is already expired');
     if (Math.abs(claims.iat * 1000 - now) > MAX_CLOCK_SKEW_MS) throw new LicenseError('CLOCK_INCORRECT', 'token issue time and local clock differ by over a day');
     await this.vault.storeGrant({ token, claims, now, ...(licenseKey === undefined ? {} : { licenseKey }) });
+    this.scheduler.useHeartbeat(this.heartbeatMs(claims.policy));
   }
 
   /** Probes the hardware when the fingerprint in use is only remembered or was read incompletely. */
@@ -409,8 +431,8 @@ export class LicenseClient {
       claims,
       ...record,
       toleranceMs: this.options.clockToleranceMs,
-      // One missed refresh does not yet count as running offline.
-      freshForMs: 2 * this.options.refreshIntervalMs,
+      // One missed refresh (or heartbeat) does not yet count as running offline.
+      freshForMs: 2 * (this.heartbeatMs(claims.policy) ?? this.options.refreshIntervalMs),
     });
   }
 
@@ -436,6 +458,12 @@ export class LicenseClient {
       licenseExpiresAt: claims?.license_expires_at == null ? null : new Date(claims.license_expires_at * 1000),
       memoryProtection: this.vault.memoryProtection,
     };
+  }
+
+  /** A floating license's heartbeat interval (a third of its lease TTL, never longer than `refreshIntervalMs`); null when node-locked. */
+  private heartbeatMs(policy: RuntimePolicy | undefined): number | null {
+    const third = heartbeatIntervalMs(policy);
+    return third === null ? null : Math.min(third, this.options.refreshIntervalMs);
   }
 
   /** Network operations one at a time: a background refresh never races an activation. */

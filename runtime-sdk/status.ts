@@ -18,6 +18,8 @@ export const STATUS_REASONS = [
   'device_deactivated',
   /** This installation deactivated itself (`license.deactivate()`): its seat is free, its cache gone. */
   'deactivated',
+  /** A floating license whose seats are all leased to other running computers (the authority said so at the last refresh). */
+  'no_seat_available',
   'clock_rollback',
   'cache_modified',
   'token_invalid',

@@ -52,6 +52,11 @@ export interface AuthorityClient {
   reportTamper(body: TamperReportRequest): Promise<void>;
   /** Frees the seat of the device the token names; `deactivated: false` when it was no longer activated. */
   deactivate(body: DeactivateRequest): Promise<DeactivateAnswer>;
+  /**
+   * Frees a floating license's seat (docs/protocol.md, Floating licenses). Best effort for a closing
+   * app: one attempt within `timeoutMs`, and still sent after `close()`, which it follows.
+   */
+  checkin(body: { token: string }, timeoutMs: number): Promise<void>;
   /** Aborts every call in flight and refuses new ones (`DISPOSED`): the license client is closing. */
   close(): void;
 }
@@ -63,6 +68,7 @@ const AUTHORITY_CODES: Record<string, LicenseErrorCode> = {
   DEVICE_LIMIT_EXCEEDED: 'DEVICE_LIMIT_REACHED',
   TRIAL_ALREADY_USED: 'TRIAL_ALREADY_USED',
   DEVICE_NOT_ACTIVATED: 'DEVICE_DEACTIVATED',
+  NO_SEAT_AVAILABLE: 'NO_SEAT_AVAILABLE',
   INVALID_RUNTIME_TOKEN: 'TOKEN_NOT_RECOGNISED',
 };
 
@@ -79,10 +85,10 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
   };
 
   /** A 2xx answer; anything else becomes the LicenseError it means. */
-  async function post(path: string, json: object): Promise<{ status: number; text: string }> {
+  async function post(path: string, json: object, options = postOptions): Promise<{ status: number; text: string }> {
     let answer: HttpAnswer;
     try {
-      answer = await postJson(new URL(`${base}${path}`), json, postOptions);
+      answer = await postJson(new URL(`${base}${path}`), json, options);
     } catch (err) {
       if (closing.signal.aborted) throw new LicenseError('DISPOSED', 'the license client was disposed during the request', { cause: err });
       if (err instanceof NetworkError) throw new LicenseError('OFFLINE', err.message, { cause: err });
@@ -105,6 +111,7 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
     reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
     reportTamper: async (body) => void (await post('/v1/licenses/tamper-report', body)),
     deactivate: async (body) => deactivateAnswer((await post('/v1/licenses/deactivate', body)).text),
+    checkin: async (body, timeoutMs) => void (await post('/v1/licenses/checkin', body, { ...postOptions, timeoutMs, retryLimit: 0, signal: new AbortController().signal })),
     close: () => closing.abort(),
   };
 }

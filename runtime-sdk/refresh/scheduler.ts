@@ -4,6 +4,17 @@
  * off exponentially, never waiting longer than the normal interval.
  */
 
+import type { RuntimePolicy } from '../protocol.js';
+
+/**
+ * A floating license's token lives as long as its lease: it is renewed (the refresh is the
+ * heartbeat) at a third of the lease TTL, so two heartbeats can fail before the seat lapses. Null
+ * for a node-locked license, which refreshes at the normal interval.
+ */
+export function heartbeatIntervalMs(policy: RuntimePolicy | undefined): number | null {
+  return policy?.seat_model === 'floating' && policy.lease_ttl_minutes ? (policy.lease_ttl_minutes * 60_000) / 3 : null;
+}
+
 /** `ok`: wait the normal interval; `retry`: back off; `stop`: nothing left to refresh. */
 export type RefreshOutcome = 'ok' | 'retry' | 'stop';
 
@@ -24,11 +35,18 @@ export class RefreshScheduler {
   private timer: NodeJS.Timeout | undefined;
   private failures = 0;
   private stopped = false;
+  /** A floating license's heartbeat interval, in place of `timing.intervalMs` (heartbeatIntervalMs). */
+  private heartbeatMs: number | null = null;
 
   constructor(
     private readonly timing: RefreshTiming,
     private readonly run: () => Promise<RefreshOutcome>,
   ) {}
+
+  /** The normal interval from now on: the heartbeat's for a floating license, the configured one otherwise. */
+  useHeartbeat(intervalMs: number | null): void {
+    this.heartbeatMs = intervalMs;
+  }
 
   /** Schedules the next run after `delayMs`, replacing any pending one. */
   schedule(delayMs: number): void {
@@ -42,7 +60,7 @@ export class RefreshScheduler {
   reset(outcome: RefreshOutcome): void {
     this.failures = outcome === 'retry' ? this.failures + 1 : 0;
     if (outcome === 'stop') clearTimeout(this.timer);
-    else this.schedule(nextRefreshDelay(this.timing, this.failures));
+    else this.schedule(nextRefreshDelay(this.heartbeatMs === null ? this.timing : { ...this.timing, intervalMs: this.heartbeatMs }, this.failures));
   }
 
   stop(): void {
