@@ -17,5 +17,8 @@ export const DELIVERY_MODES = ['all', 'released_only'] as const;
 
 export const LICENSE_TYPES = ['perpetual', 'subscription', 'trial'] as const;
 
+/** node_locked: devices that may activate; floating: copies that may run at once. */
+export const SEAT_MODELS = ['node_locked', 'floating'] as const;
+
 /** The license list's `status` filter (lower case, unlike the licenses' own status). */
 export const LICENSE_STATUS_FILTERS = ['active', 'revoked', 'expired', 'demo'] as const;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
-import { LICENSE_STATUS_FILTERS, LICENSE_TYPES } from './api-values.js';
+import { LICENSE_STATUS_FILTERS, LICENSE_TYPES, SEAT_MODELS } from './api-values.js';
 import { CliError, EXIT } from './errors.js';
 import { jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
@@ -42,6 +42,9 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
     .addOption(new Option('--type <type>', 'license type').choices(LICENSE_TYPES))
     .option('--expiry-days <n>', 'expire this many days from now', wholeNumber)
     .option('--features <json>', 'features object the runtime reads, e.g. \'{"tier":"pro"}\'', jsonObject)
+    .addOption(new Option('--seat-model <model>', 'node_locked (default): devices that may activate; floating: copies running at once').choices(SEAT_MODELS))
+    .option('--max-concurrent <n>', 'floating: copies that may run at once (required with --seat-model floating)', wholeNumber)
+    .option('--lease-ttl-minutes <n>', 'floating: how long a seat stays taken without a heartbeat, and the offline grace (default 15)', wholeNumber)
     .action(async (opts) => {
       const { body } = await api.request('POST', '/v1/licenses', {
         app_id: opts.app,
@@ -50,6 +53,9 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
         license_type: opts.type,
         expiry_days: opts.expiryDays,
         features: opts.features,
+        seat_model: opts.seatModel,
+        max_concurrent: opts.maxConcurrent,
+        lease_ttl_minutes: opts.leaseTtlMinutes,
       });
       print(opts.json ? renderJson(body) : licenseSummary(body as License));
     });

@@ -54,6 +54,18 @@ describe('latchkey licenses', { timeout: 120_000 }, () => {
     expect(JSON.parse(revoked.stdout).status).toBe('REVOKED');
   });
 
+  it('creates a floating license with its seats and lease TTL', async () => {
+    const created = await latchkey(['licenses', 'create', '--app', t.app.id, '--seat-model', 'floating', '--max-concurrent', '5', '--lease-ttl-minutes', '30', '--json']);
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ seat_model: 'floating', max_concurrent: 5, lease_ttl_minutes: 30, device_limit: 5 });
+    const human = await latchkey(['licenses', 'create', '--app', t.app.id, '--seat-model', 'floating', '--max-concurrent', '2']);
+    expect(human.stdout).toMatch(/^seat_model\s+floating$/m);
+    expect(human.stdout).toMatch(/^lease_ttl_minutes\s+15$/m);
+    const refused = await latchkey(['licenses', 'create', '--app', t.app.id, '--seat-model', 'floating']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('max_concurrent');
+  });
+
   it("exits with the code of the failure and the server's detail", async () => {
     const missing = await latchkey(['licenses', 'get', '--license', 'lic_000000000000000000000000']);
     expect(missing.code).toBe(4);
