@@ -88,6 +88,8 @@ export const ERROR_CODES = {
   NO_ACTIVE_LICENSE: 409,
   /** Every seat of a floating license is leased to another running device; the body carries `earliest_expiry`, when one frees by itself. */
   NO_SEAT_AVAILABLE: 409,
+  /** Setting the seats of a license that is node_locked: its devices are set by device_limit at creation. */
+  LICENSE_NOT_FLOATING: 409,
   /** A commerce operation while no payment processor account is connected. */
   PAYMENT_ACCOUNT_NOT_CONNECTED: 409,
   /** The processor account is already connected to another developer. */

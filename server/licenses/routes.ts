@@ -123,6 +123,26 @@ export function licenseRoutes(licenses: LicensesService) {
       handler: async ({ actor, params, body }) => licenseView(await licenses.setDownloadLimit(actor.developerId, params.license_id, body)),
     }),
     defineRoute({
+      method: 'put',
+      path: '/v1/licenses/{license_id}/seats',
+      operationId: 'setLicenseSeats',
+      scope: 'licenses',
+      tag,
+      auth: 'developer',
+      rateLimit: 'general',
+      summary: "Set a floating license's seats (max_concurrent) and lease TTL",
+      description:
+        'Body `max_concurrent` (1 to 10000) and optional `lease_ttl_minutes` (3 to 1440; omitted: unchanged). Fewer seats than leases in use: ' +
+        'the running copies keep theirs until they check in or their leases lapse, and new check-outs wait until the leases in use are fewer ' +
+        "than the seats. A new TTL applies from each lease's next renewal. 409 LICENSE_NOT_FLOATING for a node-locked license; 404 for a " +
+        'license that is not yours.',
+      params: s.LicenseIdParams,
+      body: s.SetSeatsBody,
+      response: s.License,
+      errors: [404, 409],
+      handler: async ({ actor, params, body }) => licenseView(await licenses.setSeats(actor.developerId, params.license_id, body)),
+    }),
+    defineRoute({
       method: 'post',
       path: '/v1/licenses/{license_id}/reset-devices',
       operationId: 'resetLicenseDevices',

@@ -23,6 +23,9 @@ const DownloadLimit = z
   .nullable()
   .describe("Downloads of the license's delivery page and installer in all; replaces the default allowance (10 per build offered), null: the default");
 
+const MaxConcurrent = z.number().int().min(1).max(10_000);
+const LeaseTtlMinutes = z.number().int().min(3).max(1440);
+
 export const CreateLicenseBody = z
   .strictObject({
     app_id: z.string().max(64),
@@ -37,14 +40,10 @@ export const CreateLicenseBody = z
       .enum(SEAT_MODELS)
       .default('node_locked')
       .describe('node_locked: device_limit devices may activate; floating: any device, at most max_concurrent running at once (docs/protocol.md, Floating licenses)'),
-    max_concurrent: z.number().int().min(1).max(10_000).optional().describe('Floating licenses only, and required for them: the seats in use at once'),
-    lease_ttl_minutes: z
-      .number()
-      .int()
-      .min(3)
-      .max(1440)
-      .optional()
-      .describe(`Floating licenses only: how long a seat stays taken without a heartbeat, and the offline grace. Default ${DEFAULT_LEASE_TTL_MINUTES}`),
+    max_concurrent: MaxConcurrent.optional().describe('Floating licenses only, and required for them: the seats in use at once'),
+    lease_ttl_minutes: LeaseTtlMinutes.optional().describe(
+      `Floating licenses only: how long a seat stays taken without a heartbeat, and the offline grace. Default ${DEFAULT_LEASE_TTL_MINUTES}`,
+    ),
   })
   .refine((b) => b.expires_at === undefined || b.expiry_days === undefined, 'give expires_at or expiry_days, not both')
   .superRefine((b, ctx) => {
@@ -70,6 +69,12 @@ export const ListLicensesQuery = PageQuery.extend({
 export type ListLicensesFilter = z.infer<typeof ListLicensesQuery>;
 
 export const LicenseIdParams = z.object({ license_id: z.string().max(64) });
+
+export const SetSeatsBody = z.strictObject({
+  max_concurrent: MaxConcurrent,
+  lease_ttl_minutes: LeaseTtlMinutes.optional().describe('Omitted: unchanged'),
+});
+export type SetSeatsInput = z.infer<typeof SetSeatsBody>;
 
 export const SetDownloadLimitBody = z.strictObject({ download_limit: DownloadLimit });
 export type SetDownloadLimitInput = z.infer<typeof SetDownloadLimitBody>;

@@ -5,7 +5,7 @@ import type { Page } from '../http/pagination.js';
 import { RequestError, assertThat } from '../errors.js';
 import { newLicenseKey } from './license-key.js';
 import { DEFAULT_LEASE_TTL_MINUTES } from './rules.js';
-import type { CreateLicenseInput, ListLicensesFilter, SetDownloadLimitInput } from './schemas.js';
+import type { CreateLicenseInput, ListLicensesFilter, SetDownloadLimitInput, SetSeatsInput } from './schemas.js';
 import type { LicenseRead, LicensesStore } from './store.js';
 
 const DAY_MS = 86_400_000;
@@ -90,6 +90,14 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
       const license = await store.setDownloadLimit(developerId, licenseId, input.download_limit, clock.now());
       assertThat(license, 'LICENSE_NOT_FOUND', 'No such license');
       return license;
+    },
+
+    /** A floating license's seats and lease TTL; 404 for a license not the developer's, 409 for a node-locked one. */
+    async setSeats(developerId: string, licenseId: string, input: SetSeatsInput): Promise<LicenseRead> {
+      const license = await store.setSeats(developerId, licenseId, input, clock.now());
+      if (license) return license;
+      await get(developerId, licenseId);
+      throw new RequestError('LICENSE_NOT_FLOATING', 'The license is node_locked: its devices are limited by device_limit, not by seats');
     },
 
     async resetDevices(developerId: string, licenseId: string): Promise<number> {

@@ -113,6 +113,18 @@ export function createLicensesStore(db: Db) {
         .returning(licenseColumns(db, now))
         .then((r: LicenseRead[]) => r[0]),
 
+    /** A floating license with its seats and lease TTL set (an omitted TTL unchanged); undefined when it is not the developer's or is node-locked. */
+    setSeats: (developerId: string, id: string, seats: { max_concurrent: number; lease_ttl_minutes?: number | undefined }, now: Date) =>
+      db('licenses')
+        .where({ id, developer_id: developerId, seat_model: 'floating' })
+        .update({
+          device_limit: seats.max_concurrent,
+          lease_ttl_minutes: seats.lease_ttl_minutes ?? db.raw('lease_ttl_minutes'),
+          updated_at: now,
+        })
+        .returning(licenseColumns(db, now))
+        .then((r: LicenseRead[]) => r[0]),
+
     /** Idempotent: revoking a revoked license keeps its first revocation time. */
     revoke: (developerId: string, id: string, now: Date) =>
       db('licenses')

@@ -59,6 +59,27 @@ describe('floating licenses: settings', () => {
     expect(nodeLocked).toMatchObject({ seat_model: 'node_locked', max_concurrent: null, lease_ttl_minutes: null, device_limit: 3 });
   });
 
+  it("sets a floating license's seats and lease TTL; refuses a node-locked license, someone else's and bad values", async () => {
+    const lic = await floating(1);
+    const held = await checkedOut(lic.license_key);
+    const other = randomFingerprint();
+    expectNoSeat(await activate(lic.license_key, other), held.leaseEnd);
+    const set = (id: string, body: unknown) => t.call('PUT', `/v1/licenses/${id}/seats`, { apiKey: t.dev.apiKey, body });
+    const res = await set(lic.license_id, { max_concurrent: 2, lease_ttl_minutes: 30 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ seat_model: 'floating', max_concurrent: 2, device_limit: 2, lease_ttl_minutes: 30 });
+    const second = claimsOf(await activate(lic.license_key, other), other);
+    expect(second.exp - second.iat).toBe(30 * 60);
+    expect((await set(lic.license_id, { max_concurrent: 3 })).body).toMatchObject({ max_concurrent: 3, lease_ttl_minutes: 30 });
+
+    const nodeLocked = await createLicense(t.call, t.dev, { app_id: t.app.id });
+    expectError(await set(nodeLocked.license_id, { max_concurrent: 2 }), 409, 'LICENSE_NOT_FLOATING');
+    expectError(await set('lic_000000000000000000000000', { max_concurrent: 2 }), 404, 'LICENSE_NOT_FOUND');
+    for (const body of [{}, { max_concurrent: 0 }, { max_concurrent: 2, lease_ttl_minutes: 2 }, { max_concurrent: 2, device_limit: 2 }]) {
+      expectError(await set(lic.license_id, body), 400, 'VALIDATION_FAILED');
+    }
+  });
+
   it('refuses inconsistent settings with 400', async () => {
     for (const body of [
       { seat_model: 'floating' },
