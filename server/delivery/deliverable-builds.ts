@@ -122,11 +122,26 @@ export function offersForVisitor<T extends VisitorChoice>(offers: readonly T[], 
   return { mine, others: offers.filter((o) => o !== mine) };
 }
 
-/** $1 app, $2 released builds only (`released_only`). */
-const NEWEST_DELIVERABLE_BUILDS = `
+/** The newest deliverable build of each platform: `app` and `releasedOnly` are the SQL of the app's id and of whether only released builds count. */
+const newestDeliverableBuildsSql = (app: string, releasedOnly: string) => `
   SELECT DISTINCT ON (platform) id, platform, version, package_key, package_name, protected_size_bytes, sha256, completed_at
-  FROM builds WHERE app_id = $1 AND status = 'READY' AND (released OR NOT $2::boolean)
+  FROM builds WHERE app_id = ${app} AND status = 'READY' AND (released OR NOT ${releasedOnly})
   ORDER BY platform, completed_at DESC, created_at DESC`;
+
+/** $1 app, $2 released builds only (`released_only`). */
+const NEWEST_DELIVERABLE_BUILDS = newestDeliverableBuildsSql('$1', '$2::boolean');
+
+/**
+ * The same builds as a json array, for a statement that reads its sale's app with them (checkout
+ * fulfilment: one round trip); `app` is the SQL of a row with the app's `id` and `delivery_mode`.
+ * Read it back with `deliverableBuildsFromJson`.
+ */
+export const newestDeliverableBuildsJsonSql = (app: string) =>
+  `(SELECT COALESCE(json_agg(b), '[]'::json) FROM (${newestDeliverableBuildsSql(`${app}.id`, `(${app}.delivery_mode = 'released_only')`)}) b)`;
+
+export type DeliverableBuildJson = Omit<DeliverableBuild, 'completed_at'> & { completed_at: string };
+
+export const deliverableBuildsFromJson = (builds: readonly DeliverableBuildJson[]): DeliverableBuild[] => builds.map((b) => ({ ...b, completed_at: new Date(b.completed_at) }));
 
 /**
  * The newest deliverable READY build of each platform the app's builds have (released ones only

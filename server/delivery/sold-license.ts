@@ -106,10 +106,10 @@ export function deliveryEmailRequest(
 /**
  * What every channel does once it has minted a sold license, in the transaction that minted it:
  * the platform fee (once per license; trial and test licenses exempt), the download link and, when
- * the buyer gave an address and a build is ready, the delivery email. Checkout fulfilment and
- * marketplace provisioning share it; code redemption and the entitlement webhook do the same in
- * one statement each, from the same owners' text (billing/store.ts chargeFeeCtes, email/store.ts
- * queueEmailCtes), and read their links with `downloads` here.
+ * the buyer gave an address and a build is ready, the delivery email. Marketplace provisioning and
+ * Route B purchase sessions use it; checkout sales, code redemption and the entitlement webhook do
+ * the same in one statement each, from the same owners' text (billing/store.ts chargeFeeCtes,
+ * email/store.ts queueEmailCtes), and read their links with `downloads` or `linkOffers` here.
  */
 export function createSoldLicenses(deps: { fees: Pick<FeeLedger, 'recordLicenseFee'>; outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>; links: DownloadLinks }) {
   /** A signed link (7 days) to the build of each platform the app ships, read in `q` (the channel's transaction). */

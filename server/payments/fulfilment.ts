@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { FeeCollection } from '../billing/fee-rule.js';
+import { feeDue, type FeeCollection } from '../billing/fee-rule.js';
 import type { FeeLedger } from '../billing/fees.js';
 import type { Clock } from '../clock.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import { newId, sha256Hex } from '../crypto/secrets.js';
-import { createSoldLicenses } from '../delivery/sold-license.js';
-import type { EmailOutbox } from '../email/outbox.js';
+import { offerPerPlatform } from '../delivery/deliverable-builds.js';
+import { createSoldLicenses, deliveryEmailRequest, linkOffers } from '../delivery/sold-license.js';
+import { deliveryEmail, type EmailOutbox } from '../email/outbox.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { LinksStore } from './links-store.js';
 import type { ProcessorCheckoutSession } from './processor.js';
@@ -72,15 +73,16 @@ export function createFulfilment(deps: {
 
   return async function fulfilSession(trx: Knex.Transaction, accountId: string, session: ProcessorCheckoutSession): Promise<FulfilmentOutcome> {
     if (session.paymentStatus !== 'paid') return 'not_paid';
+    const now = deps.clock.now();
     // Only the connected account's own sessions: a disconnected account's links deliver nothing.
-    const developer = await store.developerOfAccount(trx, accountId, deps.clock.now());
-    if (!developer) return 'account_not_connected';
+    const sale = await store.saleContext(trx, { accountId, now, priceIds: session.priceIds, appId: session.metadata.service_app_id });
+    if (!sale) return 'account_not_connected';
+    const { developer, app } = sale;
     if (developer.plan !== 'pro') {
       // The buyer has paid the developer's account: say so loudly, so the developer refunds or renews and provisions by hand.
       deps.log.warn({ developer_id: developer.id }, 'paid sale delivered no license: the developer has no active Pro subscription');
       return 'plan_required';
     }
-    const app = await store.saleApp(trx, developer.id, { priceIds: session.priceIds, appId: session.metadata.service_app_id });
     if (!app) return 'no_matching_app';
 
     const collectedBy = await feeCollection(trx, developer, session);
@@ -88,6 +90,7 @@ export function createFulfilment(deps: {
 
     const email = session.customerEmail?.trim() || null;
     const licenseType = session.mode === 'subscription' ? 'subscription' : 'perpetual';
+    const test = !session.livemode;
     const paid = {
       payment_session_id: maskSessionId(session.id),
       payment_session_hash: sessionHash(session.id),
@@ -97,34 +100,38 @@ export function createFulfilment(deps: {
     };
     // Route B: the session pays for an existing license, which it converts instead of minting one.
     // Its metadata names the license, but only the stored session hash makes it a purchase session.
-    const purchase = session.metadata.license_id ? await deps.linksStore.completePurchaseSession(trx, developer.id, paid.payment_session_hash, deps.clock.now()) : undefined;
-    if (purchase?.completed) return 'already_fulfilled';
-    const license = purchase
-      ? await deps.linksStore.convertPurchasedLicense(trx, purchase.licenseId, { license_type: licenseType, email, ...paid, now: deps.clock.now() })
-      : await store.mintSessionLicense(trx, {
-          id: newId('lic'),
-          developer_id: developer.id,
-          app_id: app.id,
-          license_key: newLicenseKey(),
-          license_type: licenseType,
-          device_limit: app.default_device_limit,
-          email,
-          source: DIRECT_PAYMENT_SOURCE,
-          ...paid,
-        });
-    if (!license) return 'already_fulfilled';
+    if (session.metadata.license_id) {
+      const purchase = await deps.linksStore.completePurchaseSession(trx, developer.id, paid.payment_session_hash, now);
+      if (purchase) {
+        if (purchase.completed) return 'already_fulfilled';
+        const license = await deps.linksStore.convertPurchasedLicense(trx, purchase.licenseId, { license_type: licenseType, email, ...paid, now });
+        if (!license) return 'already_fulfilled';
+        await sold.chargeAndDeliver(trx, { app, license, email, source: DIRECT_PAYMENT_SOURCE, licenseType, test, collectedBy });
+        return 'fulfilled';
+      }
+    }
 
+    // A new license, its fee and its delivery email in one statement: what chargeAndDeliver does,
+    // from the same owners' rules (billing's feeDue, the delivery email) and their SQL text.
     // Without a READY build no email goes out yet; the entitlement endpoint's first success mails it later.
-    await sold.chargeAndDeliver(trx, {
-      app: { ...app, developer_id: developer.id },
-      license,
-      email,
-      source: DIRECT_PAYMENT_SOURCE,
-      licenseType,
-      test: !session.livemode,
-      collectedBy,
+    const license = { id: newId('lic'), license_key: newLicenseKey() };
+    const fee = feeDue({ licenseId: license.id, licenseType, test, collectedBy });
+    const { download, downloads } = linkOffers(deps.links, offerPerPlatform(app.platforms, sale.builds));
+    const minted = await store.sellSessionLicense(trx, {
+      license: {
+        ...license,
+        developer_id: developer.id,
+        app_id: app.id,
+        license_type: licenseType,
+        device_limit: app.default_device_limit,
+        email,
+        source: DIRECT_PAYMENT_SOURCE,
+        ...paid,
+      },
+      fee: fee && { ...fee, developer_id: developer.id, app_id: app.id, source: DIRECT_PAYMENT_SOURCE, charged_at: now },
+      email: email && download ? deliveryEmail(deliveryEmailRequest({ app, license, email }, { download, downloads })) : null,
     });
-    return 'fulfilled';
+    return minted ? 'fulfilled' : 'already_fulfilled';
   };
 }
 

@@ -1,7 +1,10 @@
 import type { Knex } from 'knex';
-import { effectivePlan, type Plan } from '../accounts/plan.js';
-import type { Db } from '../db/knex.js';
-import { mintSoldLicense } from '../licenses/mint.js';
+import { effectivePlanSqlAt, type Plan } from '../accounts/plan.js';
+import { chargeFeeCtes, feeRecord, type NewLicenseFee } from '../billing/store.js';
+import { hotQuery, type Db } from '../db/knex.js';
+import { deliverableBuildsFromJson, newestDeliverableBuildsJsonSql, type DeliverableBuild, type DeliverableBuildJson } from '../delivery/deliverable-builds.js';
+import { emailRecord, queueEmailCtes, type NewOutboxEmail } from '../email/store.js';
+import { mintLicenseSql, soldLicenseRecord } from '../licenses/mint.js';
 
 export interface PaymentConnection {
   payment_account_id: string | null;
@@ -84,6 +87,56 @@ const SUBSCRIPTION_COLUMNS = [
 ];
 const CONNECTION_COLUMNS = ['payment_account_id', 'payment_connected_at', 'payment_connection_generation'];
 
+// A checkout sale runs once per notification: its statements are prepared (db/knex.ts hotQuery).
+
+const CLAIM_EVENT_SQL = `INSERT INTO payment_events (id, type, outcome, received_at) VALUES ($1, $2, 'processing', $3) ON CONFLICT (id) DO NOTHING RETURNING id`;
+
+const SETTLE_EVENT_SQL = `UPDATE payment_events SET outcome = $2 WHERE id = $1`;
+
+/**
+ * What fulfilling a paid session reads, in one round trip: the owner of the connected account ($1;
+ * unique, so one tenant at most) with its plan now ($2), and that developer's app behind the sale
+ * with the newest deliverable build of each platform (server/delivery/deliverable-builds.ts). The
+ * app is picked by its saved Price ID ($3), else by the session's `service_app_id` ($4): the Price
+ * match is what docs/contract.md names as how the app is picked, metadata only when no Price
+ * matches. Never another developer's app. No row when no developer has the account.
+ */
+const SALE_CONTEXT_SQL = `
+  WITH developer AS (
+    SELECT id, payment_connection_generation, (${effectivePlanSqlAt('$2::timestamptz')}) AS plan FROM developers WHERE payment_account_id = $1
+  ), app AS (
+    SELECT apps.id, apps.developer_id, apps.name, apps.delivery_mode, apps.platforms, apps.default_device_limit
+    FROM apps JOIN developer ON developer.id = apps.developer_id
+    WHERE apps.price_id = ANY ($3::text[]) OR apps.id = $4::text
+    ORDER BY (apps.price_id = ANY ($3::text[])) DESC
+    LIMIT 1
+  )
+  SELECT developer.id, developer.payment_connection_generation, developer.plan, row_to_json(app) AS app,
+    CASE WHEN app.id IS NOT NULL THEN ${newestDeliverableBuildsJsonSql('app')} END AS builds
+  FROM developer LEFT JOIN app ON true`;
+
+/**
+ * A checkout sale in one statement: the session's license ($1) minted once per session hash
+ * (licenses/mint.ts), and only with it its fee ($2, or null when none is due; billing/store.ts,
+ * once per license, with its report job) and its delivery email ($3, or null; email/store.ts,
+ * once per dedupe key, with its send job). No row when the session already has a license (a
+ * retried or concurrent twin notification waits on the first's insert, then finds it).
+ */
+const SELL_SESSION_SQL = `
+  WITH license AS (${mintLicenseSql({ record: '$1::jsonb', once: 'payment_session' })}),
+  ${chargeFeeCtes({ record: '$2::jsonb', from: 'license', where: '$2::jsonb IS NOT NULL' })},
+  ${queueEmailCtes({ record: '$3::jsonb', from: 'license' })}
+  SELECT id, license_key FROM license`;
+
+/** What SALE_CONTEXT_SQL reads of a paid session's seller. */
+export interface SaleContext {
+  developer: { id: string; payment_connection_generation: number; plan: Plan };
+  /** Undefined when none of the developer's apps is the one sold. */
+  app: SaleApp | undefined;
+  /** The newest deliverable build of each platform of `app`. */
+  builds: DeliverableBuild[];
+}
+
 export function createPaymentsStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
@@ -121,37 +174,41 @@ export function createPaymentsStore(db: Db) {
         .then((r: PaymentConnection[]) => r[0]!),
 
     /** Records the event id in `trx`; false when it was already processed (a concurrent twin waits here for the first to commit). */
-    claimEvent: async (trx: Knex.Transaction, event: { id: string; type: string }, now: Date): Promise<boolean> => {
-      const rows = await trx('payment_events').insert({ id: event.id, type: event.type, outcome: 'processing', received_at: now }).onConflict('id').ignore().returning('id');
-      return rows.length === 1;
+    claimEvent: async (trx: Knex.Transaction, event: { id: string; type: string }, now: Date): Promise<boolean> =>
+      (await hotQuery(trx, CLAIM_EVENT_SQL, [event.id, event.type, now], 'payments.claim_event')).length === 1,
+
+    settleEvent: async (trx: Knex.Transaction, eventId: string, outcome: string): Promise<void> => {
+      await hotQuery(trx, SETTLE_EVENT_SQL, [eventId, outcome], 'payments.settle_event');
     },
 
-    settleEvent: (trx: Knex.Transaction, eventId: string, outcome: string) => trx('payment_events').where({ id: eventId }).update({ outcome }),
-
-    /** The owner of a connected account; unique, so one tenant at most. */
-    developerOfAccount: (trx: Knex.Transaction, accountId: string, now: Date) =>
-      trx('developers')
-        .where({ payment_account_id: accountId })
-        .first<{ id: string; payment_connection_generation: number; plan: Plan } | undefined>('id', 'payment_connection_generation', effectivePlan(trx, now)),
-
-    /** The developer's app behind a sale: by its saved Price ID, else by the session's `service_app_id`. Never another developer's. */
-    saleApp: (trx: Knex.Transaction, developerId: string, by: { priceIds: string[]; appId: string | undefined }) =>
-      trx('apps')
-        .where({ developer_id: developerId })
-        .where((q) => {
-          q.whereIn('price_id', by.priceIds);
-          if (by.appId) q.orWhere({ id: by.appId });
-        })
-        // The Price match is what docs/contract.md names as how the app is picked; metadata only when no Price matches.
-        .orderByRaw('(price_id = ANY(?)) DESC', [by.priceIds])
-        .first<SaleApp | undefined>('id', 'developer_id', 'name', 'delivery_mode', 'platforms', 'default_device_limit'),
+    /** SALE_CONTEXT_SQL: the connected account's owner, the app sold and its builds; undefined when no developer has the account. */
+    saleContext: async (trx: Knex.Transaction, sale: { accountId: string; now: Date; priceIds: string[]; appId: string | undefined }): Promise<SaleContext | undefined> => {
+      const [row] = await hotQuery<SaleContext['developer'] & { app: SaleApp | null; builds: DeliverableBuildJson[] | null }>(
+        trx,
+        SALE_CONTEXT_SQL,
+        [sale.accountId, sale.now, sale.priceIds, sale.appId ?? null],
+        'payments.sale_context',
+      );
+      if (!row) return undefined;
+      const { app, builds, ...developer } = row;
+      return { developer, app: app ?? undefined, builds: deliverableBuildsFromJson(builds ?? []) };
+    },
 
     /**
-     * Mints the license of a session unless one exists: answers it, or undefined when the session
-     * already has one (a retried or twin notification). A license-key collision (about one in
-     * 10^23) fails the delivery, and the processor's retry mints with another key.
+     * SELL_SESSION_SQL: mints the license of a session unless one exists, with its fee and delivery
+     * email; answers it, or undefined when the session already has one (a retried or twin
+     * notification). A license-key collision (about one in 10^23) fails the delivery, and the
+     * processor's retry mints with another key.
      */
-    mintSessionLicense: (trx: Knex.Transaction, row: SessionLicense) => mintSoldLicense(trx, row, 'payment_session'),
+    sellSessionLicense: async (trx: Knex.Transaction, sale: { license: SessionLicense; fee: NewLicenseFee | null; email: NewOutboxEmail | null }) =>
+      (
+        await hotQuery<{ id: string; license_key: string }>(
+          trx,
+          SELL_SESSION_SQL,
+          [soldLicenseRecord(sale.license), sale.fee && feeRecord(sale.fee), emailRecord(sale.email)],
+          'payments.sell_session_license',
+        )
+      )[0],
 
     /** The license of a session, if it was minted (by its session hash). */
     licenseOfSession: (q: Knex | Knex.Transaction, sessionHash: string) =>
