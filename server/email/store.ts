@@ -85,15 +85,18 @@ export async function insertEmailOnce(trx: Knex.Transaction, email: NewOutboxEma
  * two runners from sending it at once (one that stalled past its job lease, and its successor).
  */
 export async function claimQueuedEmail(trx: Knex.Transaction, id: string): Promise<QueuedEmail | undefined> {
-  const [row] = await trx('email_outbox')
-    .where({ id, status: 'queued' })
-    .increment('attempts', 1)
-    .returning(['id', 'kind', 'recipient', 'subject', 'text_body', 'html_body', 'sealed', 'attempts']);
-  return row as QueuedEmail | undefined;
+  const [row] = await hotQuery<QueuedEmail>(
+    trx,
+    `UPDATE email_outbox SET attempts = attempts + 1 WHERE id = $1 AND status = 'queued' RETURNING id, kind, recipient, subject, text_body, html_body, sealed, attempts`,
+    [id],
+    'email.claim_queued',
+  );
+  return row;
 }
 
+// Every email sent runs the claim above and this: both prepared (hotQuery).
 export async function markEmailSent(trx: Knex.Transaction, id: string, at: Date): Promise<void> {
-  await trx('email_outbox').where({ id }).update({ status: 'sent', sent_at: at, last_error: null });
+  await hotQuery(trx, `UPDATE email_outbox SET status = 'sent', sent_at = $2, last_error = NULL WHERE id = $1`, [id, at], 'email.mark_sent');
 }
 
 export async function recordEmailError(trx: Knex.Transaction, id: string, reason: string): Promise<void> {

@@ -51,27 +51,28 @@ const CLAIM_LOCK = 'latchkey.jobs.claim';
  * first, then the one served longest ago (job_tenant_turns), so a tenant with a thousand queued
  * jobs and one with a single job alternate instead of queueing behind each other. Within a tenant,
  * oldest first. Jobs without a tenant (null) share one turn. Answers one row: the job (id null when
- * none) and how many tenants had due jobs, capped ones included.
+ * none) and how many tenants had due jobs, capped ones included. $1 the runner, $2 the lease in
+ * seconds, $3 the kinds it runs, $4 the per-tenant cap.
  */
 const CLAIM_SQL = `
   WITH due AS (
     SELECT DISTINCT coalesce(developer_id, '') AS tenant FROM jobs
-    WHERE kind = ANY((:kinds)) AND run_after <= now() AND (locked_until IS NULL OR locked_until < now())
+    WHERE kind = ANY ($3::text[]) AND run_after <= now() AND (locked_until IS NULL OR locked_until < now())
   ), busy AS (
     SELECT coalesce(developer_id, '') AS tenant, count(*) AS running FROM jobs WHERE locked_until >= now() GROUP BY 1
   ), turn AS (
     SELECT due.tenant, coalesce(busy.running, 0) AS running, t.served_at
     FROM due LEFT JOIN busy ON busy.tenant = due.tenant LEFT JOIN job_tenant_turns t ON t.developer_id = due.tenant
-    WHERE coalesce(busy.running, 0) < (:cap)
+    WHERE coalesce(busy.running, 0) < $4
   ), next AS (
     SELECT j.id, turn.tenant FROM turn
     JOIN jobs j ON coalesce(j.developer_id, '') = turn.tenant
-    WHERE j.kind = ANY((:kinds)) AND j.run_after <= now() AND (j.locked_until IS NULL OR j.locked_until < now())
+    WHERE j.kind = ANY ($3::text[]) AND j.run_after <= now() AND (j.locked_until IS NULL OR j.locked_until < now())
     ORDER BY turn.running, turn.served_at NULLS FIRST, j.run_after, j.id
     LIMIT 1
     FOR UPDATE OF j SKIP LOCKED
   ), claimed AS (
-    UPDATE jobs SET attempts = attempts + 1, locked_by = (:runner), locked_until = now() + make_interval(secs => (:lease))
+    UPDATE jobs SET attempts = attempts + 1, locked_by = $1, locked_until = now() + make_interval(secs => $2)
     FROM next WHERE jobs.id = next.id
     RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.last_error, next.tenant
   ), served AS (
@@ -113,11 +114,10 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
     // Claims of every process take turns under one transaction-scoped advisory lock: each one's
     // statement then sees the leases the previous claims committed, so no two claims together take
     // a tenant past its cap. A claim is one short statement; lease times are the database's clock.
+    // Both statements run after every job enqueued: prepared (hotQuery).
     return db.transaction(async (trx) => {
-      await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [CLAIM_LOCK]);
-      const { rows } = (await trx.raw(CLAIM_SQL, { runner: runnerId, lease: leaseSeconds, kinds, cap: perTenant })) as {
-        rows: (Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number })[];
-      };
+      await hotQuery(trx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [CLAIM_LOCK], 'jobs.claim_lock');
+      const rows = await hotQuery<Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number }>(trx, CLAIM_SQL, [runnerId, leaseSeconds, kinds, perTenant], 'jobs.claim');
       const { due_tenants, ...row } = rows[0]!;
       return row.id === null ? { waiting: due_tenants > 0 } : { job: row as ClaimedJob, waiting: false };
     });

@@ -215,11 +215,10 @@ export function createPaymentsStore(db: Db) {
       q('licenses').where({ payment_session_hash: sessionHash }).first<{ id: string; license_key: string } | undefined>('id', 'license_key'),
 
     /** The developer's customer on the platform account, where license fees are billed. */
-    billingCustomerOf: (developerId: string) =>
-      db('developers')
-        .where({ id: developerId })
-        .first<{ billing_customer_id: string | null } | undefined>('billing_customer_id')
-        .then((r) => r?.billing_customer_id ?? null),
+    billingCustomerOf: async (developerId: string) =>
+      // Each fee report reads it: prepared (hotQuery).
+      (await hotQuery<{ billing_customer_id: string | null }>(db, 'SELECT billing_customer_id FROM developers WHERE id = $1', [developerId], 'payments.billing_customer_of'))[0]
+        ?.billing_customer_id ?? null,
 
     /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
     subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>
