@@ -11,7 +11,7 @@ import { deliveryEmail, type EmailOutbox } from '../email/outbox.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { LinksStore } from './links-store.js';
 import type { ProcessorCheckoutSession } from './processor.js';
-import type { PaymentsStore } from './store.js';
+import type { PaymentsStore, SaleContext } from './store.js';
 import { subscriptionLicenseExpiry } from './subscription-licenses.js';
 
 /** docs/contract.md's source label for licenses sold through the developer's connected processor account. */
@@ -71,22 +71,27 @@ export function createFulfilment(deps: {
     return session.mode === 'payment' ? 'application_fee' : 'usage_report';
   }
 
-  return async function fulfilSession(trx: Knex.Transaction, accountId: string, session: ProcessorCheckoutSession): Promise<FulfilmentOutcome> {
-    if (session.paymentStatus !== 'paid') return 'not_paid';
-    const now = deps.clock.now();
+  /** What fulfilling the claimed event did; `settled` when the statement that sold the license settled the event too. */
+  async function fulfil(
+    trx: Knex.Transaction,
+    eventId: string,
+    sale: SaleContext | undefined,
+    session: ProcessorCheckoutSession,
+    now: Date,
+  ): Promise<{ outcome: FulfilmentOutcome; settled?: true }> {
+    if (session.paymentStatus !== 'paid') return { outcome: 'not_paid' };
     // Only the connected account's own sessions: a disconnected account's links deliver nothing.
-    const sale = await store.saleContext(trx, { accountId, now, priceIds: session.priceIds, appId: session.metadata.service_app_id });
-    if (!sale) return 'account_not_connected';
+    if (!sale) return { outcome: 'account_not_connected' };
     const { developer, app } = sale;
     if (developer.plan !== 'pro') {
       // The buyer has paid the developer's account: say so loudly, so the developer refunds or renews and provisions by hand.
       deps.log.warn({ developer_id: developer.id }, 'paid sale delivered no license: the developer has no active Pro subscription');
-      return 'plan_required';
+      return { outcome: 'plan_required' };
     }
-    if (!app) return 'no_matching_app';
+    if (!app) return { outcome: 'no_matching_app' };
 
     const collectedBy = await feeCollection(trx, developer, session);
-    if (!collectedBy) return 'payment_link_inactive';
+    if (!collectedBy) return { outcome: 'payment_link_inactive' };
 
     const email = session.customerEmail?.trim() || null;
     const licenseType = session.mode === 'subscription' ? 'subscription' : 'perpetual';
@@ -103,11 +108,11 @@ export function createFulfilment(deps: {
     if (session.metadata.license_id) {
       const purchase = await deps.linksStore.completePurchaseSession(trx, developer.id, paid.payment_session_hash, now);
       if (purchase) {
-        if (purchase.completed) return 'already_fulfilled';
+        if (purchase.completed) return { outcome: 'already_fulfilled' };
         const license = await deps.linksStore.convertPurchasedLicense(trx, purchase.licenseId, { license_type: licenseType, email, ...paid, now });
-        if (!license) return 'already_fulfilled';
+        if (!license) return { outcome: 'already_fulfilled' };
         await sold.chargeAndDeliver(trx, { app, license, email, source: DIRECT_PAYMENT_SOURCE, licenseType, test, collectedBy });
-        return 'fulfilled';
+        return { outcome: 'fulfilled' };
       }
     }
 
@@ -117,21 +122,46 @@ export function createFulfilment(deps: {
     const license = { id: newId('lic'), license_key: newLicenseKey() };
     const fee = feeDue({ licenseId: license.id, licenseType, test, collectedBy });
     const { download, downloads } = linkOffers(deps.links, offerPerPlatform(app.platforms, sale.builds));
-    const minted = await store.sellSessionLicense(trx, {
-      license: {
-        ...license,
-        developer_id: developer.id,
-        app_id: app.id,
-        license_type: licenseType,
-        device_limit: app.default_device_limit,
-        email,
-        source: DIRECT_PAYMENT_SOURCE,
-        ...paid,
+    const fulfilled: FulfilmentOutcome = 'fulfilled';
+    const alreadyFulfilled: FulfilmentOutcome = 'already_fulfilled';
+    const minted = await store.sellSessionLicense(
+      trx,
+      {
+        license: {
+          ...license,
+          developer_id: developer.id,
+          app_id: app.id,
+          license_type: licenseType,
+          device_limit: app.default_device_limit,
+          email,
+          source: DIRECT_PAYMENT_SOURCE,
+          ...paid,
+        },
+        fee: fee && { ...fee, developer_id: developer.id, app_id: app.id, source: DIRECT_PAYMENT_SOURCE, charged_at: now },
+        email: email && download ? deliveryEmail(deliveryEmailRequest({ app, license, email }, { download, downloads })) : null,
       },
-      fee: fee && { ...fee, developer_id: developer.id, app_id: app.id, source: DIRECT_PAYMENT_SOURCE, charged_at: now },
-      email: email && download ? deliveryEmail(deliveryEmailRequest({ app, license, email }, { download, downloads })) : null,
-    });
-    return minted ? 'fulfilled' : 'already_fulfilled';
+      { eventId, sold: fulfilled, alreadySold: alreadyFulfilled },
+    );
+    return { outcome: minted ? fulfilled : alreadyFulfilled, settled: true };
+  }
+
+  /**
+   * Processes a paid session's notification once per event id, in `trx`: claims the event (in one
+   * statement with what the sale reads), sells, and settles the event with the outcome; `duplicate`
+   * when the event was already processed (a concurrent twin waits for the first to commit).
+   */
+  return async function fulfilSession(
+    trx: Knex.Transaction,
+    event: { id: string; type: string },
+    accountId: string,
+    session: ProcessorCheckoutSession,
+  ): Promise<FulfilmentOutcome | 'duplicate'> {
+    const now = deps.clock.now();
+    const claim = await store.claimSale(trx, event, { accountId, now, priceIds: session.priceIds, appId: session.metadata.service_app_id });
+    if (!claim.claimed) return 'duplicate';
+    const { outcome, settled } = await fulfil(trx, event.id, claim.sale, session, now);
+    if (!settled) await store.settleEvent(trx, event.id, outcome);
+    return outcome;
   };
 }
 

@@ -89,46 +89,54 @@ const CONNECTION_COLUMNS = ['payment_account_id', 'payment_connected_at', 'payme
 
 // A checkout sale runs once per notification: its statements are prepared (db/knex.ts hotQuery).
 
+/** Records an event as processing, once per id ($1 id, $2 type, $3 now): a concurrent twin waits here for the first to commit, then records nothing. */
 const CLAIM_EVENT_SQL = `INSERT INTO payment_events (id, type, outcome, received_at) VALUES ($1, $2, 'processing', $3) ON CONFLICT (id) DO NOTHING RETURNING id`;
 
-const SETTLE_EVENT_SQL = `UPDATE payment_events SET outcome = $2 WHERE id = $1`;
+/** Records what processing the event did; `id` and `outcome` are SQL (parameters, or an expression of the statement's rows). */
+const settleEventSql = (id: string, outcome: string) => `UPDATE payment_events SET outcome = ${outcome} WHERE id = ${id}`;
 
 /**
- * What fulfilling a paid session reads, in one round trip: the owner of the connected account ($1;
- * unique, so one tenant at most) with its plan now ($2), and that developer's app behind the sale
- * with the newest deliverable build of each platform (server/delivery/deliverable-builds.ts). The
- * app is picked by its saved Price ID ($3), else by the session's `service_app_id` ($4): the Price
- * match is what docs/contract.md names as how the app is picked, metadata only when no Price
- * matches. Never another developer's app. No row when no developer has the account.
+ * A checkout notification's first statement: its event claimed (CLAIM_EVENT_SQL's $1 to $3) and
+ * what fulfilling the paid session reads, in one round trip: the owner of the connected account
+ * ($4; unique, so one tenant at most) with its plan now ($3), and that developer's app behind the
+ * sale with the newest deliverable build of each platform (server/delivery/deliverable-builds.ts).
+ * The app is picked by its saved Price ID ($5), else by the session's `service_app_id` ($6): the
+ * Price match is what docs/contract.md names as how the app is picked, metadata only when no Price
+ * matches. Never another developer's app. One row; `id` null when no developer has the account.
  */
-const SALE_CONTEXT_SQL = `
-  WITH developer AS (
-    SELECT id, payment_connection_generation, (${effectivePlanSqlAt('$2::timestamptz')}) AS plan FROM developers WHERE payment_account_id = $1
+const CLAIM_SALE_SQL = `
+  WITH claimed AS (${CLAIM_EVENT_SQL}),
+  developer AS (
+    SELECT id, payment_connection_generation, (${effectivePlanSqlAt('$3::timestamptz')}) AS plan FROM developers WHERE payment_account_id = $4
   ), app AS (
     SELECT apps.id, apps.developer_id, apps.name, apps.delivery_mode, apps.platforms, apps.default_device_limit
     FROM apps JOIN developer ON developer.id = apps.developer_id
-    WHERE apps.price_id = ANY ($3::text[]) OR apps.id = $4::text
-    ORDER BY (apps.price_id = ANY ($3::text[])) DESC
+    WHERE apps.price_id = ANY ($5::text[]) OR apps.id = $6::text
+    ORDER BY (apps.price_id = ANY ($5::text[])) DESC
     LIMIT 1
   )
-  SELECT developer.id, developer.payment_connection_generation, developer.plan, row_to_json(app) AS app,
+  SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, developer.id, developer.payment_connection_generation, developer.plan, row_to_json(app) AS app,
     CASE WHEN app.id IS NOT NULL THEN ${newestDeliverableBuildsJsonSql('app')} END AS builds
-  FROM developer LEFT JOIN app ON true`;
+  FROM (SELECT 1) one LEFT JOIN developer ON true LEFT JOIN app ON true`;
 
 /**
  * A checkout sale in one statement: the session's license ($1) minted once per session hash
  * (licenses/mint.ts), and only with it its fee ($2, or null when none is due; billing/store.ts,
  * once per license, with its report job) and its delivery email ($3, or null; email/store.ts,
- * once per dedupe key, with its send job). No row when the session already has a license (a
- * retried or concurrent twin notification waits on the first's insert, then finds it).
+ * once per dedupe key, with its send job); the event ($4) settled as $5 when it minted, else $6.
+ * No row when the session already has a license (a retried or concurrent twin notification waits
+ * on the first's insert, then finds it).
  */
 const SELL_SESSION_SQL = `
   WITH license AS (${mintLicenseSql({ record: '$1::jsonb', once: 'payment_session' })}),
   ${chargeFeeCtes({ record: '$2::jsonb', from: 'license', where: '$2::jsonb IS NOT NULL' })},
-  ${queueEmailCtes({ record: '$3::jsonb', from: 'license' })}
+  ${queueEmailCtes({ record: '$3::jsonb', from: 'license' })},
+  settled AS (${settleEventSql('$4', 'CASE WHEN EXISTS (SELECT 1 FROM license) THEN $5::text ELSE $6::text END')})
   SELECT id, license_key FROM license`;
 
-/** What SALE_CONTEXT_SQL reads of a paid session's seller. */
+const SETTLE_EVENT_SQL = settleEventSql('$1', '$2');
+
+/** What CLAIM_SALE_SQL reads of a paid session's seller. */
 export interface SaleContext {
   developer: { id: string; payment_connection_generation: number; plan: Plan };
   /** Undefined when none of the developer's apps is the one sold. */
@@ -181,31 +189,48 @@ export function createPaymentsStore(db: Db) {
       await hotQuery(trx, SETTLE_EVENT_SQL, [eventId, outcome], 'payments.settle_event');
     },
 
-    /** SALE_CONTEXT_SQL: the connected account's owner, the app sold and its builds; undefined when no developer has the account. */
-    saleContext: async (trx: Knex.Transaction, sale: { accountId: string; now: Date; priceIds: string[]; appId: string | undefined }): Promise<SaleContext | undefined> => {
-      const [row] = await hotQuery<SaleContext['developer'] & { app: SaleApp | null; builds: DeliverableBuildJson[] | null }>(
-        trx,
-        SALE_CONTEXT_SQL,
-        [sale.accountId, sale.now, sale.priceIds, sale.appId ?? null],
-        'payments.sale_context',
-      );
-      if (!row) return undefined;
-      const { app, builds, ...developer } = row;
-      return { developer, app: app ?? undefined, builds: deliverableBuildsFromJson(builds ?? []) };
+    /**
+     * CLAIM_SALE_SQL: claims a checkout event in `trx` like `claimEvent` (`claimed` false when it was
+     * already processed) and reads the connected account's owner, the app sold and its builds
+     * (`sale` undefined when no developer has the account).
+     */
+    claimSale: async (
+      trx: Knex.Transaction,
+      event: { id: string; type: string },
+      sale: { accountId: string; now: Date; priceIds: string[]; appId: string | undefined },
+    ): Promise<{ claimed: boolean; sale: SaleContext | undefined }> => {
+      const [row] = await hotQuery<{
+        claimed: boolean;
+        id: string | null;
+        payment_connection_generation: number;
+        plan: Plan;
+        app: SaleApp | null;
+        builds: DeliverableBuildJson[] | null;
+      }>(trx, CLAIM_SALE_SQL, [event.id, event.type, sale.now, sale.accountId, sale.priceIds, sale.appId ?? null], 'payments.claim_sale');
+      const { claimed, id, payment_connection_generation, plan, app, builds } = row!;
+      return {
+        claimed,
+        sale: id === null ? undefined : { developer: { id, payment_connection_generation, plan }, app: app ?? undefined, builds: deliverableBuildsFromJson(builds ?? []) },
+      };
     },
 
     /**
      * SELL_SESSION_SQL: mints the license of a session unless one exists, with its fee and delivery
-     * email; answers it, or undefined when the session already has one (a retried or twin
+     * email, and settles the event; answers the license, or undefined when the session already has one (a retried or twin
      * notification). A license-key collision (about one in 10^23) fails the delivery, and the
      * processor's retry mints with another key.
      */
-    sellSessionLicense: async (trx: Knex.Transaction, sale: { license: SessionLicense; fee: NewLicenseFee | null; email: NewOutboxEmail | null }) =>
+    sellSessionLicense: async (
+      trx: Knex.Transaction,
+      sale: { license: SessionLicense; fee: NewLicenseFee | null; email: NewOutboxEmail | null },
+      /** The event, settled with `sold` when the license is minted, else with `alreadySold`. */
+      settle: { eventId: string; sold: string; alreadySold: string },
+    ) =>
       (
         await hotQuery<{ id: string; license_key: string }>(
           trx,
           SELL_SESSION_SQL,
-          [soldLicenseRecord(sale.license), sale.fee && feeRecord(sale.fee), emailRecord(sale.email)],
+          [soldLicenseRecord(sale.license), sale.fee && feeRecord(sale.fee), emailRecord(sale.email), settle.eventId, settle.sold, settle.alreadySold],
           'payments.sell_session_license',
         )
       )[0],

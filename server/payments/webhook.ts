@@ -17,6 +17,9 @@ export interface WebhookReceipt {
   outcome: string;
 }
 
+/** An event already processed (or being processed by a twin that committed first). */
+const DUPLICATE: WebhookReceipt = { received: true, duplicate: true, outcome: 'duplicate' };
+
 /**
  * `POST /v1/webhooks/payments`: the signature on the raw body first, then the event's shape, then
  * processing once per event id. A failure of the processor answers 503, so it delivers again.
@@ -57,9 +60,14 @@ export function createWebhookHandler(deps: {
     }
 
     const receipt = await store.transaction(async (trx): Promise<WebhookReceipt> => {
-      if (!(await store.claimEvent(trx, event, clock.now()))) return { received: true, duplicate: true, outcome: 'duplicate' };
+      // A session's sale claims and settles its event in its own statements (fulfilment.ts): fewer round trips.
+      if (checkout && session) {
+        const outcome = await deps.fulfilSession(trx, event, checkout.account, session);
+        return outcome === 'duplicate' ? DUPLICATE : { received: true, duplicate: false, outcome };
+      }
+      if (!(await store.claimEvent(trx, event, clock.now()))) return DUPLICATE;
       let outcome: string;
-      if (checkout) outcome = session ? await deps.fulfilSession(trx, checkout.account, session) : 'session_not_found';
+      if (checkout) outcome = 'session_not_found';
       // The developer's own subscription lives on the platform account; a connected account's are its buyers', paying for licenses.
       else if (isSubscriptionEvent(event.type)) {
         const subscriptionEvent = { ...event, type: event.type };
