@@ -114,10 +114,11 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
     // Claims of every process take turns under one transaction-scoped advisory lock: each one's
     // statement then sees the leases the previous claims committed, so no two claims together take
     // a tenant past its cap. A claim is one short statement; lease times are the database's clock.
-    // Both statements run after every job enqueued: prepared (hotQuery).
+    // Both run after every job enqueued, so straight through pg (hotQuery). The claim is not a
+    // prepared statement: a generic plan, blind to the backlog and the kinds, could be a worse one.
     return db.transaction(async (trx) => {
       await hotQuery(trx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [CLAIM_LOCK], 'jobs.claim_lock');
-      const rows = await hotQuery<Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number }>(trx, CLAIM_SQL, [runnerId, leaseSeconds, kinds, perTenant], 'jobs.claim');
+      const rows = await hotQuery<Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number }>(trx, CLAIM_SQL, [runnerId, leaseSeconds, kinds, perTenant]);
       const { due_tenants, ...row } = rows[0]!;
       return row.id === null ? { waiting: due_tenants > 0 } : { job: row as ClaimedJob, waiting: false };
     });
