@@ -67,9 +67,9 @@ export function activationRoutes(activations: ActivationsService) {
       response: s.DeactivationResult,
       errors: [401, 429],
       handler: ({ body }) => activations.deactivate(body),
-      }),
-      defineRoute({
-        method: 'post',
+    }),
+    defineRoute({
+      method: 'post',
       path: '/v1/licenses/checkin',
       operationId: 'checkinLicenseSeat',
       tag,

@@ -310,7 +310,9 @@ export function createActivationsStore(db: Db) {
     removeDevice: async (trx: Knex.Transaction, licenseId: string, fingerprintHash: string) => {
       const removed = await trx('devices').where({ license_id: licenseId, fingerprint_hash: fingerprintHash }).delete();
       if (removed === 0) return false;
-      await trx('licenses').where({ id: licenseId }).decrement('device_count', 1);
+      // A node-locked device held a slot of the device limit; a floating one holds a lease, not a slot.
+      await trx('licenses').where({ id: licenseId, seat_model: 'node_locked' }).decrement('device_count', 1);
+      await trx('license_leases').where({ license_id: licenseId, fingerprint_hash: fingerprintHash }).delete();
       return true;
     },
 

@@ -67,18 +67,16 @@ export const mintLicenseSql = (sale: { record: string; from?: string; where?: st
 export const soldLicenseRecord = (row: SoldLicenseRow) => JSON.stringify(row);
 
 const MINT = mintLicenseSql({ record: '$1::jsonb' });
-const MINT_ONCE_PER: Record<SaleKey, string> = {
-  marketplace_order: mintLicenseSql({ record: '$1::jsonb', once: 'marketplace_order' }),
-  payment_session: mintLicenseSql({ record: '$1::jsonb', once: 'payment_session' }),
-};
+const MINT_ONCE_PER_ORDER = mintLicenseSql({ record: '$1::jsonb', once: 'marketplace_order' });
 
 /**
  * Mints the sold license in `trx` (the channel's transaction): answers its id and key, or
- * undefined when the sale's key (`once`) already minted one (a retried or concurrent twin waits
- * here for the first to commit). A license-key collision fails the statement.
+ * undefined when the marketplace order (`once`) already minted one (a retried or concurrent twin
+ * waits here for the first to commit). A license-key collision fails the statement. Checkout mints
+ * once per session inside its own sale statement (payments/store.ts) with `mintLicenseSql`.
  */
-export async function mintSoldLicense(trx: Knex.Transaction, row: SoldLicenseRow, once?: SaleKey): Promise<{ id: string; license_key: string } | undefined> {
-  const sql = once ? MINT_ONCE_PER[once] : MINT;
-  const rows = await hotQuery<{ id: string; license_key: string }>(trx, sql, [soldLicenseRecord(row)], once ? `licenses.mint_once_per_${once}` : 'licenses.mint');
+export async function mintSoldLicense(trx: Knex.Transaction, row: SoldLicenseRow, once?: 'marketplace_order'): Promise<{ id: string; license_key: string } | undefined> {
+  const sql = once ? MINT_ONCE_PER_ORDER : MINT;
+  const rows = await hotQuery<{ id: string; license_key: string }>(trx, sql, [soldLicenseRecord(row)], once ? 'licenses.mint_once_per_marketplace_order' : 'licenses.mint');
   return rows[0];
 }

@@ -102,7 +102,8 @@ const settleEventSql = (id: string, outcome: string) => `UPDATE payment_events S
  * sale with the newest deliverable build of each platform (server/delivery/deliverable-builds.ts).
  * The app is picked by its saved Price ID ($5), else by the session's `service_app_id` ($6): the
  * Price match is what docs/contract.md names as how the app is picked, metadata only when no Price
- * matches. Never another developer's app. One row; `id` null when no developer has the account.
+ * matches (`IS TRUE`: an app without a Price compares NULL, which would sort first). Never another
+ * developer's app. One row; `id` null when no developer has the account.
  */
 const CLAIM_SALE_SQL = `
   WITH claimed AS (${CLAIM_EVENT_SQL}),
@@ -112,7 +113,7 @@ const CLAIM_SALE_SQL = `
     SELECT apps.id, apps.developer_id, apps.name, apps.delivery_mode, apps.platforms, apps.default_device_limit
     FROM apps JOIN developer ON developer.id = apps.developer_id
     WHERE apps.price_id = ANY ($5::text[]) OR apps.id = $6::text
-    ORDER BY (apps.price_id = ANY ($5::text[])) DESC
+    ORDER BY (apps.price_id = ANY ($5::text[])) IS TRUE DESC
     LIMIT 1
   )
   SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, developer.id, developer.payment_connection_generation, developer.plan, row_to_json(app) AS app,
@@ -234,10 +235,6 @@ export function createPaymentsStore(db: Db) {
           'payments.sell_session_license',
         )
       )[0],
-
-    /** The license of a session, if it was minted (by its session hash). */
-    licenseOfSession: (q: Knex | Knex.Transaction, sessionHash: string) =>
-      q('licenses').where({ payment_session_hash: sessionHash }).first<{ id: string; license_key: string } | undefined>('id', 'license_key'),
 
     /** The developer's customer on the platform account, where license fees are billed. */
     billingCustomerOf: async (developerId: string) =>

@@ -79,6 +79,16 @@ describe('checkout fulfilment', () => {
     expect(await licensesOf(app.id)).toHaveLength(1);
   });
 
+  it('sells the app whose Price matches over one the metadata names, even one without a Price', async () => {
+    const { dev, account, app, priceId } = await seller();
+    const unpriced = await createApp(call, dev);
+    const sessionId = newSessionId();
+    stripe.addSession(account, { id: sessionId, price_id: priceId, metadata: { service_app_id: unpriced.id } });
+    expect((await deliver(checkoutCompleted(account, sessionId))).body.outcome).toBe('fulfilled');
+    expect(await licensesOf(app.id)).toHaveLength(1);
+    expect(await licensesOf(unpriced.id)).toEqual([]);
+  });
+
   it("never matches another developer's app or Price", async () => {
     const victim = await seller();
     const attacker = await seller();

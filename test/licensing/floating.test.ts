@@ -163,6 +163,13 @@ describe('floating licenses: seats', () => {
     await checkedOut(lic.license_key);
   });
 
+  it('frees the seat of a device that deactivates itself from the app', async () => {
+    const lic = await floating(1);
+    const held = await checkedOut(lic.license_key);
+    expect((await t.call('POST', '/v1/licenses/deactivate', { body: { token: held.token } })).body).toMatchObject({ deactivated: true });
+    await checkedOut(lic.license_key);
+  });
+
   it('leaves node-locked licenses as they were: grace in hours, no lease, check-in changes nothing', async () => {
     const lic = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: 1 });
     const held = await checkedOut(lic.license_key);
