@@ -5,49 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createLicenseClient, LicenseError, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
+import { describe, expect, it } from 'vitest';
+import { LicenseError } from '../../runtime-sdk/index.js';
 import { createApp, createLicense } from '../support/fixtures.js';
-import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
+import { installations, type Install } from './support/installations.js';
 import { startRealAuthority } from './support/real-authority.js';
 
 const { server, call, dev, app, publicKeys } = await startRealAuthority();
-const base: Omit<LicenseClientOptions, 'cacheDir' | 'appId' | 'fingerprintSalt'> = {
-  serverUrl: server.url,
-  publicKeys,
-  appVersion: '2.3.0',
-  refreshOnStart: false,
-  startupDelayMs: 0,
-  retryLimit: 0,
-};
-const clients: LicenseClient[] = [];
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.dispose()));
-});
-
-interface Install {
-  machine: FakeMachine;
-  cacheDir: string;
-  app: { id: string; fingerprint_salt: string };
-}
-
-/** Starts the app of installation `at` (its machine and cache folder); `overrides` for a start with other options. */
-async function start(at: Install, overrides: Partial<LicenseClientOptions> = {}): Promise<LicenseClient> {
-  const license = await createLicenseClient({
-    ...base,
-    appId: at.app.id,
-    fingerprintSalt: at.app.fingerprint_salt,
-    cacheDir: at.cacheDir,
-    platform: at.machine.platform,
-    fingerprintProbes: at.machine.probes,
-    ...overrides,
-  });
-  clients.push(license);
-  return license;
-}
-
-const install = (name: string, forApp = app): Install => ({ machine: fakeMachine(name), cacheDir: tempDir(), app: forApp });
+const installs = installations({ serverUrl: server.url, publicKeys });
+const { start } = installs;
+const install = (name: string, forApp = app) => installs.install(name, forApp);
 const cacheFileOf = (at: Install) => path.join(at.cacheDir, 'license.cache');
 
 async function historyOf(licenseId: string) {

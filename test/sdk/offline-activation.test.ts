@@ -8,47 +8,19 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createLicenseClient, LicenseError, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
+import { describe, expect, it } from 'vitest';
+import { LicenseError, type LicenseClient } from '../../runtime-sdk/index.js';
 import { createApp, createLicense } from '../support/fixtures.js';
-import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
+import { tempDir } from './support/fake-machine.js';
+import { installations } from './support/installations.js';
 import { startRealAuthority } from './support/real-authority.js';
 
 const { server, call, dev, app, publicKeys } = await startRealAuthority();
 /** Nothing listens on port 9 (discard): every request the SDK would make fails as OFFLINE. */
 const UNREACHABLE = 'http://127.0.0.1:9';
-const clients: LicenseClient[] = [];
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.dispose()));
-});
-
-interface Install {
-  machine: FakeMachine;
-  cacheDir: string;
-  app: { id: string; fingerprint_salt: string };
-}
-
-const install = (name: string, forApp = app): Install => ({ machine: fakeMachine(name), cacheDir: tempDir(), app: forApp });
-
-async function start(at: Install, overrides: Partial<LicenseClientOptions> = {}): Promise<LicenseClient> {
-  const license = await createLicenseClient({
-    serverUrl: UNREACHABLE,
-    publicKeys,
-    appVersion: '2.3.0',
-    refreshOnStart: false,
-    startupDelayMs: 0,
-    retryLimit: 0,
-    appId: at.app.id,
-    fingerprintSalt: at.app.fingerprint_salt,
-    cacheDir: at.cacheDir,
-    platform: at.machine.platform,
-    fingerprintProbes: at.machine.probes,
-    ...overrides,
-  });
-  clients.push(license);
-  return license;
-}
+const installs = installations({ serverUrl: UNREACHABLE, publicKeys });
+const { start } = installs;
+const install = (name: string, forApp = app) => installs.install(name, forApp);
 
 /** The customer's trip to the vendor: the request file's text posted as is, the license file back. */
 async function exchange(requestFile: string) {
