@@ -102,7 +102,7 @@ class OwnedResources {
     if (!fixture) {
       throw new Error(`${operationId} names {${param}}, which the auth sweep cannot create: add a fixture for "${param}" to RESOURCE_FIXTURES in test/server/auth-sweep.test.ts`);
     }
-    const id = await fixture.create(this.owner, (parent) => this.get(parent, operationId));
+    const id = await fixture.create(this.owner, (parent) => this.get(parent, operationId), operationId);
     this.ids.set(param, id);
     return id;
   }
@@ -122,11 +122,14 @@ class OwnedResources {
 type Parent = (param: string) => Promise<string>;
 
 interface ResourceFixture {
-  /** Creates the resource for `owner` and returns its id. */
-  create(owner: TestDeveloper, parent: Parent): Promise<string>;
+  /** Creates the resource for `owner`, as `operationId` needs it, and returns its id. */
+  create(owner: TestDeveloper, parent: Parent, operationId: string): Promise<string>;
   /** Where the owner reads it back (`ids`: the other resources, its parents among them). */
   readPath(id: string, ids: ReadonlyMap<string, string>): string;
 }
+
+/** Operations on a floating license's seats: a node-locked license answers them 409. */
+const FLOATING_LICENSE_OPERATIONS = new Set(['setLicenseSeats']);
 
 /** Path-parameter name -> how to make one for developer A. Add one when a route names a new kind of id. */
 const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
@@ -140,8 +143,10 @@ const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
     readPath: (id) => `/v1/apps/${id}`,
   },
   license_id: {
-    async create(owner, parent) {
-      const res = await call('POST', '/v1/licenses', { token: owner.accessToken, body: { app_id: await parent('app_id'), license_type: 'trial' } });
+    // A trial, which even the free plan may create; a floating license where only one will do.
+    async create(owner, parent, operationId) {
+      const kind = FLOATING_LICENSE_OPERATIONS.has(operationId) ? { seat_model: 'floating', max_concurrent: 2 } : { license_type: 'trial' };
+      const res = await call('POST', '/v1/licenses', { token: owner.accessToken, body: { app_id: await parent('app_id'), ...kind } });
       expect(res.status).toBe(201);
       return res.body.license_id;
     },
@@ -216,6 +221,7 @@ const withBody = (body: unknown): CallOptions => (body instanceof Form ? { raw: 
  * the operation subject to the tenant check, like an id in the path.
  */
 const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
+  setLicenseSeats: () => ({ max_concurrent: 3 }),
   setupTwoFactor: () => ({ password: devA.password }),
   confirmTwoFactor: () => ({ code: '123456' }),
   changePassword: () => ({ password: devA.password, new_password: 'correct horse battery staple' }),
