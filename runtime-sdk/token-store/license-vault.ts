@@ -251,7 +251,8 @@ export class LicenseVault {
         aad: aadFor(this.options),
       }),
     );
-    await this.enqueue(() => writeEnvelope(this.requestKeyFile, text));
+    // Strict: an export whose key pair was not kept could never import its license file.
+    await this.enqueueStrict(() => writeEnvelope(this.requestKeyFile, text));
   }
 
   /** Without a grant, takes the device key pair of the last exported request (if it opens on this device). */
@@ -308,9 +309,14 @@ export class LicenseVault {
    * license must not be left on disk.
    */
   removeCacheFile(): Promise<void> {
-    const removal = this.writes.then(() => removeEnvelope(this.options.cacheFile));
-    this.writes = removal.catch(() => undefined);
-    return removal;
+    return this.enqueueStrict(() => removeEnvelope(this.options.cacheFile));
+  }
+
+  /** Runs `write` after every queued write, like `enqueue`, but rejects when it fails. */
+  private enqueueStrict(write: () => Promise<void>): Promise<void> {
+    const done = this.writes.then(write);
+    this.writes = done.catch(() => undefined);
+    return done;
   }
 
   /** Raises the high-water mark to `now`; saved at most once a minute. */

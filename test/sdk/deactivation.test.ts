@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LicenseError } from '../../runtime-sdk/index.js';
 import { createApp, createLicense } from '../support/fixtures.js';
+import { licenseErrorOf } from './support/license-error.js';
 import { installations, type Install } from './support/installations.js';
 import { startRealAuthority } from './support/real-authority.js';
 
@@ -23,15 +23,6 @@ async function historyOf(licenseId: string) {
   return res.body as { source: string }[];
 }
 
-async function failure(promise: Promise<unknown>): Promise<LicenseError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(LicenseError);
-  return err as LicenseError;
-}
-
 describe('license.deactivate()', () => {
   it('frees the seat for another computer, wipes the cache and the secrets, and the next start is unlicensed', async () => {
     const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
@@ -41,7 +32,7 @@ describe('license.deactivate()', () => {
     expect((await license.activate(created.license_key)).state).toBe('valid');
     expect(fs.existsSync(cacheFileOf(first))).toBe(true);
     const other = await start(second);
-    expect((await failure(other.activate(created.license_key))).code).toBe('DEVICE_LIMIT_REACHED');
+    expect((await licenseErrorOf(other.activate(created.license_key))).code).toBe('DEVICE_LIMIT_REACHED');
 
     const result = await license.deactivate();
     expect(result).toMatchObject({ deactivated: true, deactivationsRemaining: 2, status: { state: 'unlicensed', reason: 'deactivated', usable: false, licenseId: null } });
@@ -49,8 +40,8 @@ describe('license.deactivate()', () => {
     expect(await license.check()).toMatchObject({ state: 'unlicensed', reason: 'deactivated', features: {} });
     expect(fs.existsSync(cacheFileOf(first))).toBe(false);
     // The secrets are gone from memory too: nothing is left to refresh with.
-    expect((await failure(license.refresh())).code).toBe('NOT_ACTIVATED');
-    expect((await failure(license.deactivate())).code).toBe('NOT_ACTIVATED');
+    expect((await licenseErrorOf(license.refresh())).code).toBe('NOT_ACTIVATED');
+    expect((await licenseErrorOf(license.deactivate())).code).toBe('NOT_ACTIVATED');
 
     // The freed seat goes to the other computer, within the limit of 1.
     expect((await other.activate(created.license_key)).state).toBe('valid');
@@ -71,7 +62,7 @@ describe('license.deactivate()', () => {
     // The same installation started where the authority cannot be reached (nothing listens on port 1).
     const offline = await start(at, { serverUrl: 'http://127.0.0.1:1' });
     expect((await offline.check()).state).toBe('valid');
-    const err = await failure(offline.deactivate());
+    const err = await licenseErrorOf(offline.deactivate());
     expect(err.code).toBe('OFFLINE');
     expect(err.retryable).toBe(true);
     expect((await offline.check()).state).toBe('valid');
@@ -95,7 +86,7 @@ describe('license.deactivate()', () => {
     expect((await second.activate(created.license_key)).state).toBe('valid');
 
     expect(await first.deactivate()).toMatchObject({ deactivated: true, deactivationsRemaining: 0 });
-    const err = await failure(second.deactivate());
+    const err = await licenseErrorOf(second.deactivate());
     expect(err.code).toBe('DEACTIVATION_LIMIT_REACHED');
     expect(err.extra.status).toBe(429);
     expect(err.extra.retryAfterSeconds).toBeGreaterThan(0);

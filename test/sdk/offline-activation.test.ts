@@ -9,9 +9,10 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LicenseError, type LicenseClient } from '../../runtime-sdk/index.js';
+import type { LicenseClient } from '../../runtime-sdk/index.js';
 import { createApp, createLicense } from '../support/fixtures.js';
 import { tempDir } from './support/fake-machine.js';
+import { licenseErrorOf } from './support/license-error.js';
 import { installations } from './support/installations.js';
 import { startRealAuthority } from './support/real-authority.js';
 
@@ -31,15 +32,6 @@ async function licenseFileFor(license: LicenseClient, key: string): Promise<stri
   const res = await exchange(await license.exportActivationRequest(key));
   expect(res.status).toBe(200);
   return res.body.license_file as string;
-}
-
-async function failure(promise: Promise<unknown>): Promise<LicenseError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(LicenseError);
-  return err as LicenseError;
 }
 
 /** A compact JWS with `claims`, signed by a key the authority never had but under its key id. */
@@ -83,7 +75,7 @@ describe('offline activation', () => {
     expect(status).toMatchObject({ usable: true, licenseId: created.license_id, features: { export: true }, policy: { device_limit: 1, offline_grace_hours: 72 } });
     expect(status.graceEndsAt!.getTime()).toBe((file.iat as number) * 1000 + 72 * 3_600_000);
     // The network was never reachable: a refresh says so, and the license stays usable.
-    expect((await failure(license.refresh())).code).toBe('OFFLINE');
+    expect((await licenseErrorOf(license.refresh())).code).toBe('OFFLINE');
     expect((await license.check()).usable).toBe(true);
     await license.dispose();
     expect(fs.existsSync(pendingKey)).toBe(false);
@@ -94,6 +86,15 @@ describe('offline activation', () => {
     // The authority counts the device like an online activation.
     const devices = await call('GET', `/v1/licenses/${created.license_id}`, { apiKey: dev.apiKey });
     expect(devices.body.devices.map((d: { fingerprint_hash: string }) => d.fingerprint_hash)).toEqual([request.device_fingerprint]);
+  });
+
+  it('rejects an export whose device key pair could not be kept: its license file could never be imported', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id });
+    const at = install('OA9');
+    const license = await start(at);
+    // A folder (not empty) where the pending key file goes: writing it fails, even for root.
+    fs.mkdirSync(path.join(at.cacheDir, 'license.cache.request', 'occupied'), { recursive: true });
+    await expect(license.exportActivationRequest(created.license_key)).rejects.toThrow();
   });
 
   it('applies the device limit exactly as online activation, both ways', async () => {
@@ -114,7 +115,7 @@ describe('offline activation', () => {
     const second = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
     const file = await licenseFileFor(airGapped, second.license_key);
     expect((await airGapped.importLicenseFile(file)).usable).toBe(true);
-    expect((await failure(online.activate(second.license_key))).code).toBe('DEVICE_LIMIT_REACHED');
+    expect((await licenseErrorOf(online.activate(second.license_key))).code).toBe('DEVICE_LIMIT_REACHED');
     const again = await licenseFileFor(airGapped, second.license_key);
     expect((await airGapped.importLicenseFile(again)).licenseId).toBe(second.license_id);
   });
@@ -129,7 +130,7 @@ describe('offline activation', () => {
     const altered = `${header}.${Buffer.from(JSON.stringify({ ...claims, file_expires_at: (claims.file_expires_at as number) + 86_400 })).toString('base64url')}.${signature}`;
     const swappedSignature = `${header}.${payload}.${Buffer.from(signature!, 'base64url').reverse().toString('base64url')}`;
     for (const bad of [altered, swappedSignature, forge(genuine, claims), 'not a license file', JSON.stringify({ license_file: genuine })]) {
-      const err = await failure(license.importLicenseFile(bad));
+      const err = await licenseErrorOf(license.importLicenseFile(bad));
       expect(err.code).toBe('INVALID_LICENSE_FILE');
       expect(err.userMessage).toMatch(/not valid for this app/);
     }
@@ -144,15 +145,15 @@ describe('offline activation', () => {
     const file = await licenseFileFor(await start(first), created.license_key);
 
     const otherComputer = await start(install('OD2'));
-    expect((await failure(otherComputer.importLicenseFile(file))).code).toBe('LICENSE_FILE_WRONG_DEVICE');
+    expect((await licenseErrorOf(otherComputer.importLicenseFile(file))).code).toBe('LICENSE_FILE_WRONG_DEVICE');
     // Same computer, another installation (its own cache and device key): the content key is not for it.
     const otherInstallation = await start({ ...first, cacheDir: tempDir() });
-    expect((await failure(otherInstallation.importLicenseFile(file))).code).toBe('LICENSE_FILE_WRONG_DEVICE');
+    expect((await licenseErrorOf(otherInstallation.importLicenseFile(file))).code).toBe('LICENSE_FILE_WRONG_DEVICE');
     expect((await otherInstallation.check()).usable).toBe(false);
 
     const otherApp = await createApp(call, dev, { name: 'Offline Other' });
     const sameMachineOtherApp = await start({ ...first, app: otherApp });
-    expect((await failure(sameMachineOtherApp.importLicenseFile(file))).code).toBe('INVALID_LICENSE_FILE');
+    expect((await licenseErrorOf(sameMachineOtherApp.importLicenseFile(file))).code).toBe('INVALID_LICENSE_FILE');
   });
 
   it('refuses a license file past its import deadline', async () => {
@@ -161,7 +162,7 @@ describe('offline activation', () => {
     const file = await licenseFileFor(await start(at), created.license_key);
     const deadline = (claimsOf(file).file_expires_at as number) * 1000;
     const late = await start(at, { clock: { now: () => new Date(deadline + 1000) } });
-    const err = await failure(late.importLicenseFile(file));
+    const err = await licenseErrorOf(late.importLicenseFile(file));
     expect(err.code).toBe('LICENSE_FILE_EXPIRED');
     expect((await late.check()).usable).toBe(false);
   });
