@@ -45,6 +45,7 @@ import { createLicensesStore } from './licenses/store.js';
 import { marketplaceRoutes } from './marketplace/routes.js';
 import { createMarketplace } from './marketplace/service.js';
 import { createMarketplaceStore } from './marketplace/store.js';
+import { diagnosticsRoutes } from './ops/diagnostics.js';
 import { healthRoutes } from './ops/health-routes.js';
 import { opsRouter } from './ops/routes.js';
 import { passwordResetPageRoutes } from './pages/password-reset-routes.js';
@@ -152,6 +153,7 @@ export function createApp(deps: AppDeps) {
     ...healthRoutes(db),
     ...accountRoutes(accounts, rateLimiter),
     ...adminRoutes(accounts),
+    ...diagnosticsRoutes({ db, storage: builds.storage, keyring, clock, publicBaseUrl: config.publicBaseUrl }),
     ...appRoutes(apps),
     ...builds.routes,
     ...licenseRoutes(licenses),

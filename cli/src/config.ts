@@ -97,5 +97,10 @@ export function resolveSettings(env: Env): Settings {
   const saved = readLogin(configFile(env));
   const apiKey = env.LATCHKEY_API_KEY || saved?.api_key;
   if (!apiKey) throw new CliError(`not signed in: ${SIGN_IN_HINT}`, EXIT.AUTH);
-  return { url: checkedUrl(env.LATCHKEY_URL || saved?.url || DEFAULT_URL), apiKey };
+  return { url: serverUrl(env, saved), apiKey };
+}
+
+/** The server's address: LATCHKEY_URL, else the saved login's, else the default; no key needed. */
+export function serverUrl(env: Env, saved = readLogin(configFile(env))): string {
+  return checkedUrl(env.LATCHKEY_URL || saved?.url || DEFAULT_URL);
 }

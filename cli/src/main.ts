@@ -5,6 +5,7 @@ import { apiClient } from './api-client.js';
 import { appsCommand } from './apps.js';
 import { buildsCommand } from './builds.js';
 import { configFile, resolveSettings } from './config.js';
+import { doctorCommand } from './doctor.js';
 import { ApiError, CliError, EXIT, EXIT_CODE_HELP } from './errors.js';
 import { licensesCommand } from './licenses.js';
 import { loginCommand, logoutCommand } from './login.js';
@@ -42,6 +43,7 @@ const program = new Command('latchkey')
   .addCommand(licensesCommand(api, print))
   .addCommand(updatesCommand(api, print))
   .addCommand(pushCommand(api, print).description('Same as `latchkey updates push`'))
+  .addCommand(doctorCommand(process.env, print))
   .addHelpText(
     'after',
     () => `

@@ -13,3 +13,9 @@ const source: Knex.MigrationSource<Migration> = {
 export async function migrateToLatest(db: Db): Promise<void> {
   await db.migrate.latest({ migrationSource: source });
 }
+
+/** The migrations this database has run and those it has not, by name (`latchkey doctor`). */
+export async function migrationStatus(db: Db): Promise<{ applied: string[]; pending: string[] }> {
+  const [completed, pending] = (await db.migrate.list({ migrationSource: source })) as [{ name: string }[], Migration[]];
+  return { applied: completed.map((m) => m.name), pending: pending.map((m) => m.name) };
+}

@@ -50,11 +50,14 @@ const json = (run: ProgramRun) => {
 };
 
 describe('the packed CLI', { timeout: 300_000 }, () => {
-  it('holds the compiled command and its README, and installs with commander as its only dependency', async () => {
+  it('holds the compiled command, its README and the Apache-2.0 license, and installs with commander as its only dependency', async () => {
     const { stdout } = await promisify(execFile)('tar', ['tzf', tarball]);
     const files = stdout.trim().split('\n');
-    expect(files).toEqual(expect.arrayContaining(['package/package.json', 'package/README.md', 'package/dist/main.js']));
-    expect(files.filter((f) => !/^package\/(README\.md|package\.json|dist\/[\w-]+\.js)$/.test(f))).toEqual([]);
+    expect(files).toEqual(expect.arrayContaining(['package/package.json', 'package/README.md', 'package/LICENSE', 'package/dist/main.js']));
+    expect(files.filter((f) => !/^package\/(README\.md|LICENSE|package\.json|dist\/[\w-]+\.js)$/.test(f))).toEqual([]);
+    const installed = path.join(project, 'node_modules/@latchkey/cli');
+    expect(JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')).license).toBe('Apache-2.0');
+    expect(fs.readFileSync(path.join(installed, 'LICENSE'), 'utf8')).toMatch(/^\s+Apache License\s+Version 2\.0, January 2004/);
     expect(fs.readdirSync(path.join(project, 'node_modules')).sort()).toEqual(['.bin', '.package-lock.json', '@latchkey', 'commander']);
     expect(fs.readFileSync(path.join(project, 'node_modules/@latchkey/cli/dist/main.js'), 'utf8')).toMatch(/^#!\/usr\/bin\/env node\n/);
   });

@@ -65,17 +65,19 @@ function bareDir(): string {
 }
 
 describe('the packed SDK', { timeout: 180_000 }, () => {
-  it('holds only what an app needs: compiled entries, their types, the README', async () => {
+  it('holds only what an app needs: compiled entries, their types, the README, the Apache-2.0 license', async () => {
     const { stdout } = await promisify(execFile)('tar', ['tzf', tarball]);
     const files = stdout.trim().split('\n');
     expect(files).toContain('package/README.md');
+    expect(files).toContain('package/LICENSE');
     expect(files).toContain('package/dist/esm/index.js');
     expect(files).toContain('package/dist/cjs/index.cjs');
     expect(files).toContain('package/dist/esm/index.d.ts');
     expect(files).toContain('package/dist/cjs/index.d.cts');
-    const unexpected = files.filter((f) => !/^package\/(README\.md|package\.json|dist\/.+\.(js|cjs|d\.ts|d\.cts))$/.test(f));
+    const unexpected = files.filter((f) => !/^package\/(README\.md|LICENSE|package\.json|dist\/.+\.(js|cjs|d\.ts|d\.cts))$/.test(f));
     expect(unexpected).toEqual([]);
     const manifest = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/@latchkey/runtime-sdk/package.json'), 'utf8'));
+    expect(manifest.license).toBe('Apache-2.0');
     for (const entry of ['.', './updates', './protocol', './engine']) {
       expect(Object.keys(manifest.exports[entry].import)).toEqual(['types', 'default']);
       expect(Object.keys(manifest.exports[entry].require)).toEqual(['types', 'default']);
