@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { Page } from '../http/pagination.js';
 import type { PushGuards } from '../updates/rules.js';
-import type { CreateAppInput, UpdateAppInput } from './schemas.js';
+import { soldSeatColumns, type CreateAppInput, type UpdateAppInput } from './schemas.js';
 import type { AppRow, AppsStore } from './store.js';
 
 function priceIdConflict(err: unknown): never {
@@ -43,6 +43,7 @@ export function createAppsService(deps: {
       return store
         .insert({
           ...input,
+          ...soldSeatColumns(input),
           price_id: input.price_id ?? null,
           product_key: input.product_key ?? null,
           download_limit: input.download_limit ?? null,
@@ -55,7 +56,8 @@ export function createAppsService(deps: {
 
     /** Switching to released_only answers to the push rules in the same transaction (docs/contract.md push rule 4). */
     async update(developerId: string, appId: string, input: UpdateAppInput): Promise<AppRow> {
-      const { release_current, ...patch } = input;
+      const { release_current, ...settings } = input;
+      const patch = { ...settings, ...soldSeatColumns(settings) };
       // Another developer's app answers 404 before their price is judged.
       if (patch.price_id) await get(developerId, appId);
       await checkPrice(developerId, patch.price_id);

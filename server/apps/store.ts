@@ -3,8 +3,10 @@ import { hotQuery, type Db } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
 import type { CreateAppInput, UpdateAppInput } from './schemas.js';
 
-export interface AppRow extends Required<Omit<CreateAppInput, 'price_id' | 'product_key' | 'download_limit'>> {
+export interface AppRow extends Required<Omit<CreateAppInput, 'price_id' | 'product_key' | 'download_limit' | 'sold_max_concurrent' | 'sold_lease_ttl_minutes'>> {
   id: string;
+  sold_max_concurrent: number | null;
+  sold_lease_ttl_minutes: number | null;
   developer_id: string;
   price_id: string | null;
   product_key: string | null;
@@ -33,6 +35,9 @@ const APP_COLUMNS = Object.keys({
   offline_grace_hours: true,
   download_limit: true,
   app_deactivations_per_30_days: true,
+  sold_seat_model: true,
+  sold_max_concurrent: true,
+  sold_lease_ttl_minutes: true,
   fingerprint_salt: true,
   created_at: true,
   updated_at: true,

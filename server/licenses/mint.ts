@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { hotQuery } from '../db/knex.js';
-import type { LicenseType } from './rules.js';
+import type { LicenseType, SeatModel } from './rules.js';
 
 /**
  * A license a channel sells (checkout, marketplace, redemption, the entitlement webhook): the
@@ -12,7 +12,14 @@ export interface SoldLicenseRow {
   app_id: string;
   license_key: string;
   license_type: LicenseType;
+  /** Node-locked: the devices; floating: the seats (max_concurrent). Replaced by the app's sold seats when they apply. */
   device_limit: number;
+  /**
+   * Given by a channel that says its own seat model (a redemption batch); absent, the license takes
+   * the app's sold seat model (apps.sold_*), except a trial, which is node_locked.
+   */
+  seat_model?: SeatModel;
+  lease_ttl_minutes?: number | null;
   email: string | null;
   expires_at?: Date | null;
   features?: Record<string, unknown>;
@@ -40,7 +47,6 @@ const COLUMNS = [
   'app_id',
   'license_key',
   'license_type',
-  'device_limit',
   'email',
   'expires_at',
   'source',
@@ -54,11 +60,16 @@ const COLUMNS = [
  * The one text that mints a sold license, as the body of a statement or of a CTE: from `record`,
  * the SQL of a jsonb SoldLicenseRow (completed from `from`'s columns when the statement sells it
  * itself: redemption), once per `once` when the sale has a key. Answers the new row's id and key.
+ * A record without a seat model takes its app's sold seats (`sold`, joined only when the app sells
+ * floating licenses and the license is no trial), so every channel mints what the app sells
+ * without code of its own.
  */
 export const mintLicenseSql = (sale: { record: string; from?: string; where?: string; once?: SaleKey }) => `
-  INSERT INTO licenses (${COLUMNS.join(', ')}, features)
-  SELECT ${COLUMNS.map((c) => `l.${c}`).join(', ')}, COALESCE(l.features, '{}'::jsonb)
+  INSERT INTO licenses (${COLUMNS.join(', ')}, features, device_limit, seat_model, lease_ttl_minutes)
+  SELECT ${COLUMNS.map((c) => `l.${c}`).join(', ')}, COALESCE(l.features, '{}'::jsonb),
+    COALESCE(sold.sold_max_concurrent, l.device_limit), COALESCE(l.seat_model, sold.sold_seat_model, 'node_locked'), COALESCE(l.lease_ttl_minutes, sold.sold_lease_ttl_minutes)
   FROM ${sale.from ? `${sale.from}, ` : ''}jsonb_populate_record(NULL::licenses, ${sale.record}) l
+  LEFT JOIN apps sold ON sold.id = l.app_id AND sold.sold_seat_model = 'floating' AND l.seat_model IS NULL AND l.license_type <> 'trial'
   ${sale.where ? `WHERE ${sale.where}` : ''}
   ${sale.once ? ONCE_PER[sale.once] : ''}
   RETURNING id, license_key`;

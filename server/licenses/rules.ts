@@ -17,6 +17,23 @@ export type SeatModel = (typeof SEAT_MODELS)[number];
 export const DEFAULT_LEASE_TTL_MINUTES = 15;
 
 /**
+ * The stored seat columns of what a request creates (a license, a redemption batch): a floating
+ * one keeps its seats in device_limit and its lease life (defaulted); a node-locked one its device
+ * limit, else the app's default.
+ */
+export function seatColumns(
+  input: { seat_model: SeatModel; max_concurrent?: number | undefined; lease_ttl_minutes?: number | undefined; device_limit?: number | undefined },
+  defaultDeviceLimit: number,
+) {
+  const floating = input.seat_model === 'floating';
+  return {
+    seat_model: input.seat_model,
+    device_limit: input.max_concurrent ?? input.device_limit ?? defaultDeviceLimit,
+    lease_ttl_minutes: floating ? (input.lease_ttl_minutes ?? DEFAULT_LEASE_TTL_MINUTES) : null,
+  };
+}
+
+/**
  * The status a license has now. Only transitions (revoke, redact) are stored; passing `expires_at`
  * expires a license by itself, so this one SQL expression is what every read and filter uses.
  * `now` is the SQL of the current time: a knex binding (`?`, EFFECTIVE_STATUS_SQL) or a numbered

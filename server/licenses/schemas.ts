@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { JsonValue } from '../http/json-value.js';
 import { PageQuery } from '../http/pagination.js';
 import { DEACTIVATION_SOURCES } from './deactivation-history.js';
-import { DEFAULT_LEASE_TTL_MINUTES, LICENSE_STATUSES, LICENSE_TYPES, SEAT_MODELS } from './rules.js';
+import { DEFAULT_LEASE_TTL_MINUTES, LICENSE_STATUSES, LICENSE_TYPES, SEAT_MODELS, type LicenseType, type SeatModel } from './rules.js';
 
 const MAX_FEATURES_JSON_BYTES = 4096;
 
@@ -23,8 +23,37 @@ const DownloadLimit = z
   .nullable()
   .describe("Downloads of the license's delivery page and installer in all; replaces the default allowance (10 per build offered), null: the default");
 
-const MaxConcurrent = z.number().int().min(1).max(10_000);
-const LeaseTtlMinutes = z.number().int().min(3).max(1440);
+export const MaxConcurrent = z.number().int().min(1).max(10_000);
+export const LeaseTtlMinutes = z.number().int().min(3).max(1440);
+
+/** The seat fields of what creates licenses (a license, a redemption batch), described once. */
+export const seatFields = {
+  seat_model: z
+    .enum(SEAT_MODELS)
+    .default('node_locked')
+    .describe('node_locked: device_limit devices may activate; floating: any device, at most max_concurrent running at once (docs/protocol.md, Floating licenses)'),
+  max_concurrent: MaxConcurrent.optional().describe('Floating licenses only, and required for them: the seats in use at once'),
+  lease_ttl_minutes: LeaseTtlMinutes.optional().describe(
+    `Floating licenses only: how long a seat stays taken without a heartbeat, and the offline grace. Default ${DEFAULT_LEASE_TTL_MINUTES}`,
+  ),
+};
+
+/**
+ * The combinations a floating license allows: its seats are max_concurrent (required) instead of
+ * device_limit, and a trial is node_locked (it spends the trials of each computer).
+ */
+export function refineSeatModel(
+  b: { seat_model: SeatModel; max_concurrent?: number | undefined; lease_ttl_minutes?: number | undefined; device_limit?: number | undefined; license_type: LicenseType },
+  ctx: z.RefinementCtx,
+) {
+  const floating = b.seat_model === 'floating';
+  const refuse = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (floating && b.max_concurrent === undefined) refuse('max_concurrent', 'required for a floating license');
+  if (floating && b.device_limit !== undefined) refuse('device_limit', 'a floating license counts max_concurrent seats instead');
+  if (floating && b.license_type === 'trial') refuse('seat_model', 'a trial is node_locked: it spends the trials of each computer');
+  if (!floating && b.max_concurrent !== undefined) refuse('max_concurrent', 'floating licenses only');
+  if (!floating && b.lease_ttl_minutes !== undefined) refuse('lease_ttl_minutes', 'floating licenses only');
+}
 
 export const CreateLicenseBody = z
   .strictObject({
@@ -36,25 +65,10 @@ export const CreateLicenseBody = z
     expiry_days: z.number().int().min(1).max(36_500).optional(),
     features: Features.default({}),
     download_limit: DownloadLimit.optional(),
-    seat_model: z
-      .enum(SEAT_MODELS)
-      .default('node_locked')
-      .describe('node_locked: device_limit devices may activate; floating: any device, at most max_concurrent running at once (docs/protocol.md, Floating licenses)'),
-    max_concurrent: MaxConcurrent.optional().describe('Floating licenses only, and required for them: the seats in use at once'),
-    lease_ttl_minutes: LeaseTtlMinutes.optional().describe(
-      `Floating licenses only: how long a seat stays taken without a heartbeat, and the offline grace. Default ${DEFAULT_LEASE_TTL_MINUTES}`,
-    ),
+    ...seatFields,
   })
   .refine((b) => b.expires_at === undefined || b.expiry_days === undefined, 'give expires_at or expiry_days, not both')
-  .superRefine((b, ctx) => {
-    const floating = b.seat_model === 'floating';
-    const refuse = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (floating && b.max_concurrent === undefined) refuse('max_concurrent', 'required for a floating license');
-    if (floating && b.device_limit !== undefined) refuse('device_limit', 'a floating license counts max_concurrent seats instead');
-    if (floating && b.license_type === 'trial') refuse('seat_model', 'a trial is node_locked: it spends the trials of each computer');
-    if (!floating && b.max_concurrent !== undefined) refuse('max_concurrent', 'floating licenses only');
-    if (!floating && b.lease_ttl_minutes !== undefined) refuse('lease_ttl_minutes', 'floating licenses only');
-  })
+  .superRefine(refineSeatModel)
   .describe('A trial without expires_at or expiry_days runs 14 days from its first activation');
 export type CreateLicenseInput = z.infer<typeof CreateLicenseBody>;
 

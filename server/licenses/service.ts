@@ -4,7 +4,7 @@ import { isUniqueViolation } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
 import { RequestError, assertThat } from '../errors.js';
 import { newLicenseKey } from './license-key.js';
-import { DEFAULT_LEASE_TTL_MINUTES } from './rules.js';
+import { seatColumns } from './rules.js';
 import type { CreateLicenseInput, ListLicensesFilter, SetDownloadLimitInput, SetSeatsInput } from './schemas.js';
 import type { LicenseRead, LicensesStore } from './store.js';
 
@@ -52,7 +52,6 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
         'PLAN_REQUIRED',
         'The free plan can issue trial licenses only; upgrade to Pro for perpetual and subscription licenses',
       );
-      const floating = input.seat_model === 'floating';
       for (let attempt = 1; ; attempt++) {
         try {
           return await store.insert(
@@ -62,9 +61,7 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
               app_id: input.app_id,
               license_key: newLicenseKey(),
               license_type: input.license_type,
-              device_limit: input.max_concurrent ?? input.device_limit ?? app.default_device_limit,
-              seat_model: input.seat_model,
-              lease_ttl_minutes: floating ? (input.lease_ttl_minutes ?? DEFAULT_LEASE_TTL_MINUTES) : null,
+              ...seatColumns(input, app.default_device_limit),
               email: input.email ?? null,
               expires_at: expiresAt,
               features: input.features,

@@ -8,7 +8,12 @@ import type { BatchRow } from './store.js';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-const batchView = ({ developer_id: _developer, ...b }: BatchRow) => ({ ...b, codes_expire_at: iso(b.codes_expire_at), created_at: b.created_at.toISOString() });
+const batchView = ({ developer_id: _developer, ...b }: BatchRow) => ({
+  ...b,
+  max_concurrent: b.seat_model === 'floating' ? b.device_limit : null,
+  codes_expire_at: iso(b.codes_expire_at),
+  created_at: b.created_at.toISOString(),
+});
 
 /** A spreadsheet must not run a cell as a formula: a text cell starting with one of these is prefixed with `'`. */
 const csvCell = (value: string) => {

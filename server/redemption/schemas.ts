@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { PlatformDownloads } from '../delivery/schemas.js';
 import { PageQuery } from '../http/pagination.js';
-import { Features } from '../licenses/schemas.js';
-import { LICENSE_TYPES } from '../licenses/rules.js';
+import { Features, refineSeatModel, seatFields } from '../licenses/schemas.js';
+import { LICENSE_TYPES, SEAT_MODELS } from '../licenses/rules.js';
 import { Channel } from '../marketplace/schemas.js';
 import { REDEMPTION_CODE_SHAPE } from './codes.js';
 
@@ -16,22 +16,26 @@ export const AppIdParams = z.object({ app_id: z.string().max(64) });
 export const BatchIdParams = z.object({ batch_id: z.string().max(64) });
 export const CodeParams = z.object({ code: z.string().max(64).describe(`The code as issued (${REDEMPTION_CODE_SHAPE}); case, spaces and dashes are forgiven`) });
 
-export const CreateBatchBody = z.strictObject({
-  channel: Channel,
-  quantity: z.number().int().min(1).max(MAX_BATCH_QUANTITY).describe(`Number of codes, 1 to ${MAX_BATCH_QUANTITY}`),
-  label: z.string().trim().max(200).default('').describe('Descriptive text for the portal'),
-  device_limit: z.number().int().min(1).max(10_000).optional().describe("Of each license; default: the app's default_device_limit"),
-  license_expiry_days: z
-    .number()
-    .int()
-    .min(0)
-    .max(36_500)
-    .default(0)
-    .describe('0 (default): perpetual licenses; otherwise each license expires this many days after its redemption'),
-  license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may create trial batches only'),
-  features: Features.default({}).describe('Copied to every license, e.g. `{ "tier": "pro", "beta": true }`'),
-  codes_expire_at: z.iso.datetime({ offset: true }).optional().describe('Codes not redeemed by then become Expired; must be in the future; default: never'),
-});
+export const CreateBatchBody = z
+  .strictObject({
+    channel: Channel,
+    quantity: z.number().int().min(1).max(MAX_BATCH_QUANTITY).describe(`Number of codes, 1 to ${MAX_BATCH_QUANTITY}`),
+    label: z.string().trim().max(200).default('').describe('Descriptive text for the portal'),
+    device_limit: z.number().int().min(1).max(10_000).optional().describe("Of each license; default: the app's default_device_limit"),
+    license_expiry_days: z
+      .number()
+      .int()
+      .min(0)
+      .max(36_500)
+      .default(0)
+      .describe('0 (default): perpetual licenses; otherwise each license expires this many days after its redemption'),
+    license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may create trial batches only'),
+    features: Features.default({}).describe('Copied to every license, e.g. `{ "tier": "pro", "beta": true }`'),
+    codes_expire_at: z.iso.datetime({ offset: true }).optional().describe('Codes not redeemed by then become Expired; must be in the future; default: never'),
+    ...seatFields,
+  })
+  .superRefine(refineSeatModel)
+  .describe('The seat fields say what each license is, as on POST /v1/licenses: a floating batch mints floating licenses of max_concurrent seats');
 export type CreateBatchInput = z.infer<typeof CreateBatchBody>;
 
 const Counts = z.object({
@@ -47,7 +51,10 @@ export const Batch = z.object({
   channel: z.string(),
   label: z.string(),
   quantity: z.number().int(),
-  device_limit: z.number().int(),
+  device_limit: z.number().int().describe('Node-locked: the devices of each license; floating: max_concurrent again'),
+  seat_model: z.enum(SEAT_MODELS),
+  max_concurrent: z.number().int().nullable().describe('Floating: the seats of each license; null when node_locked'),
+  lease_ttl_minutes: z.number().int().nullable().describe('Floating: the lease life of each license; null when node_locked'),
   license_expiry_days: z.number().int(),
   license_type: z.enum(LICENSE_TYPES),
   features: z.record(z.string(), z.unknown()),

@@ -5,6 +5,7 @@ import { deliveryEmail as deliveryEmailOf } from '../email/outbox.js';
 import type { NewOutboxEmail } from '../email/store.js';
 import { assertThat, RequestError, type ErrorCode } from '../errors.js';
 import { newLicenseKey } from '../licenses/license-key.js';
+import { seatColumns } from '../licenses/rules.js';
 import type { Entitlement } from '../entitlements/entitlement.js';
 import type { TenantQuotaService } from '../quotas/index.js';
 import { newRedemptionCode, normaliseRedemptionCode, redemptionCodeHash, REDEMPTION_CODE_SHAPE } from './codes.js';
@@ -64,7 +65,7 @@ export function createRedemption(deps: {
         channel: input.channel,
         label: input.label,
         quantity: input.quantity,
-        device_limit: input.device_limit ?? app.default_device_limit,
+        ...seatColumns(input, app.default_device_limit),
         license_expiry_days: input.license_expiry_days,
         license_type: input.license_type,
         features: input.features,

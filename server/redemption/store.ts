@@ -6,7 +6,7 @@ import { hotQuery, type Db } from '../db/knex.js';
 import { mintLicenseSql } from '../licenses/mint.js';
 import { channelApp } from '../delivery/store.js';
 import { emailRecord, queueEmailCtes, type NewOutboxEmail } from '../email/store.js';
-import type { LicenseType } from '../licenses/rules.js';
+import type { LicenseType, SeatModel } from '../licenses/rules.js';
 import type { CodeStatus } from './schemas.js';
 
 export interface BatchRow {
@@ -16,7 +16,10 @@ export interface BatchRow {
   channel: string;
   label: string;
   quantity: number;
+  /** Node-locked: the devices of each license; floating: its seats (max_concurrent). */
   device_limit: number;
+  seat_model: SeatModel;
+  lease_ttl_minutes: number | null;
   license_expiry_days: number;
   license_type: LicenseType;
   features: Record<string, unknown>;
@@ -112,7 +115,7 @@ const REDEEM_SQL = `
     UPDATE redemption_codes c SET status = 'redeemed', redeemed_at = $2, redeemed_email = $3, license_id = $4
     FROM redemption_batches b JOIN apps a ON a.id = b.app_id JOIN developers ON developers.id = b.developer_id
     WHERE b.id = c.batch_id AND c.code_hash = $1 AND (${STATUS_AT_$2}) = 'available' AND ${sellableAt$2('$7')}
-    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms, b.channel, b.device_limit, b.license_expiry_days, b.license_type, b.features
+    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms, b.channel, b.device_limit, b.seat_model, b.lease_ttl_minutes, b.license_expiry_days, b.license_type, b.features
   ), license AS (${mintLicenseSql({
     record: `to_jsonb(claimed) || jsonb_build_object('id', $4::text, 'license_key', $5::text, 'email', $3::text, 'source', claimed.channel,
       'expires_at', CASE WHEN claimed.license_expiry_days > 0 THEN $2::timestamptz + make_interval(secs => claimed.license_expiry_days * 86400) END)`,
