@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
-import { APP_PLATFORMS, DELIVERY_MODES, PROTECTION_LEVELS } from './api-values.js';
+import { APP_PLATFORMS, DELIVERY_MODES, PROTECTION_LEVELS, SEAT_MODELS } from './api-values.js';
 import { appPath, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 
@@ -25,13 +25,9 @@ function collectPlatforms(value: string, previous: string[] = []): string[] {
   return [...previous, ...named];
 }
 
-/** `latchkey apps ...`: register apps and look them up; their ids are what every other command takes. */
-export function appsCommand(api: ApiClient, print: (out: string) => void): Command {
-  const apps = new Command('apps').description('Register apps and show their settings');
-
-  withJson(apps.command('create').description('Register an app'))
-    .requiredOption('--name <name>', "the app's name, shown to buyers")
-    .requiredOption('--platform <platforms>', `platforms it targets, comma-separated or repeated (${APP_PLATFORMS.join(', ')})`, collectPlatforms)
+/** The settings `apps create` and `apps update` both take (the server's defaults apply to those left out of a create). */
+function withAppSettings(command: Command): Command {
+  return command
     .addOption(new Option('--protection-level <level>', 'how builds are protected (default standard)').choices(PROTECTION_LEVELS))
     .addOption(new Option('--delivery-mode <mode>', 'which builds customers get (default all)').choices(DELIVERY_MODES))
     .option('--default-device-limit <n>', 'devices a license may run on unless it says otherwise (default 2)', wholeNumber)
@@ -41,20 +37,51 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
     .option('--app-deactivations <n>', 'deactivations from the app each license may make in any 30 days (default 3)', wholeNumber)
     .option('--price-id <price_id>', 'the payment processor Price to sell it at (price_...)')
     .option('--product-key <key>', "the commerce platform's product key, for its entitlement webhook")
+    .addOption(
+      new Option('--sold-seat-model <model>', 'what sales mint (checkout, entitlement webhook, marketplace; trials stay node_locked): node_locked (default) or floating').choices(
+        SEAT_MODELS,
+      ),
+    )
+    .option('--sold-max-concurrent <n>', 'floating: copies each sold license may run at once (required with --sold-seat-model floating)', wholeNumber)
+    .option('--sold-lease-ttl-minutes <n>', 'floating: the lease life of each sold license (default 15)', wholeNumber);
+}
+
+/** The API fields of withAppSettings' options; those not given are left out of the request. */
+function appSettings(opts: Record<string, unknown>) {
+  return {
+    protection_level: opts.protectionLevel,
+    delivery_mode: opts.deliveryMode,
+    default_device_limit: opts.defaultDeviceLimit,
+    offline_grace_hours: opts.offlineGraceHours,
+    trials_per_computer: opts.trialsPerComputer,
+    download_limit: opts.downloadLimit,
+    app_deactivations_per_30_days: opts.appDeactivations,
+    price_id: opts.priceId,
+    product_key: opts.productKey,
+    sold_seat_model: opts.soldSeatModel,
+    sold_max_concurrent: opts.soldMaxConcurrent,
+    sold_lease_ttl_minutes: opts.soldLeaseTtlMinutes,
+  };
+}
+
+/** `latchkey apps ...`: register apps and look them up; their ids are what every other command takes. */
+export function appsCommand(api: ApiClient, print: (out: string) => void): Command {
+  const apps = new Command('apps').description('Register apps and show their settings');
+
+  withAppSettings(withJson(apps.command('create').description('Register an app')))
+    .requiredOption('--name <name>', "the app's name, shown to buyers")
+    .requiredOption('--platform <platforms>', `platforms it targets, comma-separated or repeated (${APP_PLATFORMS.join(', ')})`, collectPlatforms)
     .action(async (opts) => {
-      const { body } = await api.request('POST', '/v1/apps', {
-        name: opts.name,
-        platforms: opts.platform,
-        protection_level: opts.protectionLevel,
-        delivery_mode: opts.deliveryMode,
-        default_device_limit: opts.defaultDeviceLimit,
-        offline_grace_hours: opts.offlineGraceHours,
-        trials_per_computer: opts.trialsPerComputer,
-        download_limit: opts.downloadLimit,
-        app_deactivations_per_30_days: opts.appDeactivations,
-        price_id: opts.priceId,
-        product_key: opts.productKey,
-      });
+      const { body } = await api.request('POST', '/v1/apps', { name: opts.name, platforms: opts.platform, ...appSettings(opts) });
+      print(opts.json ? renderJson(body) : renderRecord(body as App));
+    });
+
+  withAppSettings(withJson(apps.command('update').description("Change an app's settings; those not named stay as they are")))
+    .requiredOption('--app <app_id>', 'the app')
+    .option('--name <name>', "the app's name, shown to buyers")
+    .option('--platform <platforms>', `platforms it targets, comma-separated or repeated (${APP_PLATFORMS.join(', ')})`, collectPlatforms)
+    .action(async (opts) => {
+      const { body } = await api.request('PUT', appPath(opts.app), { name: opts.name, platforms: opts.platform, ...appSettings(opts) });
       print(opts.json ? renderJson(body) : renderRecord(body as App));
     });
 

@@ -12,9 +12,14 @@ interface License extends Record<string, unknown> {
   status: string;
   license_type: string;
   device_limit: number;
+  seat_model: string;
+  max_concurrent: number | null;
   email: string | null;
   expires_at: string | null;
 }
+
+/** What a license's seats are, in a word or two: node-locked devices, or floating seats. */
+const seatsOf = (l: License) => (l.seat_model === 'floating' ? `floating ${l.max_concurrent} seats` : `${l.device_limit} devices`);
 
 interface Device extends Record<string, unknown> {
   fingerprint_hash: string;
@@ -70,8 +75,8 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       const rows = body as License[];
       print(
         renderTable(
-          ['LICENSE ID', 'LICENSE KEY', 'STATUS', 'TYPE', 'DEVICE LIMIT', 'EMAIL', 'EXPIRES AT'],
-          rows.map((l) => [l.license_id, l.license_key, l.status, l.license_type, l.device_limit, l.email, l.expires_at]),
+          ['LICENSE ID', 'LICENSE KEY', 'STATUS', 'TYPE', 'SEATS', 'EMAIL', 'EXPIRES AT'],
+          rows.map((l) => [l.license_id, l.license_key, l.status, l.license_type, seatsOf(l), l.email, l.expires_at]),
         ) + countLine(rows.length, headers, 'license'),
       );
     });
@@ -106,6 +111,18 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       if ((opts.limit === undefined) === (opts.default === undefined)) throw new CliError('give either --limit <n> or --default', EXIT.USAGE);
       const { body } = await api.request('PUT', `/v1/licenses/${encodeURIComponent(opts.license)}/download-limit`, {
         download_limit: opts.default ? null : opts.limit,
+      });
+      print(opts.json ? renderJson(body) : licenseSummary(body as License));
+    });
+
+  withJson(licenses.command('set-seats').description("Set a floating license's seats (copies running at once) and lease TTL"))
+    .requiredOption('--license <license_id>', 'the license (floating)')
+    .requiredOption('--max-concurrent <n>', 'copies that may run at once', wholeNumber)
+    .option('--lease-ttl-minutes <n>', 'how long a seat stays taken without a heartbeat, and the offline grace (default: unchanged)', wholeNumber)
+    .action(async (opts) => {
+      const { body } = await api.request('PUT', `/v1/licenses/${encodeURIComponent(opts.license)}/seats`, {
+        max_concurrent: opts.maxConcurrent,
+        lease_ttl_minutes: opts.leaseTtlMinutes,
       });
       print(opts.json ? renderJson(body) : licenseSummary(body as License));
     });

@@ -62,6 +62,34 @@ describe('latchkey apps', { timeout: 120_000 }, () => {
     expect(JSON.parse((await latchkey(['apps', 'get', '--app', app.id, '--json'])).stdout)).toEqual(app);
   });
 
+  it('sets what sales mint with create and update (--sold-seat-model and its seats), leaving other settings alone', async () => {
+    const created = await latchkey(['apps', 'create', '--name', 'Floats', '--platform', 'linux-x64', '--sold-seat-model', 'floating', '--sold-max-concurrent', '5', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const app = JSON.parse(created.stdout);
+    expect(app).toMatchObject({ sold_seat_model: 'floating', sold_max_concurrent: 5, sold_lease_ttl_minutes: 15 });
+
+    const updated = await latchkey(['apps', 'update', '--app', app.id, '--sold-seat-model', 'floating', '--sold-max-concurrent', '8', '--sold-lease-ttl-minutes', '60']);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toMatch(/^sold_max_concurrent\s+8$/m);
+    const renamed = await latchkey(['apps', 'update', '--app', app.id, '--name', 'Floats 2', '--default-device-limit', '4', '--json']);
+    expect(JSON.parse(renamed.stdout)).toMatchObject({
+      name: 'Floats 2',
+      default_device_limit: 4,
+      sold_seat_model: 'floating',
+      sold_max_concurrent: 8,
+      sold_lease_ttl_minutes: 60,
+    });
+
+    const refused = await latchkey(['apps', 'update', '--app', app.id, '--sold-max-concurrent', '3']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('sold_seat_model');
+    const back = await latchkey(['apps', 'update', '--app', app.id, '--sold-seat-model', 'node_locked', '--json']);
+    expect(JSON.parse(back.stdout)).toMatchObject({ sold_seat_model: 'node_locked', sold_max_concurrent: null, sold_lease_ttl_minutes: null });
+    const read = await client(server.url)('GET', `/v1/apps/${app.id}`, { apiKey: dev.apiKey });
+    expect(read.body).toMatchObject({ name: 'Floats 2', sold_seat_model: 'node_locked' });
+    expect((await latchkey(['apps', 'update', '--app', 'app_missing', '--name', 'X'])).code).toBe(4);
+  });
+
   it('refuses what the API refuses, with its detail and the exit code of the kind of failure', async () => {
     const missing = await latchkey(['apps', 'get', '--app', 'app_missing']);
     expect(missing).toMatchObject({ code: 4, stdout: '', stderr: 'latchkey: No such app (APP_NOT_FOUND)\n' });

@@ -35,8 +35,8 @@ describe('latchkey licenses', { timeout: 120_000 }, () => {
     const list = await latchkey(['licenses', 'list', '--app', t.app.id]);
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^LICENSE ID\s+LICENSE KEY\s+STATUS\s+TYPE\s+DEVICE LIMIT\s+EMAIL\s+EXPIRES AT$/);
-    expect(lines[1]).toContain(license.license_key);
+    expect(lines[0]).toMatch(/^LICENSE ID\s+LICENSE KEY\s+STATUS\s+TYPE\s+SEATS\s+EMAIL\s+EXPIRES AT$/);
+    expect(lines[1]).toMatch(new RegExp(`^${license.license_id}\\s+${license.license_key}\\s+ACTIVE\\s+perpetual\\s+3 devices\\s+buyer@example.com`));
     expect(lines.at(-1)).toBe('2 of 2 license(s)');
     const listJson = await latchkey(['licenses', 'list', '--app', t.app.id, '--status', 'active', '--json']);
     expect(JSON.parse(listJson.stdout)).toHaveLength(2);
@@ -64,6 +64,30 @@ describe('latchkey licenses', { timeout: 120_000 }, () => {
     const refused = await latchkey(['licenses', 'create', '--app', t.app.id, '--seat-model', 'floating']);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('max_concurrent');
+  });
+
+  it("sets a floating license's seats, shows them in the list, and refuses a node-locked license", async () => {
+    const own = await tenant(server);
+    const run = (args: string[]) => runLatchkey(server.url, own.dev.apiKey, args);
+    const license = JSON.parse((await run(['licenses', 'create', '--app', own.app.id, '--seat-model', 'floating', '--max-concurrent', '2', '--json'])).stdout);
+    const set = await run(['licenses', 'set-seats', '--license', license.license_id, '--max-concurrent', '4', '--lease-ttl-minutes', '45']);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(/^max_concurrent\s+4$/m);
+    const read = await own.call('GET', `/v1/licenses/${license.license_id}`, { apiKey: own.dev.apiKey });
+    expect(read.body).toMatchObject({ seat_model: 'floating', max_concurrent: 4, lease_ttl_minutes: 45 });
+    const ttlKept = await run(['licenses', 'set-seats', '--license', license.license_id, '--max-concurrent', '3', '--json']);
+    expect(JSON.parse(ttlKept.stdout)).toMatchObject({ max_concurrent: 3, lease_ttl_minutes: 45 });
+
+    const list = await run(['licenses', 'list']);
+    expect(list.stdout.trim().split('\n')[1]).toMatch(new RegExp(`^${license.license_id}\\s+\\S+\\s+ACTIVE\\s+perpetual\\s+floating 3 seats\\s`));
+
+    const nodeLocked = JSON.parse((await run(['licenses', 'create', '--app', own.app.id, '--json'])).stdout);
+    const refused = await run(['licenses', 'set-seats', '--license', nodeLocked.license_id, '--max-concurrent', '2']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('LICENSE_NOT_FLOATING');
+    const missingSeats = await run(['licenses', 'set-seats', '--license', license.license_id]);
+    expect(missingSeats.code).not.toBe(0);
+    expect((await own.call('GET', `/v1/licenses/${license.license_id}`, { apiKey: own.dev.apiKey })).body.max_concurrent).toBe(3);
   });
 
   it("exits with the code of the failure and the server's detail", async () => {
