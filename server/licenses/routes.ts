@@ -83,8 +83,8 @@ export function licenseRoutes(licenses: LicensesService) {
       response: s.LicenseWithDevices,
       errors: [404],
       handler: async ({ actor, params }) => {
-        const { license, devices } = await licenses.getWithDevices(actor.developerId, params.license_id);
-        return { ...licenseView(license), devices: devices.map(deviceView) };
+        const { license, devices, seatsInUse } = await licenses.getWithDevices(actor.developerId, params.license_id);
+        return { ...licenseView(license), seats_in_use: seatsInUse, devices: devices.map(deviceView) };
       },
     }),
     defineRoute({

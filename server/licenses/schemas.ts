@@ -124,7 +124,10 @@ export const Device = z.object({
   last_seen_at: z.iso.datetime(),
 });
 
-export const LicenseWithDevices = License.extend({ devices: z.array(Device) });
+export const LicenseWithDevices = License.extend({
+  seats_in_use: z.number().int().nullable().describe('Floating: the leases live now (copies running, or gone without checking in and not yet lapsed); null when node_locked'),
+  devices: z.array(Device),
+});
 
 export const ResetDevicesResult = z.object({ license_id: z.string(), devices_removed: z.number().int() });
 

@@ -37,7 +37,8 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
 
     async getWithDevices(developerId: string, licenseId: string) {
       const license = await get(developerId, licenseId);
-      return { license, devices: await store.listDevices(license.id) };
+      const [devices, seatsInUse] = await Promise.all([store.listDevices(license.id), license.seat_model === 'floating' ? store.seatsInUse(license.id, clock.now()) : null]);
+      return { license, devices, seatsInUse };
     },
 
     list: (developerId: string, filter: ListLicensesFilter) => store.list(developerId, filter, clock.now()),

@@ -99,6 +99,14 @@ export function createLicensesStore(db: Db) {
 
     find: (developerId: string, id: string, now: Date) => db('licenses').where({ id, developer_id: developerId }).first<LicenseRead | undefined>(licenseColumns(db, now)),
 
+    /** A floating license's live leases at `now`: the copies running on it. */
+    seatsInUse: (licenseId: string, now: Date) =>
+      db('license_leases')
+        .where({ license_id: licenseId })
+        .where('expires_at', '>', now)
+        .count<{ count: string }[]>('* as count')
+        .then((r) => Number(r[0]!.count)),
+
     listDevices: (licenseId: string) =>
       db<DeviceRow>('devices')
         .where({ license_id: licenseId })

@@ -87,6 +87,8 @@ describe('redemption batches', () => {
     const license = await licenseOf(t, await licenseIdOfKey(t.app.id, res.body.license_key));
     expect(license).toMatchObject(FLOATING_SOLD);
     await expectTwoSeats(license.license_key);
+    // The license's page reads its live leases: the two copies running.
+    expect((await licenseOf(t, license.license_id as string)).seats_in_use).toBe(2);
     const listed = (await t.call('GET', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey })).body;
     expect(listed[0]).toMatchObject(FLOATING_SOLD);
   });
@@ -96,7 +98,7 @@ describe('redemption batches', () => {
     const batch = await createBatch(t, { quantity: 1, device_limit: 3 });
     expect(batch).toMatchObject({ ...NODE_LOCKED, device_limit: 3 });
     const res = await redeem(t, batch.codes[0]!);
-    expect(await licenseOf(t, await licenseIdOfKey(t.app.id, res.body.license_key))).toMatchObject({ ...NODE_LOCKED, device_limit: 3 });
+    expect(await licenseOf(t, await licenseIdOfKey(t.app.id, res.body.license_key))).toMatchObject({ ...NODE_LOCKED, device_limit: 3, seats_in_use: null });
   });
 
   it('refuses bad combinations with 400 and creates no batch', async () => {

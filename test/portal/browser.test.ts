@@ -6,7 +6,7 @@ import { chromiumMissingFor, launchChromium } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE_VERSION } from '../../runtime-sdk/engine/version.js';
 import { peFile } from '../support/executables.js';
-import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
+import { createApp, randomFingerprint, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 import { activatedDevice, readyBuild, report } from '../updates/support.js';
 import type { Owner } from '../builds/support.js';
@@ -501,6 +501,72 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await page.click('#entitlement-webhook [data-confirm="yes"]');
     await expect.poll(() => page.textContent('#webhook-status')).toMatch(/Disabled/);
     expect((await call('GET', `/v1/apps/${app.id}/entitlement-webhook`, { token: dev.accessToken })).body.enabled).toBe(false);
+    expect(errors).toEqual([]);
+    await close();
+  });
+
+  it('[Floating licenses] sets what an app sells, creates a floating license and a floating batch, shows its seats in use and sets its seats', async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Studio', platforms: ['linux-x64'] });
+    const read = async (path: string) => (await call('GET', path, { token: dev.accessToken })).body;
+    const { page, errors, close } = await signedInPage(dev);
+
+    // The app's sales: floating, 4 seats (the lease TTL left to its default).
+    await page.goto(`${server.url}/portal#/apps/${app.id}/settings`);
+    await page.waitForSelector('#app-settings-form');
+    expect(await page.isVisible('#app-sold-max-concurrent')).toBe(false);
+    await page.selectOption('#app-sold-seat-model', 'floating');
+    await page.fill('#app-sold-max-concurrent', '4');
+    await page.click('#app-settings-save');
+    await expect.poll(() => page.textContent('#app-settings-notice')).toBe('Saved.');
+    expect(await read(`/v1/apps/${app.id}`)).toMatchObject({ sold_seat_model: 'floating', sold_max_concurrent: 4, sold_lease_ttl_minutes: 15 });
+    // The seats alone changed: sent with their model, as the API needs.
+    await page.fill('#app-sold-max-concurrent', '6');
+    await page.click('#app-settings-save');
+    await expect.poll(async () => (await read(`/v1/apps/${app.id}`)).sold_max_concurrent).toBe(6);
+
+    // A floating license from the creation form: its device limit is not asked.
+    await page.goto(`${server.url}/portal#/licenses`);
+    await page.waitForSelector('#new-license-form');
+    await page.selectOption('#new-license-app', app.id);
+    await page.selectOption('#new-license-seat-model', 'floating');
+    expect(await page.isVisible('#new-license-devices')).toBe(false);
+    await page.fill('#new-license-max-concurrent', '2');
+    await page.fill('#new-license-lease-ttl', '20');
+    await page.click('#new-license-submit');
+    await page.waitForSelector('#new-license-key');
+    const key = (await page.textContent('#new-license-key'))!;
+    const licenseId = (await page.getAttribute('#new-license-key', 'href'))!.split('/').pop()!;
+    expect(await read(`/v1/licenses/${licenseId}`)).toMatchObject({ license_key: key, seat_model: 'floating', max_concurrent: 2, lease_ttl_minutes: 20 });
+    const activated = await call('POST', '/v1/licenses/activate', { body: { license_key: key, device_fingerprint: randomFingerprint(), build_id: null } });
+    expect(activated.status).toBe(200);
+
+    await page.goto(`${server.url}/portal#/licenses?app_id=${app.id}`);
+    await expect.poll(() => page.textContent(`#licenses-table tr[data-license-id="${licenseId}"] [data-seats]`)).toBe('floating, 2 seats');
+    await page.click(`#licenses-table a:text("${key}")`);
+    await page.waitForSelector('#license-seats-form');
+    expect(await page.textContent('#license-seat-model')).toBe('Floating');
+    expect(await page.textContent('#license-seats-in-use')).toBe('1 of 2');
+    await page.fill('#license-max-concurrent', '3');
+    await page.fill('#license-lease-ttl', '30');
+    await page.click('#license-seats-save');
+    await expect.poll(() => page.textContent('#license-seats-in-use')).toBe('1 of 3');
+    expect(await read(`/v1/licenses/${licenseId}`)).toMatchObject({ max_concurrent: 3, lease_ttl_minutes: 30, seats_in_use: 1 });
+    await shot(page, '11-floating-license');
+
+    // A batch of floating codes from the sales tab.
+    await page.goto(`${server.url}/portal#/apps/${app.id}/sales`);
+    await page.waitForSelector('#batch-form');
+    await page.fill('#batch-channel', 'appsumo');
+    await page.fill('#batch-quantity', '1');
+    await page.selectOption('#batch-seat-model', 'floating');
+    await page.fill('#batch-max-concurrent', '5');
+    await page.click('#batch-submit');
+    await page.waitForSelector('#batch-download');
+    const [batch] = await read(`/v1/apps/${app.id}/redemption-batches`);
+    expect(batch).toMatchObject({ seat_model: 'floating', max_concurrent: 5, lease_ttl_minutes: 15 });
+    await expect.poll(() => page.textContent(`#batches-table tr[data-batch-id="${batch.id}"] [data-seats]`)).toBe('floating, 5 seats');
     expect(errors).toEqual([]);
     await close();
   });

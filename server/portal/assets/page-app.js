@@ -4,6 +4,7 @@ import { copyButton, h, mount } from './dom.js';
 import { buildsTab } from './page-builds.js';
 import { checkedValues, platformBoxes } from './page-apps.js';
 import { salesTab } from './page-sales.js';
+import { seatInputs } from './seat-fields.js';
 import { updatesTab } from './page-updates.js';
 
 const TABS = [
@@ -59,6 +60,10 @@ function settingsTab(body, app) {
   const grace = h('input', { type: 'number', id: 'app-grace', min: 1, max: 8760, value: app.offline_grace_hours });
   const deactivations = h('input', { type: 'number', id: 'app-deactivations', min: 1, max: 1000, value: app.app_deactivations_per_30_days });
   const downloadLimit = h('input', { type: 'number', id: 'app-download-limit', min: 1, value: app.download_limit ?? '', placeholder: 'default allowance' });
+  const soldSeats = seatInputs('app-sold', {
+    names: { seat_model: 'sold_seat_model', max_concurrent: 'sold_max_concurrent', lease_ttl_minutes: 'sold_lease_ttl_minutes' },
+    current: app,
+  });
   const error = h('p', { class: 'error', role: 'alert', id: 'app-settings-error' });
   const notice = h('p', { class: 'notice', role: 'status', id: 'app-settings-notice' });
   const submit = h('button', { type: 'submit', id: 'app-settings-save' }, 'Save settings');
@@ -81,10 +86,13 @@ function settingsTab(body, app) {
           offline_grace_hours: Number(grace.value),
           app_deactivations_per_30_days: Number(deactivations.value),
           download_limit: numberOrNull(downloadLimit),
+          ...soldSeats.values(),
         };
-        // Only what changed is sent: PUT changes the fields it names.
+        // Only what changed is sent: PUT changes the fields it names. The sold seat model goes
+        // whole (the API takes its seats only with it).
         const changes = {};
         for (const [key, value] of Object.entries(wanted)) if (JSON.stringify(value) !== JSON.stringify(current[key])) changes[key] = value;
+        if (Object.values(soldSeats.names).some((key) => key in changes)) Object.assign(changes, soldSeats.values());
         if ('delivery_mode' in changes && releaseCurrent.checked) changes.release_current = true;
         if (Object.keys(changes).length === 0) {
           notice.textContent = 'Nothing changed.';
@@ -120,6 +128,9 @@ function settingsTab(body, app) {
         field('app-grace', 'Offline grace (hours)', grace),
         field('app-deactivations', 'Deactivations from the app', deactivations, 'Per license in any 30 days (license.deactivate() in the SDK); your resets are not counted.'),
         field('app-download-limit', 'Download limit', downloadLimit, 'Empty: the default allowance.'),
+        h('h3', null, 'Licenses sold'),
+        h('p', { class: 'hint' }, 'What checkout, the entitlement webhook and marketplace provisioning mint; trials stay node-locked.'),
+        soldSeats.element,
         h('label', null, 'Fingerprint salt'),
         h(
           'p',

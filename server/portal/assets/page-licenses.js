@@ -4,6 +4,7 @@ import { act, del, get, post, put, request } from './api.js';
 import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
+import { seatInputs, seatsText } from './seat-fields.js';
 
 const PAGE_SIZE = 20;
 const DEACTIVATION_SOURCES = { app: 'By the app', developer: 'Reset by you', store_reset: 'Reset by the store', revoked: 'License revoked by the store' };
@@ -89,7 +90,7 @@ export async function licensesPage(view, { query }) {
               h(
                 'tr',
                 null,
-                ['Key', 'App', 'Email', 'Status', 'Type', 'Source', 'Created'].map((t) => h('th', null, t)),
+                ['Key', 'App', 'Email', 'Status', 'Type', 'Seats', 'Source', 'Created'].map((t) => h('th', null, t)),
               ),
             ),
             h(
@@ -104,6 +105,7 @@ export async function licensesPage(view, { query }) {
                   h('td', null, l.email ?? '—'),
                   h('td', null, badge(l.status)),
                   h('td', null, l.license_type),
+                  h('td', { 'data-seats': l.seat_model }, seatsText(l)),
                   h('td', null, l.source),
                   h('td', null, formatDate(l.created_at)),
                 ),
@@ -129,6 +131,8 @@ function createCard(apps, preselected) {
     ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)),
   );
   const devices = h('input', { type: 'number', id: 'new-license-devices', min: 1, placeholder: 'app default' });
+  const devicesField = h('div', null, h('label', { for: 'new-license-devices' }, 'Device limit'), devices);
+  const seats = seatInputs('new-license', { nodeLockedOnly: [devicesField] });
   const expiry = h('input', { type: 'number', id: 'new-license-expiry', min: 1, placeholder: 'never (trials: 14 days from first run)' });
   const error = h('p', { class: 'error', role: 'alert', id: 'new-license-error' });
   const created = h('div', { id: 'new-license-created' });
@@ -144,9 +148,9 @@ function createCard(apps, preselected) {
         id: 'new-license-form',
         onsubmit: async (e) => {
           e.preventDefault();
-          const body = { app_id: app.value, license_type: type.value };
+          const body = { app_id: app.value, license_type: type.value, ...seats.values() };
           if (email.value.trim()) body.email = email.value.trim();
-          if (devices.value) body.device_limit = Number(devices.value);
+          if (devices.value && !seats.floating()) body.device_limit = Number(devices.value);
           if (expiry.value) body.expiry_days = Number(expiry.value);
           const res = await act(() => post('/v1/licenses', body), { button: submit, errorEl: error });
           if (!res.ok) return;
@@ -170,14 +174,45 @@ function createCard(apps, preselected) {
         h('div', null, h('label', { for: 'new-license-app' }, 'App'), app),
         h('div', null, h('label', { for: 'new-license-type' }, 'Type'), type),
         h('div', null, h('label', { for: 'new-license-email' }, 'Customer email'), email),
-        h('div', null, h('label', { for: 'new-license-devices' }, 'Device limit'), devices),
+        seats.element,
+        devicesField,
         h('div', null, h('label', { for: 'new-license-expiry' }, 'Expires after (days)'), expiry),
       ),
-      h('p', { class: 'hint' }, 'The free plan may create trial licenses only.'),
+      h('p', { class: 'hint' }, 'The free plan may create trial licenses only; a trial is node-locked.'),
       h('div', { class: 'actions' }, submit),
       error,
       created,
     ),
+  );
+}
+
+/** A floating license's seats and lease TTL (PUT …/seats); fewer seats than leases in use wait for copies to stop. */
+function seatsForm(l, { errorEl, noticeEl, saved }) {
+  const seats = h('input', { type: 'number', id: 'license-max-concurrent', min: 1, max: 10000, value: l.max_concurrent });
+  const ttl = h('input', { type: 'number', id: 'license-lease-ttl', min: 3, max: 1440, value: l.lease_ttl_minutes });
+  const save = h('button', { type: 'submit', id: 'license-seats-save' }, 'Save seats');
+  return h(
+    'form',
+    {
+      id: 'license-seats-form',
+      class: 'inline',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const res = await act(() => put(`/v1/licenses/${l.license_id}/seats`, { max_concurrent: Number(seats.value), lease_ttl_minutes: Number(ttl.value) }), {
+          button: save,
+          errorEl,
+          noticeEl,
+          notice: 'Seats saved.',
+        });
+        // The answer is the license without its seats in use: read it whole again.
+        if (res.ok) saved(await get(`/v1/licenses/${l.license_id}`));
+      },
+    },
+    h('label', { for: 'license-max-concurrent' }, 'Seats (copies running at once)'),
+    seats,
+    h('label', { for: 'license-lease-ttl' }, 'Lease TTL (minutes)'),
+    ttl,
+    save,
   );
 }
 
@@ -286,7 +321,11 @@ export async function licensePage(view, { params }) {
           ['Payment session', l.payment_session_id ? h('span', { class: 'mono' }, l.payment_session_id) : '—'],
         ]),
         facts([
-          ['Device limit', String(l.device_limit)],
+          ['Seat model', h('span', { id: 'license-seat-model' }, l.seat_model === 'floating' ? 'Floating' : 'Node-locked')],
+          l.seat_model === 'floating'
+            ? ['Seats in use', h('span', { id: 'license-seats-in-use' }, `${l.seats_in_use ?? 0} of ${l.max_concurrent}`)]
+            : ['Device limit', String(l.device_limit)],
+          l.seat_model === 'floating' ? ['Lease TTL', `${l.lease_ttl_minutes} minutes`] : null,
           ['Download limit', l.download_limit === null ? 'Default allowance' : String(l.download_limit)],
           ['Expires', l.expires_at ? formatDate(l.expires_at) : l.license_type === 'trial' ? '14 days after first run' : 'Never'],
           ['Created', formatDate(l.created_at)],
@@ -295,6 +334,7 @@ export async function licensePage(view, { params }) {
         ]),
       ),
       limitForm,
+      l.seat_model === 'floating' ? seatsForm(l, { errorEl: error, noticeEl: notice, saved: renderDetail }) : null,
       actions,
       error,
       notice,
@@ -304,7 +344,8 @@ export async function licensePage(view, { params }) {
   const renderDevices = (devices) => {
     mount(
       devicesCard,
-      h('h2', null, `Devices (${devices.length} of ${license.device_limit})`),
+      // A floating license's devices are those that ever ran it; its seats are the leases (above).
+      h('h2', null, license.seat_model === 'floating' ? `Devices (${devices.length})` : `Devices (${devices.length} of ${license.device_limit})`),
       devices.length === 0
         ? h('p', { class: 'muted', id: 'no-devices' }, 'No device is activated.')
         : h(

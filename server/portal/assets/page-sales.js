@@ -4,6 +4,7 @@ import { ApiError, act, del, describeError, get, post, requestFile, saveBlob } f
 import { processorAccountSection } from './page-processor.js';
 import { confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
+import { seatInputs, seatsText } from './seat-fields.js';
 
 /** A GET that may answer 404 for "none yet": null then. */
 async function optional(path) {
@@ -106,6 +107,7 @@ async function batchesSection(card, app) {
     ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)),
   );
   const expiry = h('input', { type: 'number', id: 'batch-expiry', min: 0, value: 0 });
+  const seats = seatInputs('batch');
   const error = h('p', { class: 'error', role: 'alert', id: 'batch-error' });
   const submit = h('button', { type: 'submit', id: 'batch-submit' }, 'Generate codes');
   const table = h('div', { id: 'batches-list' });
@@ -151,7 +153,7 @@ async function batchesSection(card, app) {
               h(
                 'tr',
                 null,
-                ['Label', 'Channel', 'Codes', 'Available', 'Redeemed', 'Revoked', 'Expired', 'Created', ''].map((t) => h('th', null, t)),
+                ['Label', 'Channel', 'Seats', 'Codes', 'Available', 'Redeemed', 'Revoked', 'Expired', 'Created', ''].map((t) => h('th', null, t)),
               ),
             ),
             h(
@@ -163,6 +165,7 @@ async function batchesSection(card, app) {
                   { 'data-batch-id': b.id },
                   h('td', null, b.label || '—'),
                   h('td', null, b.channel),
+                  h('td', { 'data-seats': b.seat_model }, seatsText(b)),
                   h('td', null, String(b.quantity)),
                   h('td', { 'data-count': 'available' }, String(b.counts.available)),
                   h('td', { 'data-count': 'redeemed' }, String(b.counts.redeemed)),
@@ -210,6 +213,7 @@ async function batchesSection(card, app) {
             label: label.value,
             license_type: type.value,
             license_expiry_days: Number(expiry.value || 0),
+            ...seats.values(),
           };
           // The codes come once, as the server's CSV export (Accept: text/csv): kept in memory until saved.
           const res = await act(() => requestFile('POST', path, payload, 'text/csv'), { button: submit, errorEl: error });
@@ -243,6 +247,7 @@ async function batchesSection(card, app) {
         h('div', null, h('label', { for: 'batch-label' }, 'Label'), label),
         h('div', null, h('label', { for: 'batch-type' }, 'License type'), type),
         h('div', null, h('label', { for: 'batch-expiry' }, 'License expiry (days after redemption, 0 = never)'), expiry),
+        seats.element,
       ),
       h('div', { class: 'actions' }, submit),
       error,
