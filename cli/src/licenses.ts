@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
-import { LICENSE_STATUS_FILTERS, LICENSE_TYPES, SEAT_MODELS } from './api-values.js';
+import { LICENSE_STATUS_FILTERS, LICENSE_TYPES } from './api-values.js';
 import { CliError, EXIT } from './errors.js';
 import { jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
+import { seatFields, seatsOf, withSeatOptions } from './seat-options.js';
 
 interface License extends Record<string, unknown> {
   license_id: string;
@@ -17,9 +18,6 @@ interface License extends Record<string, unknown> {
   email: string | null;
   expires_at: string | null;
 }
-
-/** What a license's seats are, in a word or two: node-locked devices, or floating seats. */
-const seatsOf = (l: License) => (l.seat_model === 'floating' ? `floating ${l.max_concurrent} seats` : `${l.device_limit} devices`);
 
 interface Device extends Record<string, unknown> {
   fingerprint_hash: string;
@@ -40,16 +38,13 @@ const licenseSummary = (l: License) => {
 export function licensesCommand(api: ApiClient, print: (out: string) => void): Command {
   const licenses = new Command('licenses').description('Create, inspect and revoke license keys');
 
-  withJson(licenses.command('create').description('Create a license key'))
+  withSeatOptions(withJson(licenses.command('create').description('Create a license key')))
     .requiredOption('--app <app_id>', 'the app the license is for')
     .option('--email <email>', "the customer's email")
     .option('--device-limit <n>', "devices it may run on (default: the app's)", wholeNumber)
     .addOption(new Option('--type <type>', 'license type').choices(LICENSE_TYPES))
     .option('--expiry-days <n>', 'expire this many days from now', wholeNumber)
     .option('--features <json>', 'features object the runtime reads, e.g. \'{"tier":"pro"}\'', jsonObject)
-    .addOption(new Option('--seat-model <model>', 'node_locked (default): devices that may activate; floating: copies running at once').choices(SEAT_MODELS))
-    .option('--max-concurrent <n>', 'floating: copies that may run at once (required with --seat-model floating)', wholeNumber)
-    .option('--lease-ttl-minutes <n>', 'floating: how long a seat stays taken without a heartbeat, and the offline grace (default 15)', wholeNumber)
     .action(async (opts) => {
       const { body } = await api.request('POST', '/v1/licenses', {
         app_id: opts.app,
@@ -58,9 +53,7 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
         license_type: opts.type,
         expiry_days: opts.expiryDays,
         features: opts.features,
-        seat_model: opts.seatModel,
-        max_concurrent: opts.maxConcurrent,
-        lease_ttl_minutes: opts.leaseTtlMinutes,
+        ...seatFields(opts),
       });
       print(opts.json ? renderJson(body) : licenseSummary(body as License));
     });

@@ -8,6 +8,7 @@ import { configFile, resolveSettings } from './config.js';
 import { doctorCommand } from './doctor.js';
 import { ApiError, CliError, EXIT, EXIT_CODE_HELP } from './errors.js';
 import { licensesCommand } from './licenses.js';
+import { redemptionCommand } from './redemption.js';
 import { loginCommand, logoutCommand } from './login.js';
 import { renderJson } from './output.js';
 import { pushCommand, updatesCommand } from './updates.js';
@@ -41,6 +42,7 @@ const program = new Command('latchkey')
   .addCommand(appsCommand(api, print))
   .addCommand(buildsCommand(api, print))
   .addCommand(licensesCommand(api, print))
+  .addCommand(redemptionCommand(api, print))
   .addCommand(updatesCommand(api, print))
   .addCommand(pushCommand(api, print).description('Same as `latchkey updates push`'))
   .addCommand(doctorCommand(process.env, print))

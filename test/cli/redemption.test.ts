@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tenant, type Tenant } from '../licensing/world.js';
+import { CODE_FORMAT, redeem } from '../redemption/support.js';
+import { runLatchkey } from '../support/cli.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+let server: TestServer;
+let t: Tenant;
+beforeAll(async () => {
+  server = await startTestServer();
+  t = await tenant(server);
+});
+afterAll(() => server.close());
+
+const latchkey = (args: string[]) => runLatchkey(server.url, t.dev.apiKey, args);
+const batchesOf = async () => (await t.call('GET', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey })).body as Record<string, unknown>[];
+
+// Each case starts the real executable a few times: generous time, no timing asserted.
+describe('latchkey redemption', { timeout: 120_000 }, () => {
+  it('generates a batch of floating licenses whose codes redeem to floating licenses, and lists it with its seats', async () => {
+    const created = await latchkey([
+      'redemption',
+      'create-batch',
+      '--app',
+      t.app.id,
+      '--channel',
+      'appsumo',
+      '--quantity',
+      '2',
+      '--label',
+      'Launch',
+      '--seat-model',
+      'floating',
+      '--max-concurrent',
+      '3',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/^seat_model\s+floating$/m);
+    expect(created.stdout).toMatch(/^max_concurrent\s+3$/m);
+    const codes = created.stdout.trim().split('\n').slice(-2);
+    for (const code of codes) expect(code).toMatch(CODE_FORMAT);
+
+    const redeemed = await redeem(t, codes[0]!);
+    expect(redeemed.status, JSON.stringify(redeemed.body)).toBe(201);
+    const [license] = (await t.call('GET', `/v1/licenses?app_id=${t.app.id}`, { apiKey: t.dev.apiKey })).body;
+    expect(license).toMatchObject({ license_key: redeemed.body.license_key, seat_model: 'floating', max_concurrent: 3, lease_ttl_minutes: 15, source: 'appsumo' });
+
+    const node = await latchkey(['redemption', 'create-batch', '--app', t.app.id, '--channel', 'gumroad', '--quantity', '1', '--device-limit', '4', '--json']);
+    expect(JSON.parse(node.stdout)).toMatchObject({ seat_model: 'node_locked', device_limit: 4, max_concurrent: null, codes: [expect.stringMatching(CODE_FORMAT)] });
+
+    const list = await latchkey(['redemption', 'batches', '--app', t.app.id]);
+    expect(list.code, list.stderr).toBe(0);
+    const lines = list.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^BATCH ID\s+CHANNEL\s+LABEL\s+TYPE\s+SEATS\s+CODES\s+AVAILABLE\s+REDEEMED\s+CREATED AT$/);
+    expect(lines[1]).toMatch(/^rbt_\w+\s+appsumo\s+Launch\s+perpetual\s+floating 3 seats\s+2\s+1\s+1\s+\S+$/);
+    expect(lines[2]).toMatch(/^rbt_\w+\s+gumroad\s+-\s+perpetual\s+4 devices\s+1\s+1\s+0\s+\S+$/);
+  });
+
+  it('refuses what the API refuses (exit 2) and generates nothing', async () => {
+    const before = (await batchesOf()).length;
+    for (const extra of [
+      ['--seat-model', 'floating'],
+      ['--seat-model', 'floating', '--max-concurrent', '2', '--device-limit', '2'],
+      ['--max-concurrent', '2'],
+    ]) {
+      const refused = await latchkey(['redemption', 'create-batch', '--app', t.app.id, '--channel', 'appsumo', '--quantity', '1', ...extra]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('VALIDATION_FAILED');
+    }
+    expect(await batchesOf()).toHaveLength(before);
+    expect((await latchkey(['redemption', 'create-batch', '--app', 'app_missing', '--channel', 'x', '--quantity', '1'])).code).toBe(4);
+  });
+});
