@@ -52,6 +52,16 @@ describe("an app's sold seat model", () => {
     expect(created.app).toMatchObject(SELLS_FLOATING);
   });
 
+  it('stays whole under a burst of concurrent updates: floating with its seats, or node_locked with none', async () => {
+    const t = await tenant(server);
+    const bodies = Array.from({ length: 12 }, (_, i) => (i % 2 ? { sold_seat_model: 'node_locked' } : { sold_seat_model: 'floating', sold_max_concurrent: i + 1 }));
+    const answers = await Promise.all(bodies.map((body) => t.call('PUT', `/v1/apps/${t.app.id}`, { token: t.dev.accessToken, body })));
+    expect(answers.map((a) => a.status)).toEqual(bodies.map(() => 200));
+    const app = (await t.call('GET', `/v1/apps/${t.app.id}`, { token: t.dev.accessToken })).body;
+    if (app.sold_seat_model === 'floating') expect(app).toMatchObject({ sold_max_concurrent: expect.any(Number), sold_lease_ttl_minutes: 15 });
+    else expect(app).toMatchObject({ sold_max_concurrent: null, sold_lease_ttl_minutes: null });
+  });
+
   it('refuses bad combinations with 400 and changes nothing; another developer gets 404', async () => {
     const t = await tenant(server, { app: SELLS_FLOATING });
     const update = (body: unknown, token = t.dev.accessToken) => t.call('PUT', `/v1/apps/${t.app.id}`, { token, body });
@@ -146,15 +156,18 @@ describe('sales of an app that sells floating licenses', () => {
     await expectTwoSeats(license.license_key);
   });
 
-  it('mint floating licenses through the entitlement webhook', async () => {
+  it('mint floating licenses through the entitlement webhook, with and without a customer email', async () => {
     const m = await merchant(server, SELLS_FLOATING);
-    const broker = brokerOf(m);
-    const res = await broker.send(broker.event());
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const row = await server.database.db('store_licenses').where({ app_id: m.app.id, shop: broker.shop }).first('license_id');
-    const license = await licenseOf({ call: m.call, dev: m.dev }, row.license_id);
-    expect(license).toMatchObject({ ...FLOATING_SOLD, source: 'commerce_platform' });
-    await expectTwoSeats(license.license_key);
+    // With an email the license is inserted before the delivery email that names it; without, with the event's record.
+    for (const fields of [{}, { customer_email: 'shop@example.com' }]) {
+      const broker = brokerOf(m);
+      const res = await broker.send(broker.event(fields));
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const row = await server.database.db('store_licenses').where({ app_id: m.app.id, shop: broker.shop }).first('license_id');
+      const license = await licenseOf({ call: m.call, dev: m.dev }, row.license_id);
+      expect(license).toMatchObject({ ...FLOATING_SOLD, source: 'commerce_platform' });
+      await expectTwoSeats(license.license_key);
+    }
   });
 
   it('mint node-locked licenses with the default device limit for an app that sells node_locked', async () => {
