@@ -176,7 +176,7 @@ describe('list, get, revoke, reset', () => {
     const lic = await createLicense(t.call, t.dev, { app_id: t.app.id });
     const res = await t.call('GET', `/v1/licenses/${lic.license_id}`, { token: t.dev.accessToken });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ...lic, devices: [] });
+    expect(res.body).toEqual({ ...lic, seats_in_use: null, devices: [] });
   });
 
   it('revokes at once and idempotently', async () => {
