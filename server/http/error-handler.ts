@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { RequestError } from '../errors.js';
 import { quotaErrorFromDatabase } from '../quotas/index.js';
+import type { RequestState } from './logging.js';
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03', '08006', '08001']);
 
@@ -41,7 +42,7 @@ function toRequestError(err: unknown, log: Logger): RequestError {
 }
 
 /**
- * Renders every failure as `{ detail, error_code, status_code }`: raised errors, unknown routes
+ * Renders every failure as `{ detail, error_code, status_code, request_id }`: raised errors, unknown routes
  * (404), known routes with another method (405), and anything unexpected (500, logged).
  */
 export function errorHandler(): Koa.Middleware {
@@ -58,7 +59,8 @@ export function errorHandler(): Koa.Middleware {
       const error = toRequestError(err, ctx.state.log);
       for (const [name, value] of Object.entries(error.extra.headers ?? {})) ctx.set(name, value);
       ctx.status = error.status;
-      ctx.body = error.toBody();
+      // The request's id (X-Request-Id, req_id in its log lines): what a developer quotes to the operator.
+      ctx.body = { ...error.toBody(), request_id: (ctx.state as RequestState).requestId };
     }
   };
 }

@@ -52,7 +52,7 @@ export function redactUrl(url: string): string {
 const REQUEST_ID = /^[\w.-]{1,128}$/;
 
 /** `ctx.state` of a request: its child logger (carrying the request id) is built only if something logs. */
-class RequestState {
+export class RequestState {
   #log: Logger | undefined;
   constructor(
     private readonly root: Logger,

@@ -72,6 +72,11 @@ const ERROR_BODY = {
     status_code: { type: 'integer', description: 'The HTTP status again' },
     reason: { type: 'string', description: 'The machine-readable cause, with `PUSH_CONFLICT` and `STORE_STILL_ENTITLED`' },
     earliest_expiry: { type: 'string', format: 'date-time', description: 'With `NO_SEAT_AVAILABLE`: when the first lease holding a seat expires unless renewed' },
+    request_id: {
+      type: 'string',
+      description:
+        "The request's id, as in the `X-Request-Id` header (the caller's own when it sent a well-formed one): the server's log lines of this request carry it as `req_id`, so quote it when asking the operator. Absent only from the few answers given before a request exists (431, a malformed request, a body timeout)",
+    },
   },
 };
 
@@ -214,7 +219,7 @@ const TAGS: Record<string, string> = {
 
 const DESCRIPTION = `The Latchkey license authority's HTTP API: licensing, protected builds, delivery and updates for desktop apps.
 This document is generated from the route definitions that validate every request and shape every answer, so it is what the server does; \`GET /docs\` renders it.
-Every error body is \`{ detail, error_code, status_code }\` (plus \`reason\` where named, \`earliest_expiry\` with \`NO_SEAT_AVAILABLE\`), with \`error_code\` from one closed list (the \`Error\` schema).
+Every error body is \`{ detail, error_code, status_code, request_id }\` (plus \`reason\` where named, \`earliest_expiry\` with \`NO_SEAT_AVAILABLE\`), with \`error_code\` from one closed list (the \`Error\` schema).
 A developer whose Latchkey subscription was deleted is deactivated until a new one: every developer operation that changes something, except securing the account or reducing what it exposes (password, 2FA, revoking or rotating API keys, rotating or disabling the entitlement webhook, disconnecting the payment account, deleting a payment link, revoking licenses and redemption codes), answers 403 \`ACCOUNT_DEACTIVATED\`; reads, sign-in and the runtime calls of their customers' apps keep working.
 Every operation's answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\` for its rate-limit class (\`x-rate-limit-class\`); a 429 adds \`Retry-After\`.
 Lists take \`limit\` (default 20, at most 100) and \`offset\`, answer a bare JSON array, and carry \`X-Total-Count\` and an RFC 8288 \`Link\` header.

@@ -36,7 +36,7 @@ function claimsOf(res: ApiResponse, device: string): RuntimeTokenClaims {
 /** A 409 NO_SEAT_AVAILABLE: the standard error body plus when the first seat frees by itself. */
 function expectNoSeat(res: ApiResponse, earliestExpiry: Date): void {
   expect(res.status, JSON.stringify(res.body)).toBe(409);
-  expect(Object.keys(res.body).sort()).toEqual(['detail', 'earliest_expiry', 'error_code', 'status_code']);
+  expect(Object.keys(res.body).sort()).toEqual(['detail', 'earliest_expiry', 'error_code', 'request_id', 'status_code']);
   expect(res.body).toMatchObject({ error_code: 'NO_SEAT_AVAILABLE', status_code: 409, earliest_expiry: earliestExpiry.toISOString() });
 }
 

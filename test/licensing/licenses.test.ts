@@ -196,7 +196,7 @@ describe('list, get, revoke, reset', () => {
     ] as const) {
       const res = await t.call(method, path, { apiKey: t.dev.apiKey });
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ error_code: 'LICENSE_NOT_FOUND', status_code: 404, detail: 'No such license' });
+      expect(res.body).toEqual({ error_code: 'LICENSE_NOT_FOUND', status_code: 404, detail: 'No such license', request_id: res.headers.get('x-request-id') });
     }
   });
 });

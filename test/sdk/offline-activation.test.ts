@@ -108,7 +108,7 @@ describe('offline activation', () => {
     const request = JSON.parse(requestFile) as { device_fingerprint: string };
     const onlineTwin = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: request.device_fingerprint } });
     expect(offline.status).toBe(403);
-    expect(offline.body).toEqual({ detail: onlineTwin.body.detail, error_code: 'DEVICE_LIMIT_EXCEEDED', status_code: 403 });
+    expect(offline.body).toEqual({ detail: onlineTwin.body.detail, error_code: 'DEVICE_LIMIT_EXCEEDED', status_code: 403, request_id: expect.any(String) });
     expect(onlineTwin.body.error_code).toBe('DEVICE_LIMIT_EXCEEDED');
 
     // The seat taken offline is refused to a computer online; a fresh request of the same device takes none.

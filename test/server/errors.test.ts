@@ -60,6 +60,17 @@ describe('routing errors', () => {
   });
 });
 
+describe('request ids', () => {
+  it("an error body carries the request's id: the caller's own X-Request-Id when well-formed, else a new one", async () => {
+    const own = await call('GET', '/v1/nothing-here', { token: dev.accessToken, headers: { 'x-request-id': 'support-ticket-4711' } });
+    expectError(own, 404, 'NOT_FOUND');
+    expect(own.body.request_id).toBe('support-ticket-4711');
+    const malformed = await call('GET', '/v1/nothing-here', { token: dev.accessToken, headers: { 'x-request-id': 'no spaces allowed' } });
+    expectError(malformed, 404, 'NOT_FOUND');
+    expect(malformed.body.request_id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
 describe('request bodies that are refused change nothing', () => {
   const padded = (bytes: number) => json(JSON.stringify(validApp).padEnd(bytes, ' '));
   // Factories, because a streamed body can be sent only once.

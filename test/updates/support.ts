@@ -119,5 +119,5 @@ export async function appPush(o: Owner): Promise<Record<string, any> | null> {
 /** A 409 of the push rules: the standard body plus docs/contract.md's `reason`. */
 export function expectPushConflict(res: ApiResponse, reason: string): void {
   expect(res.status, JSON.stringify(res.body)).toBe(409);
-  expect(res.body).toEqual({ detail: expect.any(String), error_code: 'PUSH_CONFLICT', status_code: 409, reason });
+  expect(res.body).toEqual({ detail: expect.any(String), error_code: 'PUSH_CONFLICT', status_code: 409, reason, request_id: expect.any(String) });
 }
