@@ -17,7 +17,7 @@ export interface DeliveryDetails {
 }
 
 /** "2025-03-09 14:05 UTC": unambiguous whatever the reader's locale. */
-function utcMinute(iso: string): string {
+export function utcMinute(iso: string): string {
   return `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 

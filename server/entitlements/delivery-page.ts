@@ -53,13 +53,21 @@ export function createStoreDeliveryPages(deps: { store: EntitlementsStore; offer
       sendPage(
         ctx,
         200,
-        storeDeliveryPage({
-          appName: scope.app.name,
-          offers: offers.map((o) => ({ platform: o.platform, version: o.build.version, href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}` })),
-          // A part of a download used (a range) leaves the whole ones that still fit.
-          downloadsLeft: Math.floor(allowanceLeft(await downloadMeter.used(store.db, scope.row.id), limit)),
-          downloadLimit: limit,
-        }),
+        storeDeliveryPage(
+          {
+            product: { appName: scope.app.name, seller: await store.sellerName(store.db, scope.app.developer_id) },
+            offers: offers.map((o) => ({
+              platform: o.platform,
+              build_platform: o.build.platform,
+              version: o.build.version,
+              href: `/d/${encodeURIComponent(token)}/builds/${encodeURIComponent(o.build.id)}`,
+            })),
+            // A part of a download used (a range) leaves the whole ones that still fit.
+            downloadsLeft: Math.floor(allowanceLeft(await downloadMeter.used(store.db, scope.row.id), limit)),
+            downloadLimit: limit,
+          },
+          ctx.get('user-agent'),
+        ),
       );
     },
 

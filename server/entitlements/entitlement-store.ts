@@ -7,6 +7,8 @@ export interface EntitledLicense {
   developer_id: string;
   app_id: string;
   app_name: string;
+  /** The app's developer's company name. */
+  seller_name: string;
   delivery_mode: string;
   /** The app's platforms: one download each. */
   platforms: string[];
@@ -22,6 +24,7 @@ const LICENSE_COLUMNS = [
   'licenses.developer_id',
   'licenses.app_id',
   'apps.name as app_name',
+  'developers.company_name as seller_name',
   'apps.delivery_mode',
   'apps.platforms',
   'licenses.license_key',
@@ -32,7 +35,7 @@ const LICENSE_COLUMNS = [
 
 /** Reads for the customer-facing delivery surfaces; every lookup is scoped to the app named. */
 export function createEntitlementStore(db: Db) {
-  const licenses = (q: Knex | Knex.Transaction) => q('licenses').join('apps', 'apps.id', 'licenses.app_id');
+  const licenses = (q: Knex | Knex.Transaction) => q('licenses').join('apps', 'apps.id', 'licenses.app_id').join('developers', 'developers.id', 'apps.developer_id');
 
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),

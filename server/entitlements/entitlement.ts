@@ -20,6 +20,8 @@ export interface Entitlement {
   note: string | null;
   /** The build the link points to: a refresh re-signs the link but names the same build. */
   build_id: string | null;
+  /** Who sells the app (its developer's company name), for the hosted pages; not part of the JSON answers. */
+  seller_name: string;
 }
 
 /**
@@ -69,6 +71,7 @@ export function createEntitlements(deps: {
       customer_email: license.email,
       note: download ? null : NO_BUILD_NOTE,
       build_id: download?.build_id ?? null,
+      seller_name: license.seller_name,
     };
     // Without a build there is no link to mail yet: the first return that has one sends it.
     const queued =

@@ -211,8 +211,9 @@ function deliveryRoutes(pages: StoreDeliveryPages): RouteDef[] {
       rateLimit: 'general',
       summary: '{delivery_url_base}/d/<token>: the permanent delivery page (HTML) of a store license',
       description:
-        "The current build of each of the app's platforms (its own newest READY build, else the newest build for every OS; released ones under released_only), " +
-        'downloaded through this token, and the downloads left. Never shows the license key; no expiry while the license is active. ' +
+        "The app's name and its seller; the current build of each of the app's platforms (its own newest READY build, else the newest build for every OS; " +
+        "released ones under released_only), the visitor's platform (from the User-Agent) first, downloaded through this token, the downloads left and next steps. " +
+        'Never shows the license key; no expiry while the license is active. ' +
         'An unknown or redacted token: 404 page; a revoked or expired license: 403 page. Strict Content-Security-Policy, no referrer, no-store.',
       params: z.object({ token: DeliveryToken }),
       errors: [403, 404],

@@ -253,6 +253,9 @@ export function createEntitlementsStore(db: Db) {
         .delete()
         .then((n) => n === 1),
 
+    /** The company name of a developer: who sells their apps, as the hosted pages name them. */
+    sellerName: async (q: Knex, developerId: string) => (await q('developers').where({ id: developerId }).first<{ company_name: string }>('company_name'))!.company_name,
+
     eventApp: async (q: Knex, appId: string) => (await hotQuery<EventApp>(q, EVENT_APP, [appId], 'entitlements.event_app'))[0],
 
     /** OPEN_EVENT: the app with its webhook row; the shop's row, locked, when the event's app value is the product key. */

@@ -1,6 +1,6 @@
 import { offersForVisitor, platformName } from '../delivery/deliverable-builds.js';
 import type { PlatformDownload } from '../delivery/sold-license.js';
-import { gettingStartedSteps } from '../email/delivery-message.js';
+import { gettingStartedSteps, utcMinute } from '../email/delivery-message.js';
 import type { Entitlement } from '../entitlements/entitlement.js';
 import { escapeHtml as e, type PageOptions } from './html-page.js';
 
@@ -9,9 +9,12 @@ export const PENDING_REFRESH_SECONDS = 2;
 
 const versionOf = (d: Pick<PlatformDownload, 'version'>) => (d.version ? ` ${e(d.version)}` : '');
 
-/** A build for every OS is named by the app alone; a platform's own build by its platform. */
-const labelOf = (appName: string, d: PlatformDownload) =>
-  d.build_platform === d.platform ? `${e(appName)}${versionOf(d)} for ${e(platformName(d.platform))}` : `${e(appName)}${versionOf(d)}`;
+/**
+ * A platform's own build is named by its platform; a build for every OS as the main button by the
+ * app alone, and under "Other platforms" by the platform it stands in for.
+ */
+const labelOf = (appName: string, d: PlatformDownload, listed = false) =>
+  d.build_platform === d.platform || listed ? `${e(appName)}${versionOf(d)} for ${e(platformName(d.platform))}` : `${e(appName)}${versionOf(d)}`;
 
 /**
  * The downloads: the visitor's own platform (read from their User-Agent) as the main button
@@ -23,13 +26,14 @@ function downloadsSection(d: Entitlement, userAgent: string | undefined): string
   const mine = detected ?? d.downloads.find((x) => x.build_id === d.build_id) ?? d.downloads[0]!;
   const rest = others.filter((x) => x !== mine);
   const other = rest.length
-    ? `<h2>Other platforms</h2>
-<ul id="other-platforms">
-${rest.map((x) => `<li data-platform="${e(x.platform)}"><a href="${e(x.download_url)}" rel="noreferrer">${labelOf(d.app_name, x)}</a></li>`).join('\n')}
+    ? `<h3>Other platforms</h3>
+<ul id="other-platforms" class="downloads">
+${rest.map((x) => `<li data-platform="${e(x.platform)}"><a class="button secondary" href="${e(x.download_url)}" rel="noreferrer">${labelOf(d.app_name, x, true)}</a></li>`).join('\n')}
 </ul>`
     : '';
-  return `<p><a class="button" id="download" data-platform="${e(mine.platform)}" href="${e(mine.download_url)}" rel="noreferrer">Download ${labelOf(d.app_name, mine)}</a></p>
-<p class="muted">This download link works until ${e(mine.download_expires_at)}; after that, open this page again for a new one. Your license key does not expire with it.</p>
+  return `<h2>Download</h2>
+<p><a class="button" id="download" data-platform="${e(mine.platform)}" href="${e(mine.download_url)}" rel="noreferrer">Download ${labelOf(d.app_name, mine)}</a></p>
+<p class="muted">This download link works until ${e(utcMinute(mine.download_expires_at))}; after that, open this page again for a new one. Your license key does not expire with it.</p>
 ${other}`;
 }
 
@@ -44,11 +48,12 @@ export function deliveredPage(d: Entitlement, userAgent: string | undefined, hea
   const emailed = d.customer_email && d.download_url ? `<p class="muted">A copy was sent by email to ${e(d.customer_email)}.</p>` : '';
   return {
     title: `Your ${e(d.app_name)} license`,
+    product: { appName: d.app_name, seller: d.seller_name },
     withCopyScript: true,
     body: `<h1>${e(heading)}</h1>
-<p>Your license key:</p>
+<h2 id="key-heading">Your license key</h2>
 <p><span class="key" id="license-key">${e(d.license_key)}</span></p>
-<p><button class="button" id="copy-key" type="button">Copy key</button> <span id="copy-status" role="status"></span></p>
+<p><button class="button" id="copy-key" type="button" hidden>Copy key</button> <span id="copy-status" role="status"></span></p>
 ${download}
 <h2>Getting started</h2>
 <ol>
@@ -66,7 +71,8 @@ export function pendingPage(): PageOptions {
     title: 'Preparing your license',
     refreshSeconds: PENDING_REFRESH_SECONDS,
     body: `<h1 id="pending">Your license is being prepared</h1>
-<p>Your payment went through; your license key and download appear here in a moment. This page refreshes by itself.</p>
+<p>Your payment went through; your license key and download appear here in a moment. This page updates by itself when they are ready.</p>
+<p><a href="" id="check-now">Check now</a></p>
 <p class="muted">If nothing changes within a few minutes, contact the seller.</p>`,
   };
 }
@@ -80,6 +86,16 @@ It can take a few minutes; look in your spam folder too.</p>`,
   };
 }
 
+/** What a buyer whose link leads nowhere can do: the link is the usual culprit, the seller the last resort. */
+export const NOT_FOUND_ADVICE =
+  'Open the link again from your receipt or delivery email, in full: a link cut short or copied in part leads here. If it still does not work, contact the seller of the app, who can look up your purchase.';
+
 export function errorPage(detail: string): PageOptions {
-  return { title: 'Not found', body: `<h1>Not found</h1>\n<p id="error-detail">${e(detail)}</p>` };
+  return {
+    title: 'Not found',
+    body: `<h1>This page was not found</h1>
+<p id="error-detail" class="alert">${e(detail)}</p>
+<h2>What you can do</h2>
+<p id="error-advice">${e(NOT_FOUND_ADVICE)}</p>`,
+  };
 }

@@ -77,7 +77,7 @@ export function offlineActivationPageRoutes(offline: OfflineActivation) {
       fileResponse: { description: 'The license file', contentType: 'application/octet-stream' },
       handler: async ({ body, ctx }) => {
         const request = parseRequestFile(body.request);
-        if (!request) return sendPage(ctx, 400, offlineActivationFormPage({ error: NOT_A_REQUEST }));
+        if (!request) return sendPage(ctx, 400, offlineActivationFormPage({ error: { message: NOT_A_REQUEST } }));
         try {
           const { license_file } = await offline.activateOffline(request, (decision) => setRateLimitHeaders(ctx, decision));
           ctx.set('Content-Disposition', 'attachment; filename="license.lic"');
@@ -88,7 +88,7 @@ export function offlineActivationPageRoutes(offline: OfflineActivation) {
         } catch (err) {
           if (!(err instanceof RequestError) || err.status >= 500) throw err;
           for (const [name, value] of Object.entries(err.extra.headers ?? {})) ctx.set(name, value);
-          sendPage(ctx, err.status, offlineActivationFormPage({ error: err.message }));
+          sendPage(ctx, err.status, offlineActivationFormPage({ error: err }));
         }
       },
     }),

@@ -1,11 +1,11 @@
 import { PASSWORD_RESET_TTL_MINUTES, RESET_PAGE_PATH } from '../accounts/passwords.js';
 import { escapeHtml as e, type PageOptions } from './html-page.js';
 
-const errorLine = (error: string | undefined) => (error ? `<p id="reset-error" role="alert"><strong>${e(error)}</strong></p>\n` : '');
+const errorLine = (error: string | undefined) => (error ? `<p id="reset-error" class="alert" role="alert"><strong>${e(error)}</strong></p>\n` : '');
 
 /** Without a token (or with one that no longer works): asks for the account's email to send a link to. */
 export function requestLinkPage(form: { email: string; error?: string; notice?: string }): PageOptions {
-  const notice = form.notice ? `<p id="reset-notice" role="alert"><strong>${e(form.notice)}</strong></p>\n` : '';
+  const notice = form.notice ? `<p id="reset-notice" class="alert" role="alert"><strong>${e(form.notice)}</strong></p>\n` : '';
   return {
     title: 'Reset your password',
     withForm: true,

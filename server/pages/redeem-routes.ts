@@ -43,7 +43,8 @@ export function redeemPageRoutes(redemption: Redemption, rateLimiter: RateLimite
       summary: "The redemption page's form: redeems the code and shows the license (HTML)",
       description:
         'Same rules as POST /v1/public/redeem, and the same limit of 5 attempts a minute per address, counted together. Success shows the license key with a copy ' +
-        'button, a download button (signed link, 7 days) and getting-started text; a failure shows the form again with the reason, with the status of the ' +
+        "button, a download button (signed link, 7 days) and getting-started text under the app's name and seller; a failure shows the form again with the reason and what " +
+        'to do about it, with the status of the ' +
         `JSON endpoint (404, 409, 410, 429 with \`Retry-After: 60\`). Reloading the result page posts again and says the code was already redeemed. ${description}`,
       formBody: true,
       body: RedeemForm,
@@ -56,14 +57,14 @@ export function redeemPageRoutes(redemption: Redemption, rateLimiter: RateLimite
           // Every attempt counts, whatever its outcome.
           await rateLimiter.admit(ctx, 'redemption', rateSubject.address(ctx.ip));
           if (email && !Email.safeParse(email).success) {
-            return sendPage(ctx, 400, redeemFormPage({ code, email, error: 'Enter a valid email address, or leave the field empty.' }));
+            return sendPage(ctx, 400, redeemFormPage({ code, email, error: { message: 'Enter a valid email address, or leave the field empty.' } }));
           }
           const license = await redemption.redeem(code, email || null);
           sendPage(ctx, 200, deliveredPage(license, ctx.get('user-agent'), `Your ${license.app_name} license`));
         } catch (err) {
           if (!(err instanceof RequestError) || err.status >= 500) throw err;
           for (const [name, value] of Object.entries(err.extra.headers ?? {})) ctx.set(name, value);
-          sendPage(ctx, err.status, redeemFormPage({ code, email, error: err.message }));
+          sendPage(ctx, err.status, redeemFormPage({ code, email, error: err }));
         }
       },
     }),

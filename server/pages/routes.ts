@@ -26,8 +26,9 @@ export function deliveryPageRoutes(entitlements: Entitlements) {
       rateLimit: 'general',
       summary: 'Hosted delivery page (HTML) after a purchase',
       description:
-        'With `session_id` and `app_id`: the license key with a copy button, a download button (signed link, 7 days) and getting-started text; ' +
-        'while the payment notification is not processed, a page that refreshes itself every 2 seconds. A refresh shows the same key and links. ' +
+        "With `session_id` and `app_id`: the app's name and its seller (the developer's company name), the license key with a copy button, " +
+        'a download button (signed link, 7 days) and getting-started text; while the payment notification is not processed, a page that checks ' +
+        'again every 2 seconds and shows the license once there (without JavaScript, a meta refresh every 2 seconds). A refresh shows the same key and links. ' +
         'With `app_id` and `email` (generic storefront redirect, docs/contract.md): the same page for the newest live license bought with that address ' +
         'within an hour of its sale (the buyer arrives from the checkout; an address is no secret, so later the page says to check the inbox and shows no key), ' +
         'and its delivery email (once per license and address); while the address has none (the order not provisioned yet), the self-refreshing page. ' +

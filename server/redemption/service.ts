@@ -163,6 +163,7 @@ export function createRedemption(deps: {
         customer_email: email,
         note: link ? null : NO_BUILD_NOTE,
         build_id: link?.build_id ?? null,
+        seller_name: outcome.seller_name!,
       };
     },
   };

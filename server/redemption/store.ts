@@ -57,6 +57,8 @@ export interface RedeemOutcome {
   claimed: boolean;
   app_id: string | null;
   app_name: string | null;
+  /** The app's developer's company name, for the hosted page. */
+  seller_name: string | null;
   delivery_mode: string | null;
   platforms: string[] | null;
   fee_charged: boolean;
@@ -125,7 +127,8 @@ const REDEEM_SQL = `
     from: 'claimed',
     where: 'claimed.license_type <> ALL ($7::text[])',
   })}, ${queueEmailCtes({ record: '$8::jsonb', from: 'claimed' })}
-  SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_id, claimed.app_name, claimed.delivery_mode, claimed.platforms,
+  SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_id, claimed.app_name,
+    (SELECT company_name FROM developers WHERE developers.id = claimed.developer_id) AS seller_name, claimed.delivery_mode, claimed.platforms,
     EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued
   FROM code
   LEFT JOIN claimed ON true`;

@@ -64,7 +64,7 @@ async function paidSession(s: Seller) {
 function pageDownloads(html: string) {
   const main = /<a [^>]*id="download"[^>]*>/.exec(html)?.[0] ?? '';
   const attr = (tag: string, name: string) => new RegExp(`${name}="([^"]+)"`).exec(tag)?.[1]?.replaceAll('&amp;', '&');
-  const others = /<ul id="other-platforms">([\s\S]*?)<\/ul>/.exec(html)?.[1] ?? '';
+  const others = /<ul id="other-platforms"[^>]*>([\s\S]*?)<\/ul>/.exec(html)?.[1] ?? '';
   const hrefs = [...others.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replaceAll('&amp;', '&'));
   return { platform: attr(main, 'data-platform'), href: attr(main, 'href'), others: hrefs };
 }
@@ -80,7 +80,7 @@ describe('one download per platform on every delivery surface', () => {
     expect(seen.platform).toBe('win-x64');
     expect(buildOf(seen.href!)).toBe(s.win.id);
     expect(seen.others.map(buildOf)).toEqual([s.linux.id]);
-    expect(windows.body).toMatch(/<h2>Other platforms<\/h2>/);
+    expect(windows.body).toMatch(/<h3>Other platforms<\/h3>/);
     // The Windows link downloads the Windows package.
     expect((await fetch(seen.href!)).status).toBe(200);
 

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** Debian's Chromium, which the hosted-page tests drive (`.ci/run` installs it). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -20,4 +20,13 @@ export async function chromiumWithClipboard(origin: string): Promise<{ browser: 
   const context = await browser.newContext();
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   return { browser, context };
+}
+
+/** A new page of `context` recording its console errors and uncaught exceptions (a Content-Security-Policy refusal shows there). */
+export async function openPageRecordingErrors(context: BrowserContext): Promise<{ page: Page; consoleErrors: string[] }> {
+  const page = await context.newPage();
+  const consoleErrors: string[] = [];
+  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+  page.on('pageerror', (err) => consoleErrors.push(err.message));
+  return { page, consoleErrors };
 }
