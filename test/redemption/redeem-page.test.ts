@@ -1,5 +1,5 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { chromiumMissingFor, chromiumWithClipboard } from '../support/browser.js';
+import { chromiumMissingFor, chromiumWithClipboard, openPageRecordingErrors } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tenant } from '../licensing/world.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -24,13 +24,7 @@ afterAll(async () => {
   await limitedServer.close();
 });
 
-/** A page that records its console errors (a Content-Security-Policy refusal shows there). */
-async function openPage(ctx: BrowserContext = context) {
-  const page = await ctx.newPage();
-  const consoleErrors: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
-  return { page, consoleErrors };
-}
+const openPage = (ctx: BrowserContext = context) => openPageRecordingErrors(ctx);
 
 async function submit(page: Page, fields: { code?: string; email?: string }) {
   if (fields.code !== undefined) await page.fill('#code', fields.code);

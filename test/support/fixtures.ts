@@ -12,10 +12,10 @@ export interface TestDeveloper {
 }
 
 /** Registers a developer, logs in and creates an API key (scope `admin`). */
-export async function registerDeveloper(call: Call, overrides: { email?: string } = {}): Promise<TestDeveloper> {
+export async function registerDeveloper(call: Call, overrides: { email?: string; company_name?: string } = {}): Promise<TestDeveloper> {
   const email = overrides.email ?? `dev-${randomBytes(5).toString('hex')}@example.com`;
   const password = `pw-${randomBytes(8).toString('hex')}`;
-  const reg = await call('POST', '/v1/auth/register', { body: { email, password, company_name: 'Acme Software' } });
+  const reg = await call('POST', '/v1/auth/register', { body: { email, password, company_name: overrides.company_name ?? 'Acme Software' } });
   expect(reg.status).toBe(201);
   const login = await call('POST', '/v1/auth/login', { body: { email, password } });
   expect(login.status).toBe(200);
