@@ -167,7 +167,7 @@ export function createApp(deps: AppDeps) {
     ...marketplaceRoutes(marketplace),
     ...redemptionRoutes(redemption),
     ...redeemPageRoutes(redemption, rateLimiter),
-    ...offlineActivationPageRoutes(offlineActivation),
+    ...offlineActivationPageRoutes(offlineActivation, payments.entitlements),
     ...passwordResetPageRoutes(accounts, rateLimiter),
     ...entitlementWebhook.routes,
   ];

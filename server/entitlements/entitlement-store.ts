@@ -42,6 +42,13 @@ export function createEntitlementStore(db: Db) {
 
     appExists: (q: Knex | Knex.Transaction, appId: string) => q('apps').where({ id: appId }).first<{ id: string } | undefined>('id'),
 
+    /** An app's name and its seller (its developer's company name), as the hosted pages name them. */
+    appProduct: (appId: string) =>
+      db('apps')
+        .join('developers', 'developers.id', 'apps.developer_id')
+        .where({ 'apps.id': appId })
+        .first<{ appName: string; seller: string } | undefined>('apps.name as appName', 'developers.company_name as seller'),
+
     /**
      * The license fulfilment minted for a session, only for the app that sold it: the session's
      * connected account was checked then (fulfilment mints only for the owner of that account).

@@ -94,6 +94,9 @@ export function createEntitlements(deps: {
   }
 
   return {
+    /** The app's name and seller for a hosted page that has no license to show (yet); undefined for an unknown app. */
+    productOf: (appId: string) => store.appProduct(appId),
+
     /**
      * The license fulfilment minted for a session, for the app that sold it. Before the payment
      * notification is processed there is none: 404 LICENSE_NOT_PROVISIONED, retry shortly.

@@ -2,7 +2,7 @@ import { offersForVisitor, platformName } from '../delivery/deliverable-builds.j
 import type { PlatformDownload } from '../delivery/sold-license.js';
 import { gettingStartedSteps, utcMinute } from '../email/delivery-message.js';
 import type { Entitlement } from '../entitlements/entitlement.js';
-import { escapeHtml as e, type PageOptions } from './html-page.js';
+import { escapeHtml as e, type PageOptions, type PageProduct } from './html-page.js';
 
 /** docs/contract.md: before fulfilment the buyer is asked to retry after about 2 seconds. */
 export const PENDING_REFRESH_SECONDS = 2;
@@ -66,9 +66,10 @@ ${emailed}`,
 }
 
 /** The payment notification is not processed yet: the page loads itself again shortly. */
-export function pendingPage(): PageOptions {
+export function pendingPage(product: PageProduct | undefined): PageOptions {
   return {
     title: 'Preparing your license',
+    product,
     refreshSeconds: PENDING_REFRESH_SECONDS,
     body: `<h1 id="pending">Your license is being prepared</h1>
 <p>Your payment went through; your license key and download appear here in a moment. This page updates by itself when they are ready.</p>
@@ -77,12 +78,14 @@ export function pendingPage(): PageOptions {
   };
 }
 
-export function emailSentPage(email: string): PageOptions {
+export function emailSentPage(email: string, d: Entitlement): PageOptions {
   return {
     title: 'Check your inbox',
+    product: { appName: d.app_name, seller: d.seller_name },
     body: `<h1 id="check-inbox">Check your inbox</h1>
 <p>The license key and download links for <strong>${e(email)}</strong> are sent to that address.
-It can take a few minutes; look in your spam folder too.</p>`,
+It can take a few minutes; look in your spam folder too.</p>
+<p class="muted">If nothing arrives within an hour, contact the seller with the address you bought with.</p>`,
   };
 }
 

@@ -1,15 +1,17 @@
-import type { PageOptions } from './html-page.js';
+import type { PageOptions, PageProduct } from './html-page.js';
 import { refusalBlock } from './refusal.js';
 
 /**
  * The offline activation form: the customer picks the request file their app saved and gets the
  * license file back as a download. A plain multipart POST back to this page, so it works without
  * JavaScript. `error` says why the previous attempt failed (its message, and its error code for the
- * advice). The page serves every app: which one is known only from the file.
+ * advice) and, once the file's key was accepted, `product` the app it is for. The page serves every
+ * app: which one is known only from the file.
  */
-export function offlineActivationFormPage(form: { error?: { message: string; code?: string } } = {}): PageOptions {
+export function offlineActivationFormPage(form: { error?: { message: string; code?: string }; product?: PageProduct } = {}): PageOptions {
   return {
     title: 'Activate a computer without internet',
+    product: form.product,
     withForm: true,
     body: `<h1>Activate a computer without internet</h1>
 <ol id="steps">

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { ActivationRequestBody, type OfflineActivation } from '../activations/offline-activation.js';
+import type { Entitlements } from '../entitlements/entitlement.js';
 import { RequestError } from '../errors.js';
 import { setRateLimitHeaders } from '../http/rate-window.js';
 import type { MultipartSpec, UploadedFile } from '../http/multipart.js';
@@ -41,8 +42,14 @@ function parseRequestFile(upload: UploadedFile<Buffer> | undefined) {
   }
 }
 
+/**
+ * Whether a refusal came after the file's license key was found valid for its app: only then does the
+ * page name the app and its seller (a file naming any app id must not make the page tell its name).
+ */
+const keyAccepted = (err: RequestError) => err.code !== 'INVALID_LICENSE_KEY' && err.status !== 429;
+
 /** The hosted offline activation page ({app_url}/activate-offline, served at this server's public base URL). */
-export function offlineActivationPageRoutes(offline: OfflineActivation) {
+export function offlineActivationPageRoutes(offline: OfflineActivation, products: Pick<Entitlements, 'productOf'>) {
   const description =
     'Server-rendered, escaped, under a strict Content-Security-Policy (no script; its form posts to this origin), ' +
     'with `Referrer-Policy: no-referrer` and `Cache-Control: no-store`; it works without JavaScript.';
@@ -88,7 +95,8 @@ export function offlineActivationPageRoutes(offline: OfflineActivation) {
         } catch (err) {
           if (!(err instanceof RequestError) || err.status >= 500) throw err;
           for (const [name, value] of Object.entries(err.extra.headers ?? {})) ctx.set(name, value);
-          sendPage(ctx, err.status, offlineActivationFormPage({ error: err }));
+          const product = keyAccepted(err) ? await products.productOf(request.app_id) : undefined;
+          sendPage(ctx, err.status, offlineActivationFormPage({ error: err, product }));
         }
       },
     }),

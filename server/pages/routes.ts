@@ -43,14 +43,14 @@ export function deliveryPageRoutes(entitlements: Entitlements) {
         try {
           if (query.email !== undefined) {
             const found = await entitlements.forAddress(query.app_id, query.email);
-            if (!found) return sendPage(ctx, 200, pendingPage());
-            return sendPage(ctx, 200, found.shown ? deliveredPage(found.entitlement, ctx.get('user-agent')) : emailSentPage(query.email));
+            if (!found) return sendPage(ctx, 200, pendingPage(await entitlements.productOf(query.app_id)));
+            return sendPage(ctx, 200, found.shown ? deliveredPage(found.entitlement, ctx.get('user-agent')) : emailSentPage(query.email, found.entitlement));
           }
           sendPage(ctx, 200, deliveredPage(await entitlements.forSession(query.app_id, query.session_id!), ctx.get('user-agent')));
         } catch (err) {
           if (!(err instanceof RequestError) || err.status !== 404) throw err;
           // Pending is the expected first answer after paying, not a failure.
-          if (err.code === 'LICENSE_NOT_PROVISIONED') sendPage(ctx, 200, pendingPage());
+          if (err.code === 'LICENSE_NOT_PROVISIONED') sendPage(ctx, 200, pendingPage(await entitlements.productOf(query.app_id)));
           else sendPage(ctx, 404, errorPage(err.message));
         }
       },

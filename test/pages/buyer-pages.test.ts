@@ -147,6 +147,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     const url = `${server.url}/download?session_id=${sessionId}&app_id=${world.app.id}`;
     expect((await page.goto(url))!.status()).toBe(200);
     expect(await page.textContent('#pending')).toMatch(/being prepared/);
+    await expectProduct(page);
     await inspect(page, 'delivery-pending');
 
     expect((await deliver(checkoutCompleted(world.account, sessionId))).body.outcome).toBe('fulfilled');
@@ -220,6 +221,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
       .update({ created_at: new Date(Date.now() - 2 * 3_600_000) });
     expect((await page.goto(landing))!.status()).toBe(200);
     expect(await page.textContent('#check-inbox')).toMatch(/Check your inbox/);
+    await expectProduct(page);
     expect(await page.content()).not.toContain(license.license_key);
     await inspect(page, 'storefront-check-inbox');
 
@@ -305,12 +307,12 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
 
   it('offline activation: the file uploaded activates the device (read back over the API); a second device is refused with what to do', async () => {
     const license = await createLicense(call, world.dev, { app_id: world.app.id, device_limit: 1 });
-    const requestFile = () =>
+    const requestFile = (licenseKey = license.license_key) =>
       Buffer.from(
         JSON.stringify({
           format: 'latchkey-activation-request/1',
           app_id: world.app.id,
-          license_key: license.license_key,
+          license_key: licenseKey,
           device_fingerprint: randomFingerprint(),
           device_key: randomBytes(32).toString('base64url'),
           build_id: null,
@@ -331,7 +333,15 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     await page.setInputFiles('#request', { name: 'second.json', mimeType: 'application/json', buffer: requestFile() });
     expect((await submit(page, '#activate-offline')).status()).toBe(403);
     expect(await page.textContent('#offline-activation-error')).toMatch(/already active on 1 device[^]*Deactivate the app on a computer you no longer use/);
+    // The key was valid: the page names the app it is for.
+    await expectProduct(page);
     await inspect(page, 'offline-activation-refused');
+
+    // A key that is not the app's: the file's app id alone does not make the page tell the app's name.
+    await page.setInputFiles('#request', { name: 'guess.json', mimeType: 'application/json', buffer: requestFile('AAAA-BBBB-CCCC-DDDD') });
+    expect((await submit(page, '#activate-offline')).status()).toBe(401);
+    expect(await page.textContent('#offline-activation-error')).toMatch(/license key is invalid[^]*Make sure the file was saved by the app you bought/);
+    expect(await page.locator('#product').count()).toBe(0);
     expect(pageErrors(errors)).toEqual([]);
     await downloads.close();
   });
