@@ -51,7 +51,7 @@ export function deliveredPage(d: Entitlement, userAgent: string | undefined, hea
     product: { appName: d.app_name, seller: d.seller_name },
     withCopyScript: true,
     body: `<h1>${e(heading)}</h1>
-<h2 id="key-heading">Your license key</h2>
+<h2>Your license key</h2>
 <p><span class="key" id="license-key">${e(d.license_key)}</span></p>
 <p><button class="button" id="copy-key" type="button" hidden>Copy key</button> <span id="copy-status" role="status"></span></p>
 ${download}
@@ -65,7 +65,7 @@ ${emailed}`,
   };
 }
 
-/** The payment notification is not processed yet: the page loads itself again shortly. */
+/** The payment notification is not processed yet: the page checks again shortly and shows the license once there. */
 export function pendingPage(product: PageProduct | undefined): PageOptions {
   return {
     title: 'Preparing your license',
@@ -90,7 +90,7 @@ It can take a few minutes; look in your spam folder too.</p>
 }
 
 /** What a buyer whose link leads nowhere can do: the link is the usual culprit, the seller the last resort. */
-export const NOT_FOUND_ADVICE =
+const NOT_FOUND_ADVICE =
   'Open the link again from your receipt or delivery email, in full: a link cut short or copied in part leads here. If it still does not work, contact the seller of the app, who can look up your purchase.';
 
 export function errorPage(detail: string): PageOptions {
