@@ -355,6 +355,30 @@ export interface DeactivateAnswer {
   next_deactivation_available_at: string;
 }
 
+/** Body of `POST /v1/licenses/consume` (docs/protocol.md, Metered features). */
+export interface ConsumeRequest {
+  token: string;
+  feature: string;
+  quantity: number;
+  /** Unique per consumption, kept with it until the authority answered: a replay counts nothing. */
+  idempotency_key: string;
+  /** ISO 8601; an offline consumption's own time, reported later. */
+  consumed_at?: string;
+}
+
+/** The balance after a consumption (or, `replayed`, after the first one with the same key). */
+export interface ConsumeAnswer {
+  license_id: string;
+  feature: string;
+  quantity: number;
+  used: number;
+  remaining: number;
+  uses_per_period: number;
+  /** ISO 8601; null for a lifetime meter. */
+  period_ends_at: string | null;
+  replayed: boolean;
+}
+
 /** `format` of an offline activation request file (docs/protocol.md, "Offline activation"). */
 export const ACTIVATION_REQUEST_FORMAT = 'latchkey-activation-request/1';
 /** `format` claim of a license file. */

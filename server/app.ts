@@ -39,6 +39,9 @@ import { mountRoutes, type RouteDef } from './http/route.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createJobRunner } from './jobs/runner.js';
 import { createTenantQuotas } from './quotas/index.js';
+import { meterRoutes } from './licenses/meters/routes.js';
+import { createMetersService } from './licenses/meters/service.js';
+import { createMetersStore } from './licenses/meters/store.js';
 import { licenseRoutes } from './licenses/routes.js';
 import { createLicensesService } from './licenses/service.js';
 import { createLicensesStore } from './licenses/store.js';
@@ -157,6 +160,7 @@ export function createApp(deps: AppDeps) {
     ...appRoutes(apps),
     ...builds.routes,
     ...licenseRoutes(licenses),
+    ...meterRoutes(createMetersService({ store: createMetersStore(db), clock, keyring })),
     ...activationRoutes(activations),
     ...offlineActivationRoutes(offlineActivation),
     ...updateRoutes(pushes, updateChecks),

@@ -1,7 +1,7 @@
 /**
  * The one closed list of error codes the API answers with, each bound to its HTTP status.
  * Every error body is `{ detail, error_code, status_code }` (plus `reason` where docs/contract.md names one,
- * and `earliest_expiry` with NO_SEAT_AVAILABLE).
+ * `earliest_expiry` with NO_SEAT_AVAILABLE, and `remaining` and `period_ends_at` with USAGE_LIMIT_EXCEEDED).
  */
 export const ERROR_CODES = {
   VALIDATION_FAILED: 400,
@@ -58,6 +58,8 @@ export const ERROR_CODES = {
   BUILD_NOT_FOUND: 404,
   /** The public entitlement of a checkout session whose payment notification is not processed yet. */
   LICENSE_NOT_PROVISIONED: 404,
+  /** A consumption of a feature the license has no meter for (docs/protocol.md, Metered features). */
+  METER_NOT_FOUND: 404,
   /** The app has no current payment link (never generated, or paused with DELETE). */
   PAYMENT_LINK_NOT_FOUND: 404,
   /** The app's entitlement webhook is not enabled. */
@@ -90,6 +92,10 @@ export const ERROR_CODES = {
   NO_SEAT_AVAILABLE: 409,
   /** Setting the seats of a license that is node_locked: its devices are set by device_limit at creation. */
   LICENSE_NOT_FLOATING: 409,
+  /** A consumption past its meter's uses_per_period in the period; nothing was counted. The body carries `remaining` and `period_ends_at`. */
+  USAGE_LIMIT_EXCEEDED: 409,
+  /** A consumption's idempotency key already counted for another feature or quantity: keys are one per consumption. */
+  IDEMPOTENCY_KEY_REUSED: 409,
   /** A commerce operation while no payment processor account is connected. */
   PAYMENT_ACCOUNT_NOT_CONNECTED: 409,
   /** The processor account is already connected to another developer. */
@@ -162,6 +168,9 @@ export interface ErrorBody {
   reason?: string;
   /** NO_SEAT_AVAILABLE: when the first of the leases holding the seats expires unless renewed (ISO 8601). */
   earliest_expiry?: string;
+  /** USAGE_LIMIT_EXCEEDED: the units left in the period, and when it resets (ISO 8601; null for a lifetime meter). */
+  remaining?: number;
+  period_ends_at?: string | null;
 }
 
 /** The one error type routes and services raise; the error middleware renders it. */
@@ -170,7 +179,7 @@ export class RequestError extends Error {
   constructor(
     readonly code: ErrorCode,
     detail: string,
-    readonly extra: { reason?: string; earliest_expiry?: string; headers?: Record<string, string> } = {},
+    readonly extra: { reason?: string; earliest_expiry?: string; balance?: { remaining: number; period_ends_at: string | null }; headers?: Record<string, string> } = {},
   ) {
     super(detail);
     this.status = ERROR_CODES[code];
@@ -180,6 +189,7 @@ export class RequestError extends Error {
     const body: ErrorBody = { detail: this.message, error_code: this.code, status_code: this.status };
     if (this.extra.reason) body.reason = this.extra.reason;
     if (this.extra.earliest_expiry) body.earliest_expiry = this.extra.earliest_expiry;
+    if (this.extra.balance) Object.assign(body, this.extra.balance);
     return body;
   }
 }

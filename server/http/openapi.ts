@@ -72,6 +72,8 @@ const ERROR_BODY = {
     status_code: { type: 'integer', description: 'The HTTP status again' },
     reason: { type: 'string', description: 'The machine-readable cause, with `PUSH_CONFLICT` and `STORE_STILL_ENTITLED`' },
     earliest_expiry: { type: 'string', format: 'date-time', description: 'With `NO_SEAT_AVAILABLE`: when the first lease holding a seat expires unless renewed' },
+    remaining: { type: 'integer', description: "With `USAGE_LIMIT_EXCEEDED`: the units left in the meter's period" },
+    period_ends_at: { type: ['string', 'null'], format: 'date-time', description: "With `USAGE_LIMIT_EXCEEDED`: when the meter's balance resets; null for a lifetime meter" },
     request_id: {
       type: 'string',
       description:
@@ -219,7 +221,7 @@ const TAGS: Record<string, string> = {
 
 const DESCRIPTION = `The Latchkey license authority's HTTP API: licensing, protected builds, delivery and updates for desktop apps.
 This document is generated from the route definitions that validate every request and shape every answer, so it is what the server does; \`GET /docs\` renders it.
-Every error body is \`{ detail, error_code, status_code, request_id }\` (plus \`reason\` where named, \`earliest_expiry\` with \`NO_SEAT_AVAILABLE\`), with \`error_code\` from one closed list (the \`Error\` schema).
+Every error body is \`{ detail, error_code, status_code, request_id }\` (plus \`reason\` where named, \`earliest_expiry\` with \`NO_SEAT_AVAILABLE\`, \`remaining\` and \`period_ends_at\` with \`USAGE_LIMIT_EXCEEDED\`), with \`error_code\` from one closed list (the \`Error\` schema).
 A developer whose Latchkey subscription was deleted is deactivated until a new one: every developer operation that changes something, except securing the account or reducing what it exposes (password, 2FA, revoking or rotating API keys, rotating or disabling the entitlement webhook, disconnecting the payment account, deleting a payment link, revoking licenses and redemption codes), answers 403 \`ACCOUNT_DEACTIVATED\`; reads, sign-in and the runtime calls of their customers' apps keep working.
 Every operation's answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\` for its rate-limit class (\`x-rate-limit-class\`); a 429 adds \`Retry-After\`.
 Lists take \`limit\` (default 20, at most 100) and \`offset\`, answer a bare JSON array, and carry \`X-Total-Count\` and an RFC 8288 \`Link\` header.

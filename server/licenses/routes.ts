@@ -19,6 +19,7 @@ export const licenseView = (l: LicenseRead) => ({
   email: l.email,
   expires_at: iso(l.expires_at),
   features: l.features,
+  meters: l.meters,
   source: l.source,
   payment_session_id: l.payment_session_id,
   download_limit: l.download_limit,

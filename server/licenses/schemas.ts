@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { JsonValue } from '../http/json-value.js';
 import { PageQuery } from '../http/pagination.js';
 import { DEACTIVATION_SOURCES } from './deactivation-history.js';
+import { Meters } from './meters/schemas.js';
 import { DEFAULT_LEASE_TTL_MINUTES, LICENSE_STATUSES, LICENSE_TYPES, SEAT_MODELS, type LicenseType, type SeatModel } from './rules.js';
 
 const MAX_FEATURES_JSON_BYTES = 4096;
@@ -64,6 +65,7 @@ export const CreateLicenseBody = z
     expires_at: z.iso.datetime({ offset: true }).optional().describe('Must be in the future'),
     expiry_days: z.number().int().min(1).max(36_500).optional(),
     features: Features.default({}),
+    meters: Meters.default({}),
     download_limit: DownloadLimit.optional(),
     ...seatFields,
   })
@@ -106,6 +108,7 @@ export const License = z.object({
   email: z.string().nullable(),
   expires_at: z.iso.datetime().nullable().describe('null: perpetual, or a trial whose clock has not started'),
   features: z.record(z.string(), z.unknown()),
+  meters: Meters.describe('Metered features: per feature name, uses_per_period and period; usage at GET /v1/licenses/{license_id}/usage'),
   source: z.string().describe('The channel that created the license'),
   payment_session_id: z.string().nullable(),
   download_limit: z.number().int().nullable(),

@@ -66,6 +66,7 @@ export function createLicensesService(deps: { store: LicensesStore; clock: Clock
               email: input.email ?? null,
               expires_at: expiresAt,
               features: input.features,
+              meters: input.meters,
               source,
               payment_session_id: null,
               download_limit: input.download_limit ?? null,

@@ -3,6 +3,7 @@ import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
 import { listDeactivations, recordDeactivations } from './deactivation-history.js';
+import type { Meters } from './meters/schemas.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType, type SeatModel } from './rules.js';
 import type { ListLicensesFilter, LicenseStatusFilter } from './schemas.js';
 
@@ -21,6 +22,8 @@ export interface LicenseRow {
   email: string | null;
   expires_at: Date | null;
   features: Record<string, unknown>;
+  /** Metered features (meters/): feature → uses_per_period and period. */
+  meters: Meters;
   source: string;
   payment_session_id: string | null;
   download_limit: number | null;
@@ -70,7 +73,7 @@ export function createLicensesStore(db: Db) {
 
     insert: (row: NewLicense, now: Date) =>
       db('licenses')
-        .insert({ ...row, features: JSON.stringify(row.features) })
+        .insert({ ...row, features: JSON.stringify(row.features), meters: JSON.stringify(row.meters) })
         .returning(licenseColumns(db, now))
         .then((r: LicenseRead[]) => r[0]!),
 

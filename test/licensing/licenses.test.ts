@@ -31,6 +31,7 @@ describe('create license', () => {
       email: 'buyer@example.com',
       expires_at: null,
       features: {},
+      meters: {},
       source: 'api',
       payment_session_id: null,
       download_limit: null,

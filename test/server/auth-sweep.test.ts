@@ -250,6 +250,7 @@ const SAMPLE_BODIES: Record<string, (resource: Parent) => unknown> = {
   },
   pushLicenseUpdate: async (resource) => ({ target_build_id: await signedBuild(resource), release_notes: 'Sweep' }),
   setLicenseDownloadLimit: () => ({ download_limit: 5 }),
+  setLicenseMeters: () => ({ meters: { export: { uses_per_period: 5, period: 'month' } } }),
 };
 
 /** A Windows build is pushed once its package was replaced with a signed one (SPEC Versioning 3): A's build, signed. */

@@ -117,7 +117,7 @@ export const sameBody = (body: AppNotFound): ErrorBody => body;
   it('answers every 4xx and 5xx with the error body, its error_code the closed list of server/errors.ts', () => {
     const body = document.components.schemas.Error;
     expect(body.required).toEqual(['detail', 'error_code', 'status_code']);
-    expect(Object.keys(body.properties)).toEqual(['detail', 'error_code', 'status_code', 'reason', 'earliest_expiry', 'request_id']);
+    expect(Object.keys(body.properties)).toEqual(['detail', 'error_code', 'status_code', 'reason', 'earliest_expiry', 'remaining', 'period_ends_at', 'request_id']);
     expect([...body.properties.error_code.enum].sort()).toEqual(Object.keys(ERROR_CODES).sort());
     for (const { where, op } of operations()) {
       const failures = Object.entries<any>(op.responses).filter(([status]) => Number(status) >= 400);

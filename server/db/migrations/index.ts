@@ -29,6 +29,7 @@ import { deviceRunningBuild } from './028_device_running_build.js';
 import { billingSubscriptionId } from './035_billing_subscription_id.js';
 import { deviceDeactivations } from './029_device_deactivations.js';
 import { floatingLicenses } from './030_floating_licenses.js';
+import { licenseMeters } from './031_license_meters.js';
 import { soldSeatModels } from './032_sold_seat_models.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
@@ -63,5 +64,6 @@ export const migrations: Migration[] = [
   billingSubscriptionId,
   deviceDeactivations,
   floatingLicenses,
+  licenseMeters,
   soldSeatModels,
 ];

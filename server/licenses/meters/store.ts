@@ -1,0 +1,100 @@
+import type { Knex } from 'knex';
+import type { Db } from '../../db/knex.js';
+import { EFFECTIVE_STATUS_SQL, type LicenseStatus } from '../rules.js';
+import type { PeriodBounds } from './periods.js';
+import type { Meter, Meters } from './schemas.js';
+
+/** A counted consumption as the ledger keeps it: enough to answer a replay exactly as the first time. */
+export interface ConsumptionRow {
+  license_id: string;
+  idempotency_key: string;
+  feature: string;
+  quantity: number;
+  consumed_at: Date;
+  recorded_at: Date;
+  period_start: Date;
+  period_end: Date | null;
+  used: string | number;
+  uses_per_period: number;
+}
+
+export interface MeteredLicense {
+  id: string;
+  effective_status: LicenseStatus;
+  meters: Meters;
+}
+
+/** Metered features' counters and ledger (migration 031). */
+export function createMetersStore(db: Db) {
+  return {
+    transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
+
+    /** The license a runtime token names, with its meters and status now. */
+    findLicense: (licenseId: string, now: Date) =>
+      db('licenses')
+        .where({ id: licenseId })
+        .first<MeteredLicense | undefined>('id', 'meters', db.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now])),
+
+    /** The developer's license's meters; undefined when the license is not the developer's. */
+    findMeters: (developerId: string, licenseId: string) =>
+      db('licenses').where({ id: licenseId, developer_id: developerId }).first<{ id: string; meters: Meters } | undefined>('id', 'meters'),
+
+    /** Replaces the license's meters; false when the license is not the developer's. */
+    setMeters: (developerId: string, licenseId: string, meters: Meters, now: Date) =>
+      db('licenses')
+        .where({ id: licenseId, developer_id: developerId })
+        .update({ meters: JSON.stringify(meters), updated_at: now })
+        .then((n: number) => n > 0),
+
+    /** Units used of each (feature, period start) given, 0 for those never consumed. */
+    async usedIn(licenseId: string, periods: { feature: string; start: Date }[]): Promise<Map<string, number>> {
+      const used = new Map<string, number>();
+      if (periods.length === 0) return used;
+      const rows: { feature: string; used: string }[] = await db('meter_usage')
+        .where({ license_id: licenseId })
+        .whereIn(
+          ['feature', 'period_start'],
+          periods.map((p) => [p.feature, p.start]),
+        )
+        .select('feature', 'used');
+      for (const row of rows) used.set(row.feature, Number(row.used));
+      return used;
+    },
+
+    findConsumption: (licenseId: string, key: string, q: Knex = db) => q<ConsumptionRow>('meter_consumptions').where({ license_id: licenseId, idempotency_key: key }).first(),
+
+    /**
+     * Adds `quantity` to the period's counter unless that passes the meter's limit: one conditional
+     * UPDATE, so concurrent consumptions queue on the counter's row lock and never pass it together.
+     * Answers the units used after, or undefined (nothing counted) when it would pass the limit.
+     */
+    async addToCounter(trx: Knex.Transaction, at: { licenseId: string; feature: string; period: PeriodBounds }, quantity: number, meter: Meter): Promise<number | undefined> {
+      const key = { license_id: at.licenseId, feature: at.feature, period_start: at.period.start };
+      await trx('meter_usage').insert(key).onConflict(['license_id', 'feature', 'period_start']).ignore();
+      const rows: { used: string }[] = await trx('meter_usage')
+        .where(key)
+        .andWhereRaw('used + ? <= ?', [quantity, meter.uses_per_period])
+        .update({ used: trx.raw('used + ?', [quantity]) })
+        .returning('used');
+      return rows[0] ? Number(rows[0].used) : undefined;
+    },
+
+    /** Units used in a period, for the answer that refuses a consumption. */
+    usedInPeriod: (trx: Knex.Transaction, at: { licenseId: string; feature: string; period: PeriodBounds }) =>
+      trx('meter_usage')
+        .where({ license_id: at.licenseId, feature: at.feature, period_start: at.period.start })
+        .first<{ used: string } | undefined>('used')
+        .then((r) => Number(r?.used ?? 0)),
+
+    /** Records the counted consumption; false when its key was recorded meanwhile (a concurrent twin committed first). */
+    recordConsumption: (trx: Knex.Transaction, row: ConsumptionRow) =>
+      trx('meter_consumptions')
+        .insert(row)
+        .onConflict(['license_id', 'idempotency_key'])
+        .ignore()
+        .returning('idempotency_key')
+        .then((r: unknown[]) => r.length > 0),
+  };
+}
+
+export type MetersStore = ReturnType<typeof createMetersStore>;

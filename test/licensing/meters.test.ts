@@ -1,0 +1,219 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expectError } from '../support/assertions.js';
+import { createLicense, randomFingerprint } from '../support/fixtures.js';
+import type { ApiResponse } from '../support/http.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { tenant, type Tenant } from './world.js';
+
+let server: TestServer;
+let t: Tenant;
+beforeAll(async () => {
+  server = await startTestServer();
+  t = await tenant(server);
+});
+afterAll(() => server.close());
+afterEach(() => {
+  server.clock.offsetMs = 0;
+});
+
+let keys = 0;
+const newKey = () => `key-${process.pid}-${Date.now()}-${++keys}`;
+
+/** A license with `meters`, activated on a new device: its runtime token. */
+async function metered(meters: Record<string, unknown>) {
+  const lic = await createLicense(t.call, t.dev, { app_id: t.app.id, meters });
+  const res = await t.call('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: randomFingerprint(), build_id: null } });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return { lic, token: res.body.token as string };
+}
+
+const consume = (body: Record<string, unknown>) => t.call('POST', '/v1/licenses/consume', { body });
+const usage = (licenseId: string, apiKey = t.dev.apiKey) => t.call('GET', `/v1/licenses/${licenseId}/usage`, { apiKey });
+const usedOf = async (licenseId: string, feature: string): Promise<number> => {
+  const res = await usage(licenseId);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.meters.find((m: { feature: string }) => m.feature === feature).used;
+};
+
+function expectLimitExceeded(res: ApiResponse, remaining: number, periodEndsAt: string | null): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(409);
+  expect(Object.keys(res.body).sort()).toEqual(['detail', 'error_code', 'period_ends_at', 'remaining', 'status_code']);
+  expect(res.body).toMatchObject({ error_code: 'USAGE_LIMIT_EXCEEDED', status_code: 409, remaining, period_ends_at: periodEndsAt });
+}
+
+/** The first instant of next month, UTC, from the server's clock now. */
+function nextMonthStart(now = new Date()): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+}
+
+describe('metered features: settings', () => {
+  it('are set at creation, read on the license, replaced with PUT, and shown with usage', async () => {
+    const { lic } = await metered({ export: { uses_per_period: 100, period: 'month' } });
+    expect(lic.meters).toEqual({ export: { uses_per_period: 100, period: 'month' } });
+    expect((await t.call('GET', `/v1/licenses/${lic.license_id}`, { apiKey: t.dev.apiKey })).body.meters).toEqual(lic.meters);
+
+    const set = await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, {
+      apiKey: t.dev.apiKey,
+      body: { meters: { export: { uses_per_period: 5, period: 'day' }, seats_report: { uses_per_period: 1, period: 'lifetime' } } },
+    });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const now = new Date();
+    const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+    expect(set.body).toEqual({
+      license_id: lic.license_id,
+      meters: [
+        {
+          feature: 'export',
+          uses_per_period: 5,
+          period: 'day',
+          used: 0,
+          remaining: 5,
+          period_starts_at: dayStart.toISOString(),
+          period_ends_at: new Date(dayStart.getTime() + 86_400_000).toISOString(),
+        },
+        { feature: 'seats_report', uses_per_period: 1, period: 'lifetime', used: 0, remaining: 1, period_starts_at: '1970-01-01T00:00:00.000Z', period_ends_at: null },
+      ],
+    });
+    expect((await usage(lic.license_id)).body).toEqual(set.body);
+    expect((await t.call('GET', `/v1/licenses/${lic.license_id}`, { apiKey: t.dev.apiKey })).body.meters).toMatchObject({ export: { uses_per_period: 5, period: 'day' } });
+  });
+
+  it('refuses bad meters with 400 and changes nothing; another developer gets 404', async () => {
+    const { lic } = await metered({ export: { uses_per_period: 3, period: 'month' } });
+    const bad = [
+      { meters: { export: { uses_per_period: 0, period: 'month' } } },
+      { meters: { export: { uses_per_period: 3, period: 'week' } } },
+      { meters: { export: { uses_per_period: 3 } } },
+      { meters: { 'has space': { uses_per_period: 3, period: 'day' } } },
+      { meters: { export: { uses_per_period: 3, period: 'day', extra: 1 } } },
+      { meters: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`f${i}`, { uses_per_period: 1, period: 'day' }])) },
+      {},
+    ];
+    for (const body of bad) expectError(await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: t.dev.apiKey, body }), 400, 'VALIDATION_FAILED');
+    expectError(
+      await t.call('POST', '/v1/licenses', { apiKey: t.dev.apiKey, body: { app_id: t.app.id, meters: { export: { uses_per_period: -1, period: 'day' } } } }),
+      400,
+      'VALIDATION_FAILED',
+    );
+    expect((await usage(lic.license_id)).body.meters).toMatchObject([{ feature: 'export', uses_per_period: 3, period: 'month' }]);
+
+    const other = await tenant(server);
+    expectError(await usage(lic.license_id, other.dev.apiKey), 404, 'LICENSE_NOT_FOUND');
+    const put = await other.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: other.dev.apiKey, body: { meters: {} } });
+    expectError(put, 404, 'LICENSE_NOT_FOUND');
+    expect((await usage(lic.license_id)).body.meters).toHaveLength(1);
+  });
+});
+
+describe('metered features: consumption', () => {
+  it('counts, answers the balance, and refuses past the limit with the balance, counting nothing', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 10, period: 'month' } });
+    const periodEnd = nextMonthStart().toISOString();
+    const first = await consume({ token, feature: 'export', quantity: 4, idempotency_key: newKey() });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toEqual({
+      license_id: lic.license_id,
+      feature: 'export',
+      quantity: 4,
+      used: 4,
+      remaining: 6,
+      uses_per_period: 10,
+      period_ends_at: periodEnd,
+      replayed: false,
+    });
+    expect((await consume({ token, feature: 'export', idempotency_key: newKey() })).body).toMatchObject({ quantity: 1, used: 5, remaining: 5 });
+    expectLimitExceeded(await consume({ token, feature: 'export', quantity: 6, idempotency_key: newKey() }), 5, periodEnd);
+    expect(await usedOf(lic.license_id, 'export')).toBe(5);
+    expect((await consume({ token, feature: 'export', quantity: 5, idempotency_key: newKey() })).body).toMatchObject({ used: 10, remaining: 0 });
+    expectLimitExceeded(await consume({ token, feature: 'export', idempotency_key: newKey() }), 0, periodEnd);
+    expect(await usedOf(lic.license_id, 'export')).toBe(10);
+  });
+
+  it('a double-submitted idempotency key counts once and answers the first answer, even after the balance ran out', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 3, period: 'day' } });
+    const key = newKey();
+    const first = await consume({ token, feature: 'export', quantity: 2, idempotency_key: key });
+    expect(first.body).toMatchObject({ used: 2, remaining: 1, replayed: false });
+    const again = await consume({ token, feature: 'export', quantity: 2, idempotency_key: key });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ ...first.body, replayed: true });
+    expect((await consume({ token, feature: 'export', quantity: 1, idempotency_key: newKey() })).body).toMatchObject({ used: 3, remaining: 0 });
+    expect((await consume({ token, feature: 'export', quantity: 2, idempotency_key: key })).body).toEqual({ ...first.body, replayed: true });
+    expect(await usedOf(lic.license_id, 'export')).toBe(3);
+
+    // The key spent on another consumption is refused, not counted.
+    expectError(await consume({ token, feature: 'export', quantity: 1, idempotency_key: key }), 409, 'IDEMPOTENCY_KEY_REUSED');
+    expect(await usedOf(lic.license_id, 'export')).toBe(3);
+  });
+
+  it('a burst of concurrent consumptions never passes the limit: 30 of 1 against 10 count exactly 10', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 10, period: 'month' } });
+    const answers = await Promise.all(Array.from({ length: 30 }, () => consume({ token, feature: 'export', idempotency_key: newKey() })));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(20);
+    expect(
+      answers
+        .filter((a) => a.status === 200)
+        .map((a) => a.body.used)
+        .sort((a, b) => a - b),
+    ).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(await usedOf(lic.license_id, 'export')).toBe(10);
+  });
+
+  it('the same key sent concurrently counts once: every twin answers the one balance', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 100, period: 'month' } });
+    const key = newKey();
+    const answers = await Promise.all(Array.from({ length: 12 }, () => consume({ token, feature: 'export', quantity: 7, idempotency_key: key })));
+    expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+    expect(new Set(answers.map((a) => a.body.used))).toEqual(new Set([7]));
+    expect(answers.filter((a) => !a.body.replayed)).toHaveLength(1);
+    expect(await usedOf(lic.license_id, 'export')).toBe(7);
+  });
+
+  it('counts an offline consumption in the period it happened; a new period starts from 0', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 2, period: 'month' } });
+    expect((await consume({ token, feature: 'export', quantity: 2, idempotency_key: newKey() })).status).toBe(200);
+    const nextMonth = nextMonthStart();
+    server.clock.offsetMs = nextMonth.getTime() + 60_000 - Date.now();
+    const lateReport = await consume({ token, feature: 'export', idempotency_key: newKey(), consumed_at: new Date(nextMonth.getTime() - 60_000).toISOString() });
+    expectLimitExceeded(lateReport, 0, nextMonth.toISOString());
+    const fresh = await consume({ token, feature: 'export', idempotency_key: newKey() });
+    expect(fresh.body).toMatchObject({ used: 1, remaining: 1, period_ends_at: nextMonthStart(nextMonth).toISOString() });
+    expect(await usedOf(lic.license_id, 'export')).toBe(1);
+  });
+
+  it('refuses bad input, unknown features and bad tokens with 4xx, counting nothing', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 5, period: 'year' } });
+    const good = { token, feature: 'export', quantity: 1, idempotency_key: newKey() };
+    for (const body of [
+      { ...good, quantity: 0 },
+      { ...good, quantity: 1.5 },
+      { ...good, quantity: -2 },
+      { ...good, idempotency_key: 'short' },
+      { ...good, idempotency_key: 'has spaces in it' },
+      { ...good, feature: '' },
+      { ...good, consumed_at: 'yesterday' },
+      { ...good, consumed_at: new Date(Date.now() + 3_600_000).toISOString() },
+      { ...good, consumed_at: new Date(Date.now() - 31 * 86_400_000).toISOString() },
+      { feature: 'export', idempotency_key: newKey() },
+    ]) {
+      expectError(await consume(body), 400, 'VALIDATION_FAILED');
+    }
+    expectError(await consume({ ...good, feature: 'print' }), 404, 'METER_NOT_FOUND');
+    expectError(await consume({ ...good, token: `${token.slice(0, -4)}AAAA` }), 401, 'INVALID_RUNTIME_TOKEN');
+    expect(await usedOf(lic.license_id, 'export')).toBe(0);
+
+    await t.call('POST', `/v1/licenses/${lic.license_id}/revoke`, { apiKey: t.dev.apiKey });
+    expectError(await consume(good), 401, 'INVALID_LICENSE_KEY');
+    expect(await usedOf(lic.license_id, 'export')).toBe(0);
+  });
+
+  it('a lowered limit leaves usage counted: remaining 0, further consumption refused', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 10, period: 'lifetime' } });
+    expect((await consume({ token, feature: 'export', quantity: 6, idempotency_key: newKey() })).status).toBe(200);
+    const set = await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: t.dev.apiKey, body: { meters: { export: { uses_per_period: 4, period: 'lifetime' } } } });
+    expect(set.body.meters).toMatchObject([{ feature: 'export', used: 6, remaining: 0, period_ends_at: null }]);
+    expectLimitExceeded(await consume({ token, feature: 'export', idempotency_key: newKey() }), 0, null);
+  });
+});
