@@ -22,6 +22,10 @@ export const LICENSE_ERROR_CODES = {
     retryable: false,
     userMessage: 'This license has been deactivated on computers too often recently. Try again later or ask the vendor to reset the devices.',
   },
+  /** `consume()` past the meter's balance for its period (`remaining` and `periodEndsAt` say what is left and when it resets); nothing counted. */
+  USAGE_LIMIT_REACHED: { retryable: false, userMessage: 'You have used all of this feature’s allowance for now. It renews at the start of the next period.' },
+  /** `consume()` of a feature the license has no meter for. */
+  FEATURE_NOT_METERED: { retryable: false, userMessage: 'This feature is not included in your license.' },
   TOO_MANY_ATTEMPTS: { retryable: true, userMessage: 'Too many activation attempts. Wait a few minutes and try again.' },
   OFFLINE: { retryable: true, userMessage: 'The license server cannot be reached. Check your internet connection and try again.' },
   SERVER_UNAVAILABLE: { retryable: true, userMessage: 'The license server is having trouble. Try again in a few minutes.' },
@@ -54,7 +58,14 @@ export class LicenseError extends Error {
     readonly code: LicenseErrorCode,
     /** Developer-facing detail (the server's `detail`, the cause); never shown to end users as is. */
     message: string = LICENSE_ERROR_CODES[code].userMessage,
-    readonly extra: { status?: number; retryAfterSeconds?: number; cause?: unknown } = {},
+    readonly extra: {
+      status?: number;
+      retryAfterSeconds?: number;
+      /** USAGE_LIMIT_REACHED: the units left in the meter's period, and when it resets (null: a lifetime meter, or not known). */
+      remaining?: number;
+      periodEndsAt?: Date | null;
+      cause?: unknown;
+    } = {},
   ) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'LicenseError';

@@ -6,6 +6,7 @@
  *   if (!status.usable) await license.activate(keyTypedByUser);
  */
 export { createLicenseClient, LicenseClient, type DeactivationResult } from './license-client.js';
+export type { ConsumeOptions, ConsumeResult } from './meters/metering.js';
 export type { LicenseClientOptions, LicenseLogger, PublicJwkInput } from './options.js';
 export { LICENSE_STATES, STATUS_REASONS, type LicenseState, type LicenseStatus, type StatusReason } from './status.js';
 export { statusMessage } from './status-message.js';

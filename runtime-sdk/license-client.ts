@@ -11,6 +11,7 @@ import { LicenseError, type LicenseErrorCode } from './errors.js';
 import { holdingProcess } from './network/process-hold.js';
 import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events.js';
 import { MAX_CLOCK_SKEW_MS } from './grace/anchor.js';
+import { checkConsumption, Metering, type ConsumeOptions, type ConsumeResult, type MeteringGrant } from './meters/metering.js';
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
 import { resolveOptions, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { platformLabel } from './platform.js';
@@ -87,6 +88,7 @@ export class LicenseClient {
   private recheck: NodeJS.Timeout | undefined;
   private sodiumUpgrade: NodeJS.Immediate | undefined;
   private disposed = false;
+  private readonly metering: Metering;
 
   /** Use `createLicenseClient`. */
   constructor(
@@ -98,6 +100,7 @@ export class LicenseClient {
     this.scheduler = new RefreshScheduler({ intervalMs: options.refreshIntervalMs, backoffBaseMs: options.offlineBackoffMs, jitterRatio: 0.1 }, () => this.backgroundRefresh());
     this.scheduler.useHeartbeat(this.heartbeatMs(vault.claims?.policy));
     this.lastStatus = this.computeStatus();
+    this.metering = new Metering(vault, authority, options);
   }
 
   /** The license state now, from memory and the clock only: instant, and the same offline. */
@@ -141,6 +144,27 @@ export class LicenseClient {
   }
 
   /**
+   * Counts `quantity` units of a metered feature (docs/protocol.md, Metered features) and resolves
+   * with the balance left in its period. Without the authority, a consumption the last known balance
+   * covers is queued (`queued: true`) in a sealed file beside the cache and reported, with its
+   * idempotency key, before the next consumption and after each refresh: the authority counts it
+   * once, even when a report's answer is lost. Rejects with USAGE_LIMIT_REACHED past the balance
+   * (`remaining`, `periodEndsAt`), FEATURE_NOT_METERED, NOT_ACTIVATED, or `OFFLINE` when offline with
+   * no balance known for the feature in its current period.
+   */
+  async consume(feature: string, quantity = 1, options: ConsumeOptions = {}): Promise<ConsumeResult> {
+    this.assertOpen();
+    checkConsumption(feature, quantity, options);
+    return holdingProcess(() =>
+      this.exclusive(async () => {
+        const held = this.heldGrant();
+        if (!held) throw new LicenseError('NOT_ACTIVATED');
+        return this.metering.consume({ ...held, usable: this.evaluate().usable }, feature, quantity, options);
+      }),
+    );
+  }
+
+  /**
    * Deactivation from the app: frees this device's seat on the license (the authority counts it
    * against the license's deactivations in 30 days), then wipes the cache file and the secrets in
    * memory; the status becomes unlicensed (`deactivated`). Idempotent on the authority: a device
@@ -154,6 +178,7 @@ export class LicenseClient {
       this.exclusive(async () => {
         const token = this.vault.readToken((t) => t);
         if (token === undefined) throw new LicenseError('NOT_ACTIVATED', 'there is no activation to deactivate');
+        await this.reportQueuedUsage();
         const answer = await this.authority.deactivate({ token });
         // The seat is freed from here on: the cache must not outlive it, even on a client disposed meanwhile.
         if (this.disposed) {
@@ -327,6 +352,7 @@ export class LicenseClient {
     try {
       const grant = await this.requestRefresh();
       await this.acceptGrant(grant.token, grant.device);
+      await this.reportQueuedUsage();
     } catch (err) {
       const verdict = err instanceof LicenseError ? VERDICTS[err.code] : undefined;
       if (!verdict || this.disposed) throw err;
@@ -353,6 +379,20 @@ export class LicenseClient {
     const licenseKey = this.vault.readLicenseKey((k) => k);
     if (licenseKey === undefined) throw new LicenseError('NOT_ACTIVATED', 'the device changed since activation; the key must be entered again');
     return { token: (await this.authority.refresh({ license_key: licenseKey, ...this.deviceIdentity(device), ...this.grantContext() })).token, device };
+  }
+
+  /** The held token and its license, for metering; undefined without an activation. */
+  private heldGrant(): Omit<MeteringGrant, 'usable'> | undefined {
+    const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
+    const licenseId = this.vault.claims?.sub;
+    return token === undefined || licenseId === undefined ? undefined : { token, licenseId };
+  }
+
+  /** Consumptions queued offline, reported while the authority answers; what is not reported stays queued for the next time. */
+  private async reportQueuedUsage(): Promise<void> {
+    const grant = this.heldGrant();
+    if (!grant) return;
+    await this.metering.report(grant).catch((err: unknown) => this.options.logger.debug?.('queued consumptions not reported yet', { error: String(err) }));
   }
 
   /** The fingerprint and the hash of each of its components, which the authority matches a changed device by. */

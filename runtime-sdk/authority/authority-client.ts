@@ -5,7 +5,7 @@
  */
 import { LicenseError, type LicenseErrorCode } from '../errors.js';
 import type { ComponentHashes } from '../fingerprint/index.js';
-import type { DeactivateAnswer, DeactivateRequest, TamperReportRequest, UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
+import type { ConsumeAnswer, ConsumeRequest, DeactivateAnswer, DeactivateRequest, TamperReportRequest, UpdateCheckRequest, UpdateReportRequest } from '../protocol.js';
 import type { ProxyEnv } from '../network/proxy-rules.js';
 import { NetworkError, postJson, type HttpAnswer } from './json-post.js';
 
@@ -57,6 +57,8 @@ export interface AuthorityClient {
    * app: one attempt within `timeoutMs`, and still sent after `close()`, which it follows.
    */
   checkin(body: { token: string }, timeoutMs: number): Promise<void>;
+  /** Counts units of a metered feature once per idempotency key (docs/protocol.md, Metered features). */
+  consume(body: ConsumeRequest): Promise<ConsumeAnswer>;
   /** Aborts every call in flight and refuses new ones (`DISPOSED`): the license client is closing. */
   close(): void;
 }
@@ -70,6 +72,8 @@ const AUTHORITY_CODES: Record<string, LicenseErrorCode> = {
   DEVICE_NOT_ACTIVATED: 'DEVICE_DEACTIVATED',
   NO_SEAT_AVAILABLE: 'NO_SEAT_AVAILABLE',
   INVALID_RUNTIME_TOKEN: 'TOKEN_NOT_RECOGNISED',
+  USAGE_LIMIT_EXCEEDED: 'USAGE_LIMIT_REACHED',
+  METER_NOT_FOUND: 'FEATURE_NOT_METERED',
 };
 
 export function createAuthorityClient(options: AuthorityOptions): AuthorityClient {
@@ -111,6 +115,7 @@ export function createAuthorityClient(options: AuthorityOptions): AuthorityClien
     reportUpdate: async (body) => void (await post('/v1/updates/report', body)),
     reportTamper: async (body) => void (await post('/v1/licenses/tamper-report', body)),
     deactivate: async (body) => deactivateAnswer((await post('/v1/licenses/deactivate', body)).text),
+    consume: async (body) => consumeAnswer((await post('/v1/licenses/consume', body)).text),
     checkin: async (body, timeoutMs) => void (await post('/v1/licenses/checkin', body, { ...postOptions, timeoutMs, retryLimit: 0, signal: new AbortController().signal })),
     close: () => closing.abort(),
   };
@@ -144,9 +149,21 @@ function deactivateAnswer(text: string): DeactivateAnswer {
   return a as unknown as DeactivateAnswer;
 }
 
+/** The consumption answer, its fields checked: the client keeps the balance and reports it to the app. */
+function consumeAnswer(text: string): ConsumeAnswer {
+  const a = parseAnswer(text);
+  const ok =
+    typeof a?.feature === 'string' &&
+    [a.quantity, a.used, a.remaining, a.uses_per_period].every(Number.isInteger) &&
+    typeof a.replayed === 'boolean' &&
+    (a.period_ends_at === null || (typeof a.period_ends_at === 'string' && Number.isFinite(Date.parse(a.period_ends_at))));
+  if (!ok) throw new LicenseError('INVALID_SERVER_RESPONSE', 'the authority answer is not a consumption');
+  return a as unknown as ConsumeAnswer;
+}
+
 function errorFor(answer: HttpAnswer): LicenseError {
   const { status } = answer;
-  const { error_code: errorCode, detail } = parseErrorBody(answer.text);
+  const { error_code: errorCode, detail, balance } = parseErrorBody(answer.text);
   const message = detail ?? `the authority answered ${status}`;
   if (status === 429) {
     const retryAfter = Number(answer.headers['retry-after']);
@@ -154,15 +171,17 @@ function errorFor(answer: HttpAnswer): LicenseError {
     return new LicenseError(code, message, { status, ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {}) });
   }
   if (status >= 500) return new LicenseError('SERVER_UNAVAILABLE', message, { status });
-  return new LicenseError((errorCode && AUTHORITY_CODES[errorCode]) || 'REQUEST_REJECTED', message, { status });
+  return new LicenseError((errorCode && AUTHORITY_CODES[errorCode]) || 'REQUEST_REJECTED', message, { status, ...balance });
 }
 
-function parseErrorBody(body: string): { error_code?: string; detail?: string } {
+function parseErrorBody(body: string): { error_code?: string; detail?: string; balance?: { remaining: number; periodEndsAt: Date | null } } {
   try {
-    const parsed = JSON.parse(body) as { error_code?: unknown; detail?: unknown };
+    const parsed = JSON.parse(body) as { error_code?: unknown; detail?: unknown; remaining?: unknown; period_ends_at?: unknown };
+    const ends = typeof parsed.period_ends_at === 'string' ? new Date(parsed.period_ends_at) : null;
     return {
       ...(typeof parsed.error_code === 'string' ? { error_code: parsed.error_code } : {}),
       ...(typeof parsed.detail === 'string' ? { detail: parsed.detail } : {}),
+      ...(Number.isInteger(parsed.remaining) ? { balance: { remaining: parsed.remaining as number, periodEndsAt: ends } } : {}),
     };
   } catch {
     return {};

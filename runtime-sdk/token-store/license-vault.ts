@@ -242,28 +242,14 @@ export class LicenseVault {
    * grant. It is sealed like the cache, with the same key, in a file beside it (`.request`).
    */
   async keepRequestDeviceKey(): Promise<void> {
-    const text = this.readDeviceKey((deviceKey) =>
-      sealEnvelope({
-        components: this.fingerprint.components,
-        binding: this.binding,
-        body: Buffer.from(JSON.stringify({ deviceKey }), 'utf8'),
-        cacheKey: this.cacheKey,
-        aad: aadFor(this.options),
-      }),
-    );
     // Strict: an export whose key pair was not kept could never import its license file.
-    await this.enqueueStrict(() => writeEnvelope(this.requestKeyFile, text));
+    await this.readDeviceKey((deviceKey) => this.sealBeside(REQUEST_KEY_SUFFIX, { deviceKey }));
   }
 
   /** Without a grant, takes the device key pair of the last exported request (if it opens on this device). */
   async restoreRequestDeviceKey(): Promise<void> {
     if (this.record) return;
-    const read = await readEnvelope(this.requestKeyFile).catch((): EnvelopeRead => ({ kind: 'missing' }));
-    if (read.kind !== 'present') return;
-    const opened = openBody(read.envelope, this.cacheKey, aadFor(this.options));
-    if (opened.kind !== 'opened') return;
-    const { deviceKey } = JSON.parse(opened.plaintext.toString('utf8')) as { deviceKey?: DeviceKeyPair };
-    opened.plaintext.fill(0);
+    const { deviceKey } = ((await this.openBeside(REQUEST_KEY_SUFFIX)) ?? {}) as { deviceKey?: DeviceKeyPair };
     if (typeof deviceKey?.d !== 'string' || typeof deviceKey.x !== 'string') return;
     this.deviceKey.dispose();
     this.deviceKey = storeKeyPair(this.memory, deviceKey);
@@ -271,11 +257,38 @@ export class LicenseVault {
 
   /** Once a license file is imported, its key pair lives in the cache. */
   dropRequestDeviceKey(): Promise<void> {
-    return this.enqueue(() => removeEnvelope(this.requestKeyFile));
+    return this.enqueue(() => removeEnvelope(`${this.options.cacheFile}${REQUEST_KEY_SUFFIX}`));
   }
 
-  private get requestKeyFile(): string {
-    return requestKeyFileOf(this.options);
+  /**
+   * Seals `value` (JSON) into the file beside the cache named by `suffix`, like the cache itself:
+   * the same key and binding, owner-only. In the strict write queue: it rejects when not written.
+   */
+  sealBeside(suffix: string, value: unknown): Promise<void> {
+    const text = sealEnvelope({
+      components: this.fingerprint.components,
+      binding: this.binding,
+      body: Buffer.from(JSON.stringify(value), 'utf8'),
+      cacheKey: this.cacheKey,
+      aad: aadFor(this.options),
+    });
+    return this.enqueueStrict(() => writeEnvelope(`${this.options.cacheFile}${suffix}`, text));
+  }
+
+  /** The JSON `sealBeside` wrote, or undefined when the file is missing or does not open on this device. */
+  async openBeside(suffix: string): Promise<unknown> {
+    await this.flush();
+    const read = await readEnvelope(`${this.options.cacheFile}${suffix}`).catch((): EnvelopeRead => ({ kind: 'missing' }));
+    if (read.kind !== 'present') return undefined;
+    const opened = openBody(read.envelope, this.cacheKey, aadFor(this.options));
+    if (opened.kind !== 'opened') return undefined;
+    try {
+      return JSON.parse(opened.plaintext.toString('utf8')) as unknown;
+    } catch {
+      return undefined;
+    } finally {
+      opened.plaintext.fill(0);
+    }
   }
 
   /**
@@ -427,7 +440,9 @@ export class LicenseVault {
   }
 }
 
-const requestKeyFileOf = (options: ResolvedOptions) => `${options.cacheFile}.request`;
+/** The file beside the cache that keeps an exported offline request's device key pair. */
+const REQUEST_KEY_SUFFIX = '.request';
+const requestKeyFileOf = (options: ResolvedOptions) => `${options.cacheFile}${REQUEST_KEY_SUFFIX}`;
 
 export function probeFingerprint(options: ResolvedOptions, only: readonly ComponentName[] | undefined): Promise<Fingerprint> {
   return computeFingerprint({

@@ -1,0 +1,153 @@
+/**
+ * `license.consume()`'s work (docs/protocol.md, Metered features): each consumption goes to the
+ * authority with an idempotency key; when the authority cannot be reached, it is queued with that key
+ * in the meter book, sealed beside the license cache, if the last known balance covers it, and
+ * reported in order before the next consumption and after each refresh. The authority counts each key
+ * once, so a report whose answer was lost is simply sent again.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AuthorityClient } from '../authority/authority-client.js';
+import { LicenseError } from '../errors.js';
+import type { ResolvedOptions } from '../options.js';
+import type { ConsumeAnswer } from '../protocol.js';
+import type { LicenseVault } from '../token-store/license-vault.js';
+import { balanceOf, emptyBook, localRemaining, parseBook, type MeterBookState, type PendingConsumption } from './meter-book.js';
+
+/** The file beside the license cache that holds the meter book. */
+const BOOK_SUFFIX = '.meters';
+/** As the authority takes them (server/licenses/meters/schemas.ts). */
+const FEATURE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_.:-]{8,128}$/;
+const MAX_QUANTITY = 1_000_000;
+
+/** What `consume()` resolves with. */
+export interface ConsumeResult {
+  feature: string;
+  quantity: number;
+  /** Units left in the period after this consumption: the authority's answer, or when queued, this installation's own count. */
+  remaining: number;
+  usesPerPeriod: number;
+  /** When the balance resets; null for a lifetime meter. */
+  periodEndsAt: Date | null;
+  /** true: the authority was not reached; the consumption is kept with its key and reported later. */
+  queued: boolean;
+  /** The key the consumption is counted under (the one given, or the one generated). */
+  idempotencyKey: string;
+}
+
+export interface ConsumeOptions {
+  /** Unique per consumption; generated when omitted. Giving the same key again counts it once. */
+  idempotencyKey?: string;
+}
+
+/** The held grant a consumption is made under. */
+export interface MeteringGrant {
+  token: string;
+  licenseId: string;
+  /** Whether the license may be used now (offline, only a usable license queues). */
+  usable: boolean;
+}
+
+export function checkConsumption(feature: unknown, quantity: unknown, options: ConsumeOptions): void {
+  const fail = (what: string) => {
+    throw new LicenseError('REQUEST_REJECTED', `consume(): ${what}`);
+  };
+  if (typeof feature !== 'string' || !FEATURE_PATTERN.test(feature)) fail('the feature must be 1 to 64 letters, digits, _ . : or -');
+  if (!Number.isInteger(quantity) || (quantity as number) < 1 || (quantity as number) > MAX_QUANTITY) fail(`the quantity must be an integer from 1 to ${MAX_QUANTITY}`);
+  if (options.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(options.idempotencyKey)) fail('the idempotency key must be 8 to 128 letters, digits, _ . : or -');
+}
+
+export class Metering {
+  private book: MeterBookState | undefined;
+
+  constructor(
+    private readonly vault: LicenseVault,
+    private readonly authority: AuthorityClient,
+    private readonly options: ResolvedOptions,
+  ) {}
+
+  /**
+   * Reports the queued consumptions in order, each removed once the authority answered it (counted,
+   * or refused for good: then it is dropped with a warning). Stops, keeping the rest, at the first
+   * the authority cannot be reached for; rejects with that error.
+   */
+  async report(grant: Pick<MeteringGrant, 'token' | 'licenseId'>): Promise<void> {
+    const book = await this.load(grant.licenseId);
+    while (book.pending.length > 0) {
+      const item = book.pending[0]!;
+      try {
+        const answer = await this.authority.consume({ token: grant.token, feature: item.feature, quantity: item.quantity, idempotency_key: item.idempotencyKey, consumed_at: item.consumedAt });
+        book.balances[item.feature] = balanceOf(answer);
+      } catch (err) {
+        if (!(err instanceof LicenseError) || err.retryable || err.code === 'DISPOSED') throw err;
+        this.options.logger.warn('the authority refused a queued consumption; it is not counted', { feature: item.feature, quantity: item.quantity, code: err.code });
+      }
+      book.pending.shift();
+      await this.save(book);
+    }
+  }
+
+  async consume(grant: MeteringGrant, feature: string, quantity: number, options: ConsumeOptions): Promise<ConsumeResult> {
+    const book = await this.load(grant.licenseId);
+    const idempotencyKey = options.idempotencyKey ?? randomBytes(16).toString('hex');
+    const queuedAlready = book.pending.find((p) => p.idempotencyKey === idempotencyKey);
+    try {
+      // Earlier consumptions first, so the authority counts them in the order they happened.
+      await this.report(grant);
+      const answer = await this.authority.consume({ token: grant.token, feature, quantity, idempotency_key: idempotencyKey });
+      book.balances[feature] = balanceOf(answer);
+      await this.save(book);
+      return resultOf(answer, idempotencyKey);
+    } catch (err) {
+      if (!(err instanceof LicenseError) || !err.retryable) throw err;
+      return this.queue(book, grant, queuedAlready ?? { idempotencyKey, feature, quantity, consumedAt: this.options.clock.now().toISOString() }, err, !queuedAlready);
+    }
+  }
+
+  /**
+   * The authority was not reached, or its answer was lost (then it may have counted the consumption:
+   * its key, kept with the queued item, makes the report count nothing more). Queued only on a usable
+   * license whose known balance covers it; otherwise refused with `unreached` or USAGE_LIMIT_REACHED.
+   */
+  private async queue(book: MeterBookState, grant: MeteringGrant, item: PendingConsumption, unreached: LicenseError, isNew: boolean): Promise<ConsumeResult> {
+    const balance = book.balances[item.feature];
+    const left = localRemaining(book, item.feature, this.options.clock.now().getTime());
+    if (!grant.usable || !balance || left === undefined) throw unreached;
+    const periodEndsAt = balance.periodEndsAt === null ? null : new Date(balance.periodEndsAt);
+    if (isNew) {
+      if (left < item.quantity) {
+        throw new LicenseError('USAGE_LIMIT_REACHED', `offline: ${left} of ${item.feature} left, ${item.quantity} asked`, { remaining: left, periodEndsAt, cause: unreached });
+      }
+      book.pending.push(item);
+      await this.save(book);
+    }
+    const remaining = isNew ? left - item.quantity : left;
+    return { feature: item.feature, quantity: item.quantity, remaining, usesPerPeriod: balance.usesPerPeriod, periodEndsAt, queued: true, idempotencyKey: item.idempotencyKey };
+  }
+
+  /** The book of `licenseId`: read once from its sealed file; another license's (or none) starts empty. */
+  private async load(licenseId: string): Promise<MeterBookState> {
+    if (this.book?.licenseId !== licenseId) {
+      const read = parseBook(await this.vault.openBeside(BOOK_SUFFIX));
+      this.book = read?.licenseId === licenseId ? read : emptyBook(licenseId);
+    }
+    return this.book;
+  }
+
+  /** Rejects when the book could not be written: a queued consumption must be on disk before it is reported as queued. */
+  private save(book: MeterBookState): Promise<void> {
+    return this.vault.sealBeside(BOOK_SUFFIX, book);
+  }
+}
+
+function resultOf(answer: ConsumeAnswer, idempotencyKey: string): ConsumeResult {
+  return {
+    feature: answer.feature,
+    quantity: answer.quantity,
+    remaining: answer.remaining,
+    usesPerPeriod: answer.uses_per_period,
+    periodEndsAt: answer.period_ends_at === null ? null : new Date(answer.period_ends_at),
+    queued: false,
+    idempotencyKey,
+  };
+}

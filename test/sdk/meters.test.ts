@@ -1,0 +1,122 @@
+/**
+ * Issue 22 item 4, the SDK's half: `license.consume()` against the real authority (Koa +
+ * PostgreSQL). Online it answers the authority's balance; without the authority it queues what the
+ * last known balance covers, in a sealed owner-only file, and reports it later with its original
+ * idempotency keys: the authority's usage is the sum, each consumption counted exactly once, also
+ * when a report is sent again because its answer was lost.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createLicense } from '../support/fixtures.js';
+import { licenseErrorOf } from './support/license-error.js';
+import { installations, type Install } from './support/installations.js';
+import { startRealAuthority } from './support/real-authority.js';
+
+const { server, call, dev, app, publicKeys } = await startRealAuthority();
+const installs = installations({ serverUrl: server.url, publicKeys });
+const { start } = installs;
+const install = (name: string) => installs.install(name, app);
+/** Nothing listens on port 1: the authority cannot be reached. */
+const UNREACHABLE = 'http://127.0.0.1:1';
+const bookFileOf = (at: Install) => path.join(at.cacheDir, 'license.cache.meters');
+
+async function serverUsed(licenseId: string, feature: string): Promise<number> {
+  const res = await call('GET', `/v1/licenses/${licenseId}/usage`, { apiKey: dev.apiKey });
+  expect(res.status).toBe(200);
+  return res.body.meters.find((m: { feature: string }) => m.feature === feature).used;
+}
+
+async function meteredInstall(name: string, meters: Record<string, unknown>) {
+  const created = await createLicense(call, dev, { app_id: app.id, meters });
+  const at = install(name);
+  const license = await start(at);
+  expect((await license.activate(created.license_key)).state).toBe('valid');
+  return { created, at, license };
+}
+
+describe('license.consume()', () => {
+  it('online: answers the balance, refuses past it counting nothing, and counts a given key once', async () => {
+    const { created, license } = await meteredInstall('MA1', { export: { uses_per_period: 10, period: 'month' } });
+    const first = await license.consume('export', 3);
+    expect(first).toMatchObject({ feature: 'export', quantity: 3, remaining: 7, usesPerPeriod: 10, queued: false });
+    expect(first.periodEndsAt).toBeInstanceOf(Date);
+    expect(first.idempotencyKey).toMatch(/^[0-9a-f]{32}$/);
+
+    const keyed = await license.consume('export', 2, { idempotencyKey: 'export-job-0001' });
+    expect(keyed.remaining).toBe(5);
+    expect(await license.consume('export', 2, { idempotencyKey: 'export-job-0001' })).toMatchObject({ remaining: 5, queued: false });
+    expect(await serverUsed(created.license_id, 'export')).toBe(5);
+
+    const over = await licenseErrorOf(license.consume('export', 6));
+    expect(over.code).toBe('USAGE_LIMIT_REACHED');
+    expect(over.extra.remaining).toBe(5);
+    expect(over.extra.periodEndsAt).toEqual(first.periodEndsAt);
+    expect((await licenseErrorOf(license.consume('print'))).code).toBe('FEATURE_NOT_METERED');
+    expect((await licenseErrorOf(license.consume('export', 0))).code).toBe('REQUEST_REJECTED');
+    expect(await serverUsed(created.license_id, 'export')).toBe(5);
+  });
+
+  it('offline: queues what the known balance covers, reports it once back online, and a report sent twice counts once', async () => {
+    const { created, at, license } = await meteredInstall('MB1', { export: { uses_per_period: 12, period: 'month' }, print: { uses_per_period: 5, period: 'day' } });
+    expect((await license.consume('export', 4)).remaining).toBe(8);
+    await license.dispose();
+
+    const offline = await start(at, { serverUrl: UNREACHABLE });
+    expect(await offline.consume('export', 2)).toMatchObject({ queued: true, remaining: 6, usesPerPeriod: 12 });
+    expect(await offline.consume('export', 1)).toMatchObject({ queued: true, remaining: 5 });
+    // Past the local balance: refused here, nothing queued.
+    const over = await licenseErrorOf(offline.consume('export', 6));
+    expect(over.code).toBe('USAGE_LIMIT_REACHED');
+    expect(over.extra.remaining).toBe(5);
+    // No balance known for print yet: the app cannot be told it may.
+    expect((await licenseErrorOf(offline.consume('print'))).code).toBe('OFFLINE');
+    await offline.dispose();
+    expect(await serverUsed(created.license_id, 'export')).toBe(4);
+
+    // The queue is sealed and owner-only, like the cache: its content is not readable.
+    const book = fs.readFileSync(bookFileOf(at));
+    expect(fs.statSync(bookFileOf(at)).mode & 0o777).toBe(0o600);
+    expect(book.toString('utf8')).not.toContain('export');
+
+    // A restart offline still has the queue (and its local balance).
+    const again = await start(at, { serverUrl: UNREACHABLE });
+    expect(await again.consume('export', 3)).toMatchObject({ queued: true, remaining: 2 });
+    await again.dispose();
+    const queuedBook = fs.readFileSync(bookFileOf(at));
+
+    // Online: the refresh reports the queue, in order, each once.
+    const online = await start(at);
+    expect((await online.refresh()).state).toBe('valid');
+    expect(await serverUsed(created.license_id, 'export')).toBe(10);
+    await online.dispose();
+
+    // The answers of that report "lost": the queue as it was before it is reported again before the
+    // next consumption, and counts nothing more (counted twice, the 6 would have taken the last 2).
+    fs.writeFileSync(bookFileOf(at), queuedBook);
+    const replaying = await start(at);
+    expect(await replaying.consume('export', 1)).toMatchObject({ queued: false, remaining: 1 });
+    expect(await serverUsed(created.license_id, 'export')).toBe(11);
+    // And the queue is empty now: offline, the last unit is queued once and the next refused.
+    await replaying.dispose();
+    const last = await start(at, { serverUrl: UNREACHABLE });
+    expect(await last.consume('export', 1)).toMatchObject({ queued: true, remaining: 0 });
+    expect((await licenseErrorOf(last.consume('export', 1))).code).toBe('USAGE_LIMIT_REACHED');
+  });
+
+  it('a queue of another license is not reported under this one', async () => {
+    const first = await meteredInstall('MC1', { export: { uses_per_period: 10, period: 'year' } });
+    expect((await first.license.consume('export', 1)).remaining).toBe(9);
+    await first.license.dispose();
+    const offline = await start(first.at, { serverUrl: UNREACHABLE });
+    expect((await offline.consume('export', 2)).queued).toBe(true);
+    await offline.dispose();
+
+    const second = await createLicense(call, dev, { app_id: app.id, meters: { export: { uses_per_period: 10, period: 'year' } } });
+    const online = await start(first.at);
+    expect((await online.activate(second.license_key)).state).toBe('valid');
+    expect((await online.consume('export', 1)).remaining).toBe(9);
+    expect(await serverUsed(second.license_id, 'export')).toBe(1);
+    expect(await serverUsed(first.created.license_id, 'export')).toBe(1);
+  });
+});
