@@ -22,3 +22,6 @@ export const SEAT_MODELS = ['node_locked', 'floating'] as const;
 
 /** The license list's `status` filter (lower case, unlike the licenses' own status). */
 export const LICENSE_STATUS_FILTERS = ['active', 'revoked', 'expired', 'demo'] as const;
+
+/** A meter's period: UTC calendar day, month or year, or the license's whole life. */
+export const METER_PERIODS = ['day', 'month', 'year', 'lifetime'] as const;

@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
 import { LICENSE_STATUS_FILTERS, LICENSE_TYPES } from './api-values.js';
 import { CliError, EXIT } from './errors.js';
+import { addMeterCommands, meterOption } from './meters.js';
 import { jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 import { seatFields, seatsOf, withSeatOptions } from './seat-options.js';
@@ -45,6 +46,7 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
     .addOption(new Option('--type <type>', 'license type').choices(LICENSE_TYPES))
     .option('--expiry-days <n>', 'expire this many days from now', wholeNumber)
     .option('--features <json>', 'features object the runtime reads, e.g. \'{"tier":"pro"}\'', jsonObject)
+    .option('--meter <feature=uses/period>', 'a metered feature, e.g. export=100/month (period: day, month, year, lifetime); repeatable', meterOption)
     .action(async (opts) => {
       const { body } = await api.request('POST', '/v1/licenses', {
         app_id: opts.app,
@@ -54,6 +56,7 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
         expiry_days: opts.expiryDays,
         features: opts.features,
         ...seatFields(opts),
+        meters: opts.meter,
       });
       print(opts.json ? renderJson(body) : licenseSummary(body as License));
     });
@@ -166,5 +169,6 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       print(opts.json ? renderJson(body) : `Wrote the license file to ${opts.out}; the app must import it before ${file_expires_at}\n`);
     });
 
+  addMeterCommands(licenses, api, print);
   return licenses;
 }

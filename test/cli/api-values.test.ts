@@ -3,6 +3,7 @@ import * as cli from '../../cli/src/api-values.js';
 import { DELIVERY_MODES, PLATFORMS, PROTECTION_LEVELS } from '../../server/apps/schemas.js';
 import { BUILD_PLATFORMS, BUILD_STATUSES } from '../../server/builds/schemas.js';
 import { LICENSE_TYPES, SEAT_MODELS } from '../../server/licenses/rules.js';
+import { METER_PERIODS } from '../../server/licenses/meters/periods.js';
 import { LICENSE_STATUS_FILTERS } from '../../server/licenses/schemas.js';
 
 // The CLI ships without the server, so it keeps its own copy of the choices it offers: this is
@@ -17,6 +18,7 @@ describe("the CLI's choices", () => {
     ['LICENSE_TYPES', cli.LICENSE_TYPES, LICENSE_TYPES],
     ['SEAT_MODELS', cli.SEAT_MODELS, SEAT_MODELS],
     ['LICENSE_STATUS_FILTERS', cli.LICENSE_STATUS_FILTERS, LICENSE_STATUS_FILTERS],
+    ['METER_PERIODS', cli.METER_PERIODS, METER_PERIODS],
   ] as const)("%s are the server's", (_name, offered, accepted) => {
     expect([...offered]).toEqual([...accepted]);
   });
