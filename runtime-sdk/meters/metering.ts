@@ -76,7 +76,13 @@ export class Metering {
     while (book.pending.length > 0) {
       const item = book.pending[0]!;
       try {
-        const answer = await this.authority.consume({ token: grant.token, feature: item.feature, quantity: item.quantity, idempotency_key: item.idempotencyKey, consumed_at: item.consumedAt });
+        const answer = await this.authority.consume({
+          token: grant.token,
+          feature: item.feature,
+          quantity: item.quantity,
+          idempotency_key: item.idempotencyKey,
+          consumed_at: item.consumedAt,
+        });
         book.balances[item.feature] = balanceOf(answer);
       } catch (err) {
         if (!(err instanceof LicenseError) || err.retryable || err.code === 'DISPOSED') throw err;

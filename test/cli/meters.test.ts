@@ -17,7 +17,9 @@ const latchkey = (args: string[]) => runLatchkey(server.url, t.dev.apiKey, args)
 async function consume(licenseKey: string, feature: string, quantity: number): Promise<void> {
   const activated = await t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: randomFingerprint() } });
   expect(activated.status).toBe(200);
-  const res = await t.call('POST', '/v1/licenses/consume', { body: { token: activated.body.token, feature, quantity, idempotency_key: `cli-${randomFingerprint().slice(0, 16)}` } });
+  const res = await t.call('POST', '/v1/licenses/consume', {
+    body: { token: activated.body.token, feature, quantity, idempotency_key: `cli-${randomFingerprint().slice(0, 16)}` },
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
 }
 

@@ -273,6 +273,44 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     await close();
   });
 
+  it("shows a license's metered features with their usage, and replaces them with the meters form", async () => {
+    const dev = await registerDeveloper(call);
+    await setPlan(call, server.adminToken, dev.id, 'pro');
+    const app = await createApp(call, dev, { name: 'Metered' });
+    const created = await call('POST', '/v1/licenses', { token: dev.accessToken, body: { app_id: app.id, meters: { export: { uses_per_period: 10, period: 'month' } } } });
+    const lic = created.body;
+    const device = await call('POST', '/v1/licenses/activate', { body: { license_key: lic.license_key, device_fingerprint: 'c'.repeat(64) } });
+    const used = await call('POST', '/v1/licenses/consume', { body: { token: device.body.token, feature: 'export', quantity: 4, idempotency_key: 'portal-meter-0001' } });
+    expect(used.status).toBe(200);
+
+    const { page, errors, close } = await signedInPage(dev);
+    await page.goto(`${server.url}/portal#/licenses/${lic.license_id}`);
+    await page.waitForSelector('#meters-table');
+    const cells = () => page.locator('#meters-table tbody tr').first().locator('td').allTextContents();
+    expect((await cells()).slice(0, 4)).toEqual(['export', '4', '6', '10 per month (UTC)']);
+
+    // Lower the limit, add a lifetime meter; the usage counted stays with its feature.
+    await page.fill('#license-meter-rows .meter-row:nth-child(1) .meter-uses', '5');
+    await page.click('#license-meter-add');
+    await page.fill('#license-meter-rows .meter-row:nth-child(2) .meter-feature', 'render');
+    await page.fill('#license-meter-rows .meter-row:nth-child(2) .meter-uses', '3');
+    await page.selectOption('#license-meter-rows .meter-row:nth-child(2) .meter-period', 'lifetime');
+    await page.click('#license-meters-save');
+    await expect.poll(() => page.textContent('#license-meters-notice')).toBe('Meters saved.');
+    expect((await cells()).slice(0, 4)).toEqual(['export', '4', '1', '5 per month (UTC)']);
+    const meters = (await call('GET', `/v1/licenses/${lic.license_id}`, { token: dev.accessToken })).body.meters;
+    expect(meters).toEqual({ export: { uses_per_period: 5, period: 'month' }, render: { uses_per_period: 3, period: 'lifetime' } });
+
+    // A refused value is shown next to the form and changes nothing.
+    await page.fill('#license-meter-rows .meter-row:nth-child(2) .meter-feature', 'has space');
+    await page.click('#license-meters-save');
+    await expect.poll(() => page.textContent('#license-meters-error')).toMatch(/meters/);
+    expect((await call('GET', `/v1/licenses/${lic.license_id}`, { token: dev.accessToken })).body.meters).toEqual(meters);
+    await shot(page, '07b-license-meters');
+    expect(errors).toEqual([]);
+    await close();
+  });
+
   it('pushes an update, shows its adoption as a chart, and explains a refused push in words', async () => {
     const dev = await registerDeveloper(call);
     await setPlan(call, server.adminToken, dev.id, 'pro');

@@ -8,9 +8,11 @@ const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_.:-]{8,128}$/;
 /** How far back an offline consumption may be dated: older ones are refused rather than counted in a long-closed period. */
 export const MAX_CONSUMPTION_AGE_DAYS = 30;
 
+const FEATURE_NAME_RULE = 'must be 1 to 64 letters, digits, _ . : or -, starting with a letter or digit';
+
 export const FeatureName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, 'must be 1 to 64 letters, digits, _ . : or -, starting with a letter or digit')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/, FEATURE_NAME_RULE)
   .describe('The metered feature, as the app names it in consume()');
 
 export const MeterPeriodField = z
@@ -25,7 +27,7 @@ export type Meter = z.infer<typeof Meter>;
 
 /** feature → meter; replaces the license's meters as a whole. */
 export const Meters = z
-  .record(FeatureName, Meter)
+  .record(FeatureName, Meter, { error: (issue) => (issue.code === 'invalid_key' ? `a feature name ${FEATURE_NAME_RULE}` : undefined) })
   .refine((m) => Object.keys(m).length <= MAX_METERS, `at most ${MAX_METERS} meters`)
   .describe('Metered features: per feature name, uses_per_period and period (docs/protocol.md, Metered features)');
 export type Meters = z.infer<typeof Meters>;

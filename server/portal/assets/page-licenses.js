@@ -1,7 +1,8 @@
 // Licenses: a searchable, filterable, paginated list; creating one; one license with its devices,
-// revoke, reset devices, its deactivation history and its own update push.
+// revoke, reset devices, its metered features, its deactivation history and its own update push.
 import { act, del, get, post, put, request } from './api.js';
 import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
+import { metersCard } from './license-meters.js';
 import { listAll } from './page-apps.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
 import { seatInputs, seatsText } from './seat-fields.js';
@@ -227,6 +228,7 @@ export async function licensePage(view, { params }) {
   const detailCard = h('section', { class: 'card', id: 'license-detail' });
   const devicesCard = h('section', { class: 'card', id: 'license-devices' });
   const deactivationsCard = h('section', { class: 'card', id: 'license-deactivations' });
+  const meters = metersCard(license.license_id);
   const pushCard = h('section', { class: 'card', id: 'license-push' });
   mount(
     view,
@@ -234,6 +236,7 @@ export async function licensePage(view, { params }) {
     h('h1', null, 'License ', h('span', { class: 'mono' }, license.license_key)),
     detailCard,
     devicesCard,
+    meters.card,
     deactivationsCard,
     pushCard,
   );
@@ -477,5 +480,5 @@ export async function licensePage(view, { params }) {
   renderDetail(license);
   renderDevices(license.devices);
   renderPush(pushStatus.push);
-  await loadDeactivations();
+  await Promise.all([meters.load(), loadDeactivations()]);
 }
