@@ -12,6 +12,7 @@ import { createLicense } from '../support/fixtures.js';
 import { licenseErrorOf } from './support/license-error.js';
 import { installations, type Install } from './support/installations.js';
 import { startRealAuthority } from './support/real-authority.js';
+import { RecordingProxy } from './support/recording-proxy.js';
 
 const { server, call, dev, app, publicKeys } = await startRealAuthority();
 const installs = installations({ serverUrl: server.url, publicKeys });
@@ -102,6 +103,34 @@ describe('license.consume()', () => {
     const last = await start(at, { serverUrl: UNREACHABLE });
     expect(await last.consume('export', 1)).toMatchObject({ queued: true, remaining: 0 });
     expect((await licenseErrorOf(last.consume('export', 1))).code).toBe('USAGE_LIMIT_REACHED');
+  });
+
+  it('an answer lost on the way back: the consumption is queued with its key, and its report counts nothing more', async () => {
+    const proxy = await new RecordingProxy().start();
+    proxy.upstream = server.url;
+    try {
+      const created = await createLicense(call, dev, { app_id: app.id, meters: { export: { uses_per_period: 10, period: 'day' } } });
+      const license = await start(install('MD1'), { serverUrl: proxy.url });
+      expect((await license.activate(created.license_key)).state).toBe('valid');
+      expect((await license.consume('export', 1)).remaining).toBe(9);
+
+      // The authority counts it; the SDK never hears so, and keeps it to report.
+      proxy.loseAnswers = true;
+      const lost = await license.consume('export', 2);
+      expect(lost).toMatchObject({ queued: true, remaining: 7 });
+      expect(await serverUsed(created.license_id, 'export')).toBe(3);
+
+      proxy.loseAnswers = false;
+      expect((await license.refresh()).state).toBe('valid');
+      const sent = proxy.requests.filter((r) => r.path === '/v1/licenses/consume').map((r) => JSON.parse(r.body) as { idempotency_key: string; quantity: number });
+      // Sent twice under one key (the consumption, then its report), counted once.
+      expect(sent.filter((r) => r.idempotency_key === lost.idempotencyKey)).toHaveLength(2);
+      expect(await serverUsed(created.license_id, 'export')).toBe(3);
+      expect(await license.consume('export', 1)).toMatchObject({ queued: false, remaining: 6 });
+      expect(await serverUsed(created.license_id, 'export')).toBe(4);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('a queue of another license is not reported under this one', async () => {

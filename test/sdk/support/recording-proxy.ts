@@ -5,13 +5,16 @@ import { closeNow, listenOnLoopback } from '../../support/local-http.js';
 /**
  * A fixed address in front of the real server, so it can be stopped and started again (on another
  * port) while the SDK keeps one `serverUrl`. Records every request the SDK sends. With no upstream
- * it drops connections: to the SDK, the authority is unreachable.
+ * it drops connections: to the SDK, the authority is unreachable. With `loseAnswers`, it forwards each
+ * request and drops the connection instead of passing the answer back: the authority acted, its
+ * answer was lost on the way.
  */
 export class RecordingProxy {
   readonly requests: RecordedRequest[] = [];
   upstream: string | null = null;
   /** How long each request waits before it is forwarded: a slow network. */
   delayMs = 0;
+  loseAnswers = false;
   url = '';
   private server = http.createServer((req, res) => void this.forward(req, res));
 
@@ -37,6 +40,10 @@ export class RecordingProxy {
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<string, string>;
     const upstream = await fetch(`${this.upstream}${req.url}`, { method: req.method, headers, ...(body ? { body } : {}) });
     const payload = Buffer.from(await upstream.arrayBuffer());
+    if (this.loseAnswers) {
+      req.socket.destroy();
+      return;
+    }
     const forwarded: Record<string, string> = {};
     upstream.headers.forEach((value, name) => {
       if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name)) forwarded[name] = value;
