@@ -390,6 +390,8 @@ export class LicenseClient {
 
   /** Consumptions queued offline, reported while the authority answers; what is not reported stays queued for the next time. */
   private async reportQueuedUsage(): Promise<void> {
+    const licenseId = this.vault.claims?.sub;
+    if (licenseId === undefined || !(await this.metering.hasPending(licenseId).catch(() => false))) return;
     const grant = this.heldGrant();
     if (!grant) return;
     await this.metering.report(grant).catch((err: unknown) => this.options.logger.debug?.('queued consumptions not reported yet', { error: String(err) }));

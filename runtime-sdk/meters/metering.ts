@@ -66,6 +66,11 @@ export class Metering {
     private readonly options: ResolvedOptions,
   ) {}
 
+  /** Whether consumptions of `licenseId` wait to be reported (the token is read only then). */
+  async hasPending(licenseId: string): Promise<boolean> {
+    return (await this.load(licenseId)).pending.length > 0;
+  }
+
   /**
    * Reports the queued consumptions in order, each removed once the authority answered it (counted,
    * or refused for good: then it is dropped with a warning). Stops, keeping the rest, at the first
