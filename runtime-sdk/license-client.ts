@@ -100,7 +100,7 @@ export class LicenseClient {
     this.scheduler = new RefreshScheduler({ intervalMs: options.refreshIntervalMs, backoffBaseMs: options.offlineBackoffMs, jitterRatio: 0.1 }, () => this.backgroundRefresh());
     this.scheduler.useHeartbeat(this.heartbeatMs(vault.claims?.policy));
     this.lastStatus = this.computeStatus();
-    this.metering = new Metering(vault, authority, options);
+    this.metering = new Metering(vault, authority, options, () => options.clock.now().getTime() + (vault.record?.serverSkewMs ?? 0));
   }
 
   /** The license state now, from memory and the clock only: instant, and the same offline. */

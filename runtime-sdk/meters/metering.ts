@@ -64,6 +64,8 @@ export class Metering {
     private readonly vault: LicenseVault,
     private readonly authority: AuthorityClient,
     private readonly options: ResolvedOptions,
+    /** The authority's time now as this installation reckons it (its clock plus the skew the last grant measured): consumptions are dated and periods ended by it. */
+    private readonly authorityNow: () => number,
   ) {}
 
   /** Whether consumptions of `licenseId` wait to be reported (the token is read only then). */
@@ -111,7 +113,7 @@ export class Metering {
       return resultOf(answer, idempotencyKey);
     } catch (err) {
       if (!(err instanceof LicenseError) || !err.retryable) throw err;
-      return this.queue(book, grant, queuedAlready ?? { idempotencyKey, feature, quantity, consumedAt: this.options.clock.now().toISOString() }, err, !queuedAlready);
+      return this.queue(book, grant, queuedAlready ?? { idempotencyKey, feature, quantity, consumedAt: new Date(this.authorityNow()).toISOString() }, err, !queuedAlready);
     }
   }
 
@@ -122,7 +124,7 @@ export class Metering {
    */
   private async queue(book: MeterBookState, grant: MeteringGrant, item: PendingConsumption, unreached: LicenseError, isNew: boolean): Promise<ConsumeResult> {
     const balance = book.balances[item.feature];
-    const left = localRemaining(book, item.feature, this.options.clock.now().getTime());
+    const left = localRemaining(book, item.feature, this.authorityNow());
     if (!grant.usable || !balance || left === undefined) throw unreached;
     const periodEndsAt = balance.periodEndsAt === null ? null : new Date(balance.periodEndsAt);
     if (isNew) {

@@ -15,7 +15,7 @@ export function meterRoutes(meters: MetersService) {
       tag: 'Licenses',
       auth: 'developer',
       rateLimit: 'general',
-      summary: "A license's meters with their usage in the current period (portal: Usage; CLI: licenses usage)",
+      summary: "A license's meters with their usage in the current period (portal: the license page's Metered features; CLI: licenses usage)",
       description: `${METERS}. 404 for a license that is not yours.`,
       params: LicenseIdParams,
       response: s.LicenseUsage,
@@ -30,7 +30,7 @@ export function meterRoutes(meters: MetersService) {
       tag: 'Licenses',
       auth: 'developer',
       rateLimit: 'general',
-      summary: "Replace a license's meters (portal: Meters; CLI: licenses set-meters); answers them with their usage",
+      summary: "Replace a license's meters (portal: the license page's Metered features; CLI: licenses set-meters); answers them with their usage",
       description:
         `${METERS}. Body \`meters\`: the whole set, \`{}\` for none. Units already consumed stay counted in their feature's period: ` +
         'a lowered limit can leave `used` above it (then `remaining` is 0 until the period ends), a feature removed and added again ' +
