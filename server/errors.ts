@@ -155,6 +155,8 @@ export const ERROR_CODES = {
   PAYMENTS_NOT_CONFIGURED: 503,
   /** The payment processor did not answer, or answered with its own failure; retry later. */
   PAYMENT_PROCESSOR_UNAVAILABLE: 503,
+  /** The object storage (LATCHKEY_STORAGE=s3) did not answer or refused the server; an upload it cut off is not kept. Retry later. */
+  STORAGE_UNAVAILABLE: 503,
   /** The server's disk (its storage or its database) is full: nothing of the request was kept. */
   INSUFFICIENT_STORAGE: 507,
 } as const satisfies Record<string, number>;

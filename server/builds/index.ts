@@ -7,6 +7,7 @@ import type { Db } from '../db/knex.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { Keyring } from '../signing/keyring.js';
 import { createFilesystemStorage } from '../storage/filesystem.js';
+import { createS3Storage } from '../storage/s3.js';
 import { createScratchSpace } from '../storage/scratch.js';
 import type { TenantQuotaService } from '../quotas/index.js';
 import type { PushGuards } from '../updates/rules.js';
@@ -21,7 +22,7 @@ import { createBuildsStore } from './store.js';
 import { uploadSessionRoutes } from './upload-routes.js';
 import { createUploadSessions } from './upload-sessions.js';
 
-/** The builds domain assembled: its service, routes, job, storage (under the data directory) and signed download links. */
+/** The builds domain assembled: its service, routes, job, storage (the data directory's, or a bucket's) and signed download links. */
 export function createBuilds(deps: {
   config: Config;
   db: Db;
@@ -34,7 +35,7 @@ export function createBuilds(deps: {
   quotas: TenantQuotaService;
 }) {
   const { config, db, clock, log, queue } = deps;
-  const storage = createFilesystemStorage(path.join(config.dataDir, 'storage'));
+  const storage = config.storage.kind === 's3' ? createS3Storage(config.storage) : createFilesystemStorage(path.join(config.dataDir, 'storage'));
   const store = createBuildsStore(db);
   const scanners = [eicarScanner, ...(config.clamd ? [clamdScanner(config.clamd)] : [])];
   const links = createDownloadLinks(deps.masterKey, clock, config.publicBaseUrl);

@@ -1,5 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
+import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { RequestError } from '../errors.js';
 import type { BlobStorage, ByteRange } from '../storage/blob-storage.js';
@@ -62,7 +64,7 @@ export const bytesOf = (ctx: Koa.Context, answer: FileAnswer): number => (answer
  * Sends a stored file with its length, its SHA-256 as a strong ETag, and Range and conditional
  * request support: `answer` as `planFileAnswer` decided it (planned here when not given). Answers
  * the file's bytes that left the server: fewer than the answer carries when the client left early
- * (where the storage is local files; otherwise all of them once the stream is handed to Koa).
+ * (all of them when the answer is a redirect to the object store).
  */
 export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile, answer = planFileAnswer(ctx, file)): Promise<number> {
   ctx.set('ETag', `"${file.sha256}"`);
@@ -73,6 +75,12 @@ export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, fil
     return 0;
   }
   const { range, length } = answer;
+  if (storage.presign && ctx.method !== 'HEAD') {
+    // Checked (and counted, by the caller) here; the bytes come from the store, which applies the
+    // Range the client sends along. The bytes that never leave cannot be told apart: all are counted.
+    ctx.redirect(await storage.presign(file.key, file.name));
+    return length;
+  }
   ctx.status = answer.status;
   ctx.type = 'application/octet-stream';
   ctx.set('Content-Disposition', `attachment; filename="${file.name}"`);
@@ -82,22 +90,52 @@ export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, fil
     ctx.length = length;
     return 0;
   }
-  if (storage.open) {
-    const handle = await storage.open(file.key);
-    ctx.length = length;
-    // The bytes go out here, not through Koa's stream piping (headers are on ctx.res already).
-    ctx.respond = false;
-    try {
-      return await sendFileBytes(ctx.res, handle, range?.start ?? 0, length);
-    } catch (err) {
-      // Nothing sent yet: the error handler answers as for any failure.
-      if (!ctx.res.headersSent) ctx.respond = true;
-      throw err;
-    }
-  }
-  ctx.body = await storage.read(file.key, range ?? undefined);
+  // Local files are read into the sender's own buffers; an object store's stream is written as it comes.
+  const handle = storage.open ? await storage.open(file.key) : undefined;
+  const stream = handle ? undefined : await storage.read(file.key, range ?? undefined);
   ctx.length = length;
-  return length;
+  // The bytes go out here, not through Koa's stream piping (headers are on ctx.res already).
+  ctx.respond = false;
+  try {
+    return handle ? await sendFileBytes(ctx.res, handle, range?.start ?? 0, length) : await sendStreamBytes(ctx.res, stream!, length);
+  } catch (err) {
+    // Nothing sent yet: the error handler answers as for any failure.
+    if (!ctx.res.headersSent) ctx.respond = true;
+    throw err;
+  }
+}
+
+/**
+ * Writes a stored object's stream (an object store's) to the response and ends it; answers the bytes
+ * the socket took, as `sendFileBytes` does, so that an allowance gets back what never left. A client
+ * that leaves ends it quietly; a read error cuts the connection (the length was promised) and is thrown.
+ */
+async function sendStreamBytes(res: ServerResponse, body: Readable, length: number): Promise<number> {
+  // Bytes the socket took (handed to the kernel): what left the server.
+  let handed = 0;
+  let written = 0;
+  let gone = false;
+  const closed = new Promise<void>((resolve) => res.once('close', resolve));
+  res.once('close', () => (gone = true));
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (gone) break;
+      written += chunk.length;
+      const more = res.write(chunk, (err) => void (err || (handed += chunk.length)));
+      if (!more) await Promise.race([once(res, 'drain'), closed]);
+    }
+    if (!gone) {
+      if (written < length) throw new Error(`the stored object ended ${length - written} bytes short of its recorded size`);
+      res.end();
+    }
+    await closed;
+    return handed;
+  } catch (err) {
+    if (res.headersSent) res.destroy();
+    throw err;
+  } finally {
+    body.destroy();
+  }
 }
 
 /** Per download: two buffers in flight, about what a 1 MiB stream held. */

@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { RequestError } from '../errors.js';
 import { quotaErrorFromDatabase } from '../quotas/index.js';
+import { StorageUnavailableError } from '../storage/blob-storage.js';
 import type { RequestState } from './logging.js';
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03', '08006', '08001']);
@@ -30,6 +31,12 @@ function toRequestError(err: unknown, log: Logger): RequestError {
   if (isStorageFull(err)) {
     log.error({ err }, 'storage full');
     return new RequestError('INSUFFICIENT_STORAGE', 'The server has no room left to store this: nothing of it was kept; retry later, or ask the operator to free disk space');
+  }
+  if (err instanceof StorageUnavailableError) {
+    log.error({ err }, 'object storage unavailable');
+    return new RequestError('STORAGE_UNAVAILABLE', 'The file storage is unavailable right now (an upload it cut off was not kept); retry shortly', {
+      headers: { 'Retry-After': '5' },
+    });
   }
   if (isDatabaseUnavailable(err)) {
     log.warn({ err }, 'database unavailable');

@@ -31,6 +31,11 @@ export interface BlobStorage {
   remove(key: string): Promise<void>;
   /** Removes staged objects older than `ageMs` that a crash left behind; answers how many. */
   sweepStaged(ageMs: number): Promise<number>;
+  /**
+   * Where downloads may go straight to the store (an object store configured to): a short-lived URL
+   * that answers a GET of the object, Range included, saved under `fileName`. Absent otherwise.
+   */
+  presign?(key: string, fileName: string): Promise<string>;
 }
 
 export interface StagedBlob {
@@ -52,6 +57,12 @@ export class BlobNotFoundError extends Error {
     super(`no stored object ${key}`);
   }
 }
+
+/**
+ * The store did not do what was asked (unreachable, credentials refused, its own failure): nothing is
+ * wrong with the request, and retrying later may work. Answered 503 STORAGE_UNAVAILABLE.
+ */
+export class StorageUnavailableError extends Error {}
 
 const KEY = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_.-]+)*$/;
 

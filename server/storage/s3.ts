@@ -1,0 +1,207 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { pipeline, Transform, type Readable } from 'node:stream';
+import { pipeline as pipelineAsync } from 'node:stream/promises';
+import { CopyObjectCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, S3Client, type GetObjectCommandInput } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { assertKey, BlobNotFoundError, StorageUnavailableError, type BlobStorage, type ByteRange, type StagedBlob } from './blob-storage.js';
+import type { Digest } from './digest.js';
+
+export interface S3StorageOptions {
+  bucket: string;
+  region: string;
+  /** An S3-compatible service's URL (MinIO, R2...); AWS's own endpoint when absent. */
+  endpoint: string | undefined;
+  /** `endpoint/bucket/key` instead of `bucket.endpoint/key`, which most S3-compatible services need. */
+  forcePathStyle: boolean;
+  /** Downloads are redirected to a short-lived presigned GET of the object instead of passing through the server. */
+  presign: boolean;
+}
+
+/**
+ * Staged objects wait under this prefix, named `<ms since the epoch>-<uuid>`, so that a sweep
+ * judges their age from the name alone (no HEAD per object).
+ */
+const STAGING_PREFIX = 'staging/';
+const STAGED_NAME = /^staging\/(\d{13})-[0-9a-f-]{36}$/;
+
+/**
+ * A multipart upload holds `QUEUE_SIZE` parts of `PART_BYTES` in memory at most: an artifact of any
+ * size costs about 24 MiB while it streams in. At 8 MiB, S3's 10,000 parts reach 80 GB.
+ */
+const PART_BYTES = 8 * 1024 * 1024;
+const QUEUE_SIZE = 3;
+
+/** How long a presigned download URL works: long enough to follow the redirect, too short to share. */
+export const PRESIGNED_URL_SECONDS = 60;
+
+/** What the SDK answers for an object that is not there (GetObject: NoSuchKey; HEAD-like answers: NotFound). */
+const isMissingObject = (err: unknown) => {
+  const name = (err as { name?: string })?.name;
+  return name === 'NoSuchKey' || name === 'NotFound';
+};
+
+/**
+ * Anything but a missing object is the store's failure, not the request's: an endpoint that does not
+ * answer, refused credentials, a missing bucket, the service's own 5xx. Named for the operator
+ * (the SDK's error name and message carry no credentials); the request answers 503.
+ */
+function unavailable(err: unknown, operation: string): StorageUnavailableError {
+  const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e?.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : '';
+  return new StorageUnavailableError(`object storage ${operation} failed: ${e?.name ?? 'Error'}${status}: ${e?.message ?? String(err)}`, { cause: err });
+}
+
+/** Objects in an S3 bucket (or an S3-compatible service's); credentials come from the AWS SDK's default chain. */
+export function createS3Storage(options: S3StorageOptions): BlobStorage {
+  const { bucket } = options;
+  const client = new S3Client({
+    region: options.region,
+    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    forcePathStyle: options.forcePathStyle,
+    // A store that does not answer fails the request in seconds (503), not after the OS's TCP timeout.
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+  });
+
+  async function send<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      throw unavailable(err, operation);
+    }
+  }
+
+  async function getObject(key: string, range?: ByteRange): Promise<Readable> {
+    assertKey(key);
+    const input: GetObjectCommandInput = { Bucket: bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) };
+    try {
+      const { Body } = await client.send(new GetObjectCommand(input));
+      return Body as Readable;
+    } catch (err) {
+      if (isMissingObject(err)) throw new BlobNotFoundError(key);
+      throw unavailable(err, 'GetObject');
+    }
+  }
+
+  const remove = (key: string) => send('DeleteObject', () => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }))).then(() => undefined);
+
+  /** Every key under `prefix`, a page (at most 1,000) at a time. */
+  async function* listKeys(prefix: string): AsyncGenerator<string[]> {
+    let token: string | undefined;
+    // Bounded by the bucket's contents: each page moves the continuation token on.
+    for (;;) {
+      const page = await send('ListObjectsV2', () => client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) })));
+      const keys = (page.Contents ?? []).flatMap((o) => (o.Key ? [o.Key] : []));
+      if (keys.length) yield keys;
+      if (!page.IsTruncated || !page.NextContinuationToken) return;
+      token = page.NextContinuationToken;
+    }
+  }
+
+  async function removeKeys(keys: string[]): Promise<void> {
+    const answer = await send('DeleteObjects', () => client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } })));
+    const failed = answer.Errors ?? [];
+    if (failed.length) throw unavailable(Object.assign(new Error(`${failed[0]!.Key}: ${failed[0]!.Message}`), { name: failed[0]!.Code }), 'DeleteObjects');
+  }
+
+  return {
+    async stage(source: Readable): Promise<StagedBlob> {
+      const staged = `${STAGING_PREFIX}${Date.now()}-${randomUUID()}`;
+      let size = 0;
+      let sourceError: Error | undefined;
+      const counted = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          size += chunk.length;
+          done(null, chunk);
+        },
+      });
+      // pipeline, not pipe: it also sees a source that failed before anyone read it (a cap already passed).
+      pipeline(source, counted, (err) => {
+        if (err) sourceError ??= err;
+      });
+      const upload = new Upload({ client, params: { Bucket: bucket, Key: staged, Body: counted }, partSize: PART_BYTES, queueSize: QUEUE_SIZE });
+      try {
+        await upload.done();
+      } catch (err) {
+        // A multipart upload that failed is aborted by lib-storage; a whole object may still have landed.
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: staged })).catch(() => {});
+        // The source's failure (a client gone, a size cap) is the request's; the rest is the store's.
+        throw sourceError ?? unavailable(err, 'upload');
+      }
+      if (sourceError) {
+        await remove(staged).catch(() => {});
+        throw sourceError;
+      }
+      return {
+        size,
+        async commit(key) {
+          assertKey(key);
+          await send('CopyObject', () => client.send(new CopyObjectCommand({ Bucket: bucket, Key: key, CopySource: `${bucket}/${staged}` })));
+          // Left behind if this fails: the sweep removes it by age.
+          await remove(staged).catch(() => {});
+        },
+        discard: () => remove(staged),
+      };
+    },
+
+    read: getObject,
+
+    async copyToFile(key: string, file: string): Promise<Digest> {
+      const body = await getObject(key);
+      const hash = createHash('sha256');
+      let size = 0;
+      const hashing = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          size += chunk.length;
+          done(null, chunk);
+        },
+      });
+      const out = createWriteStream(file, { mode: 0o600 });
+      let diskError: Error | undefined;
+      out.once('error', (err) => (diskError = err));
+      try {
+        await pipelineAsync(body, hashing, out);
+      } catch (err) {
+        // A full local disk is the disk's (507); a read cut off midway is the store's.
+        throw diskError ?? unavailable(err, 'GetObject');
+      }
+      return { size, sha256: hash.digest('hex') };
+    },
+
+    async removeAll(prefix: string): Promise<void> {
+      assertKey(prefix);
+      for await (const keys of listKeys(`${prefix}/`)) await removeKeys(keys);
+    },
+
+    async remove(key: string): Promise<void> {
+      assertKey(key);
+      await remove(key);
+    },
+
+    async sweepStaged(ageMs: number): Promise<number> {
+      const cutoff = Date.now() - ageMs;
+      let removed = 0;
+      for await (const keys of listKeys(STAGING_PREFIX)) {
+        const old = keys.filter((key) => {
+          const match = STAGED_NAME.exec(key);
+          return match && Number(match[1]) < cutoff;
+        });
+        if (old.length) await removeKeys(old);
+        removed += old.length;
+      }
+      return removed;
+    },
+
+    ...(options.presign
+      ? {
+          presign(key: string, fileName: string): Promise<string> {
+            assertKey(key);
+            const get = new GetObjectCommand({ Bucket: bucket, Key: key, ResponseContentDisposition: `attachment; filename="${fileName}"` });
+            return send('presign', () => getSignedUrl(client, get, { expiresIn: PRESIGNED_URL_SECONDS }));
+          },
+        }
+      : {}),
+  };
+}

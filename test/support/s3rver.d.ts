@@ -1,0 +1,12 @@
+/** The parts of s3rver (which ships no types) the tests use. */
+declare module 's3rver' {
+  import type { Server } from 'node:http';
+  import type { AddressInfo } from 'node:net';
+
+  export default class S3rver {
+    constructor(options: { address?: string; port?: number; silent?: boolean; directory: string });
+    httpServer: Server;
+    run(): Promise<AddressInfo>;
+    close(): Promise<void>;
+  }
+}
