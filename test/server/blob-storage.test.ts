@@ -7,12 +7,12 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { BlobNotFoundError, StorageUnavailableError, type BlobStorage } from '../../server/storage/blob-storage.js';
 import { createFilesystemStorage } from '../../server/storage/filesystem.js';
 import { createS3Storage } from '../../server/storage/s3.js';
-import { S3_CREDENTIALS, startS3Server } from '../support/s3-server.js';
+import { S3_CLIENT_ENV, startS3Server } from '../support/s3-server.js';
 
 // The storage contract (server/storage/blob-storage.ts), the same tests over every implementation:
 // the filesystem under a directory, and S3 against a real S3 protocol server (s3rver) on 127.0.0.1.
 
-Object.assign(process.env, S3_CREDENTIALS); // the AWS SDK's default credential chain reads them
+Object.assign(process.env, S3_CLIENT_ENV); // the AWS SDK's default credential chain reads the keys
 const s3 = await startS3Server();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-blob-storage-'));
 afterAll(async () => {

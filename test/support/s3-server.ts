@@ -4,15 +4,18 @@ import path from 'node:path';
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 
-/** s3rver's one account: requests signed with any other key are refused (InvalidAccessKeyId). */
-export const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+/**
+ * The AWS SDK's environment for s3rver: its one account (requests signed with any other key are
+ * refused, InvalidAccessKeyId), and no notice that later SDK versions will need Node 22.
+ */
+export const S3_CLIENT_ENV = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
 
 /** A real S3 protocol server (s3rver) on 127.0.0.1, its objects in a temporary directory. */
 export interface S3Server {
   endpoint: string;
   bucket: string;
-  /** The server's settings for a Latchkey server storing in this bucket (credentials included). */
-  env: Record<string, string>;
+  /** A Latchkey server's settings for storing in this bucket (credentials aside: `S3_CLIENT_ENV`). */
+  env: { LATCHKEY_STORAGE: 's3'; LATCHKEY_S3_BUCKET: string; LATCHKEY_S3_ENDPOINT: string; LATCHKEY_S3_FORCE_PATH_STYLE: 'true' };
   /** Every key in the bucket (under `prefix`), sorted. */
   keys(prefix?: string): Promise<string[]>;
   /** Stops answering (connections refused) until `resume`; the objects stay. */
@@ -37,13 +40,13 @@ export async function startS3Server(bucket = 'latchkey-test'): Promise<S3Server>
     endpoint,
     region: 'us-east-1',
     forcePathStyle: true,
-    credentials: { accessKeyId: S3_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: S3_CREDENTIALS.AWS_SECRET_ACCESS_KEY },
+    credentials: { accessKeyId: S3_CLIENT_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: S3_CLIENT_ENV.AWS_SECRET_ACCESS_KEY },
   });
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
   return {
     endpoint,
     bucket,
-    env: { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: bucket, LATCHKEY_S3_ENDPOINT: endpoint, LATCHKEY_S3_FORCE_PATH_STYLE: 'true', ...S3_CREDENTIALS },
+    env: { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: bucket, LATCHKEY_S3_ENDPOINT: endpoint, LATCHKEY_S3_FORCE_PATH_STYLE: 'true' },
     async keys(prefix = '') {
       const keys: string[] = [];
       let token: string | undefined;
