@@ -27,11 +27,11 @@ const STAGING_PREFIX = 'staging/';
 const STAGED_NAME = /^staging\/(\d{13})-[0-9a-f-]{36}$/;
 
 /**
- * A multipart upload holds `QUEUE_SIZE` parts of `PART_BYTES` in memory at most: an artifact of any
- * size costs about 24 MiB while it streams in. At 8 MiB, S3's 10,000 parts reach 80 GB.
+ * A multipart upload holds `QUEUE_SIZE` parts of `PART_BYTES` in memory, and one more being filled: an artifact of any
+ * size costs the same few of them while it streams in. At 5 MiB (S3's least), its 10,000 parts reach 50 GB.
  */
-const PART_BYTES = 8 * 1024 * 1024;
-const QUEUE_SIZE = 3;
+const PART_BYTES = 5 * 1024 * 1024;
+const QUEUE_SIZE = 2;
 
 /** How long a presigned download URL works: long enough to follow the redirect, too short to share. */
 export const PRESIGNED_URL_SECONDS = 60;
@@ -125,7 +125,7 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
         await upload.done();
       } catch (err) {
         // A multipart upload that failed is aborted by lib-storage; a whole object may still have landed.
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: staged })).catch(() => {});
+        await remove(staged).catch(() => {});
         // The source's failure (a client gone, a size cap) is the request's; the rest is the store's.
         throw sourceError ?? unavailable(err, 'upload');
       }
