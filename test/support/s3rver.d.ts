@@ -4,7 +4,7 @@ declare module 's3rver' {
   import type { AddressInfo } from 'node:net';
 
   export default class S3rver {
-    constructor(options: { address?: string; port?: number; silent?: boolean; directory: string });
+    constructor(options: { address?: string; port?: number; silent?: boolean; directory: string; configureBuckets?: { name: string }[] });
     httpServer: Server;
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
