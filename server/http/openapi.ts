@@ -169,7 +169,10 @@ function jsonSuccess(r: RouteDef, toSchema: ToSchema): Record<string, JsonSchema
   };
 }
 
-/** A file answered whole (200), in part (206, `Range`) or not at all when the client's copy is current (304). */
+/**
+ * A file answered whole (200), in part (206, `Range`) or not at all when the client's copy is current
+ * (304); or, on a server whose object storage presigns downloads, a redirect to the object (302).
+ */
 function fileResponses(description: string): Record<string, JsonSchema> {
   const binary = { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } };
   const headers = {
@@ -180,6 +183,10 @@ function fileResponses(description: string): Record<string, JsonSchema> {
   return {
     200: { description, content: binary, headers },
     206: { description: 'The requested byte range', content: binary, headers: { ...headers, 'Content-Range': { schema: { type: 'string' } } } },
+    302: {
+      description: 'With LATCHKEY_S3_PRESIGN=true: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there)',
+      headers: { Location: { schema: { type: 'string' } }, ETag: headers.ETag },
+    },
     304: { description: 'Not modified (If-None-Match)' },
   };
 }

@@ -15,6 +15,11 @@ describe('configuration errors', () => {
     ['PORT', { PORT: '70000' }],
     ['LATCHKEY_MASTER_KEY', { LATCHKEY_MASTER_KEY: 'dG9vIHNob3J0' }],
     ['LATCHKEY_MAX_JSON_BYTES', { LATCHKEY_MAX_JSON_BYTES: '-1' }],
+    ['LATCHKEY_STORAGE', { LATCHKEY_STORAGE: 'ftp' }],
+    ['LATCHKEY_S3_BUCKET', { LATCHKEY_STORAGE: 's3' }],
+    ['LATCHKEY_S3_ENDPOINT', { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: 'builds', LATCHKEY_S3_ENDPOINT: 'not a url' }],
+    // One CopyObject commits an upload: S3 copies at most 5 GiB.
+    ['LATCHKEY_MAX_ARTIFACT_BYTES', { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: 'builds', LATCHKEY_MAX_ARTIFACT_BYTES: String(6 * 1024 ** 3) }],
   ])('name the variable: %s', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
