@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
+import { digestingStream } from '../storage/digest.js';
 import type { BuildPlatform } from './schemas.js';
 import type { BuildsService } from './service.js';
 import type { BuildRow } from './store.js';
@@ -191,22 +191,16 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
           headers: { 'Upload-Offset': String(session.received_bytes) },
         });
       }
-      const hash = createHash('sha256');
-      const hashing = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          hash.update(chunk);
-          done(null, chunk);
-        },
-      });
+      const hashing = digestingStream();
       const source = joined(session);
-      source.on('error', (err) => hashing.destroy(err));
-      const staged = await storage.stage(source.pipe(hashing));
+      source.on('error', (err) => hashing.stream.destroy(err));
+      const staged = await storage.stage(source.pipe(hashing.stream));
       try {
         // Claimed once: a second complete of the same session finds it gone.
         const claimed = await table().where({ id, developer_id: developerId }).delete();
         assertThat(claimed === 1, 'UPLOAD_NOT_FOUND', 'This upload session was completed or deleted meanwhile');
         await discardSession(id);
-        const sha256 = hash.digest('hex');
+        const { sha256 } = hashing.digest();
         if (sha256 !== session.sha256 || staged.size !== session.size_bytes) {
           throw new RequestError('UPLOAD_CHECKSUM_MISMATCH', `The bytes received hash to ${sha256}, not the declared ${session.sha256}: start a new upload`);
         }

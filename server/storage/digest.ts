@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { Transform } from 'node:stream';
 
 export interface Digest {
   size: number;
@@ -16,4 +17,18 @@ export async function digestFile(file: string): Promise<Digest> {
     size += chunk.length;
   }
   return { size, sha256: hash.digest('hex') };
+}
+
+/** A pass-through stream that hashes and counts the bytes it carries; `digest()` once they all went through. */
+export function digestingStream(): { stream: Transform; digest(): Digest } {
+  const hash = createHash('sha256');
+  let size = 0;
+  const stream = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      size += chunk.length;
+      done(null, chunk);
+    },
+  });
+  return { stream, digest: () => ({ size, sha256: hash.digest('hex') }) };
 }

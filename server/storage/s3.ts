@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { pipeline as pipelineAsync } from 'node:stream/promises';
@@ -6,7 +6,7 @@ import { CopyObjectCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObject
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { assertKey, BlobNotFoundError, StorageUnavailableError, type BlobStorage, type ByteRange, type StagedBlob } from './blob-storage.js';
-import type { Digest } from './digest.js';
+import { digestingStream, type Digest } from './digest.js';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -149,25 +149,17 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
 
     async copyToFile(key: string, file: string): Promise<Digest> {
       const body = await getObject(key);
-      const hash = createHash('sha256');
-      let size = 0;
-      const hashing = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          hash.update(chunk);
-          size += chunk.length;
-          done(null, chunk);
-        },
-      });
+      const hashing = digestingStream();
       const out = createWriteStream(file, { mode: 0o600 });
       let diskError: Error | undefined;
       out.once('error', (err) => (diskError = err));
       try {
-        await pipelineAsync(body, hashing, out);
+        await pipelineAsync(body, hashing.stream, out);
       } catch (err) {
         // A full local disk is the disk's (507); a read cut off midway is the store's.
         throw diskError ?? unavailable(err, 'GetObject');
       }
-      return { size, sha256: hash.digest('hex') };
+      return hashing.digest();
     },
 
     async removeAll(prefix: string): Promise<void> {
