@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { S3_CLIENT_ENV, startS3Server } from '../support/s3-server.js';
 import { startTestServer } from '../support/server.js';
+import { brokerOf, merchant, readyBuild } from '../entitlements/support.js';
 import { owner, settled, upload, uploadBuild, type Owner } from './support.js';
 
 // LATCHKEY_STORAGE=s3 through the HTTP API, against a real S3 protocol server (s3rver) on 127.0.0.1:
@@ -176,5 +177,30 @@ describe('with LATCHKEY_S3_PRESIGN=true', () => {
     const current = await fetch(url, { redirect: 'manual', headers: { 'if-none-match': `"${presigned.sha256}"` } });
     expect(current.status).toBe(304);
     expect(current.headers.get('location')).toBeNull();
+  });
+});
+
+describe('delivery page downloads from the bucket', () => {
+  it.each([
+    ['streamed by the server', server, false],
+    ['redirected to a presigned GET', presigning, true],
+  ] as const)('count against the allowance when %s', async (_name, target, redirected) => {
+    const m = await merchant(target, { platforms: ['linux-x64'], protection_level: 'none' });
+    const build = await readyBuild(m, 'linux-x64', Buffer.from(data.subarray(0, 2048)));
+    const b = brokerOf(m);
+    const page = (await b.send(b.event())).body.delivery_url as string;
+    const link = `${page}/builds/${build.id}`;
+    const res = await fetch(link, { redirect: 'manual' });
+    expect(res.status).toBe(redirected ? 302 : 200);
+    const bytes = redirected ? (await get(res.headers.get('location')!)).body : Buffer.from(await res.arrayBuffer());
+    expect(sha256(bytes)).toBe(build.sha256);
+    expect(await (await fetch(page)).text()).toContain('9 of 10 downloads left.');
+    // A range counts its share: half of the file, half a download (9.5 left, shown as 9).
+    expect((await fetch(link, { headers: { range: 'bytes=1024-' }, redirect: 'manual' })).status).toBe(redirected ? 302 : 206);
+    for (let i = 0; i < 8; i++) expect((await fetch(link, { redirect: 'manual' })).status).toBe(redirected ? 302 : 200);
+    // Half a download left: the whole file is refused before anything is read or redirected.
+    const refused = await fetch(link, { redirect: 'manual' });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('location')).toBeNull();
   });
 });
