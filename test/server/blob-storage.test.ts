@@ -61,6 +61,13 @@ describe.each(implementations)('%s storage', (_name, create) => {
     expect(await storage.sweepStaged(0)).toBe(0);
   });
 
+  it('stages an empty stream as an empty object', async () => {
+    const staged = await storage.stage(Readable.from([]));
+    expect(staged.size).toBe(0);
+    await staged.commit(`${prefix}/empty`);
+    expect((await text(await storage.read(`${prefix}/empty`))).length).toBe(0);
+  });
+
   it('commit replaces the object at the key; discard after commit keeps it', async () => {
     const first = await storage.stage(Readable.from([bytes(100, 1)]));
     await first.commit(`${prefix}/k`);
@@ -128,6 +135,19 @@ describe.each(implementations)('%s storage', (_name, create) => {
     const attempt = (run: () => Promise<unknown>) => Promise.resolve().then(run);
     await expect(attempt(() => storage.read('../etc/passwd'))).rejects.toThrow(/invalid storage key/);
     await expect(attempt(() => storage.removeAll('a/../../b'))).rejects.toThrow(/invalid storage key/);
+  });
+});
+
+describe('s3 storage', () => {
+  it('removes every object under a prefix past one page of a listing (1,000 keys)', { timeout: 120_000 }, async () => {
+    const storage = createS3Storage(s3Options);
+    const keys = Array.from({ length: 1010 }, (_, i) => `paged/app/${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < keys.length; i += 50) {
+      await Promise.all(keys.slice(i, i + 50).map(async (key) => (await storage.stage(Readable.from([bytes(3)]))).commit(key)));
+    }
+    expect(await s3.keys('paged/')).toHaveLength(1010);
+    await storage.removeAll('paged/app');
+    expect(await s3.keys('paged/')).toEqual([]);
   });
 });
 
