@@ -27,14 +27,15 @@ const STAGING_PREFIX = 'staging/';
 const STAGED_NAME = /^staging\/(\d{13})-[0-9a-f-]{36}$/;
 
 /**
- * A multipart upload holds `QUEUE_SIZE` parts of `PART_BYTES` in memory, and one more being filled: an artifact of any
- * size costs the same few of them while it streams in. At 5 MiB (S3's least), its 10,000 parts reach 50 GB.
+ * A multipart upload holds `QUEUE_SIZE` parts of `PART_BYTES` in memory, and one more being filled:
+ * an artifact of any size costs the same few of them while it streams in. At 5 MiB (S3's least),
+ * its 10,000 parts reach 50 GB.
  */
 const PART_BYTES = 5 * 1024 * 1024;
 const QUEUE_SIZE = 2;
 
 /** How long a presigned download URL works: long enough to follow the redirect, too short to share. */
-export const PRESIGNED_URL_SECONDS = 60;
+const PRESIGNED_URL_SECONDS = 60;
 
 /** What the SDK answers for an object that is not there (GetObject: NoSuchKey; HEAD-like answers: NotFound). */
 const isMissingObject = (err: unknown) => {
@@ -60,7 +61,8 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
     region: options.region,
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     forcePathStyle: options.forcePathStyle,
-    // A store that does not answer fails the request in seconds (503), not after the OS's TCP timeout.
+    // A store that does not answer fails the request in seconds (503), not after the OS's TCP timeout;
+    // a download whose client stops reading for a minute is cut (its S3 connection sat idle).
     requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
   });
 
