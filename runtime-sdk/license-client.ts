@@ -12,6 +12,7 @@ import { holdingProcess } from './network/process-hold.js';
 import { TypedEvents, type LicenseEventName, type LicenseEvents } from './events.js';
 import { MAX_CLOCK_SKEW_MS } from './grace/anchor.js';
 import { checkConsumption, Metering, type ConsumeOptions, type ConsumeResult, type MeteringGrant } from './meters/metering.js';
+import type { Fingerprint } from './fingerprint/index.js';
 import { evaluateGrace, type GraceOutcome } from './grace/evaluate.js';
 import { resolveOptions, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { platformLabel } from './platform.js';
@@ -120,7 +121,7 @@ export class LicenseClient {
       this.exclusive(async () => {
         const device = await this.verifiedFingerprint();
         const grant = await this.authority.activate({ license_key: key, ...this.deviceIdentity(device), ...this.grantContext() });
-        await this.acceptGrant(grant.token, device, key);
+        await this.acceptGrant(grant.token, device, { licenseKey: key });
         this.scheduler.reset('ok');
         return this.evaluate();
       }),
@@ -351,7 +352,7 @@ export class LicenseClient {
     if (!this.vault.hasToken && !this.vault.hasLicenseKey) throw new LicenseError('NOT_ACTIVATED');
     try {
       const grant = await this.requestRefresh();
-      await this.acceptGrant(grant.token, grant.device);
+      await this.acceptGrant(grant.token, grant.device, { readNow: grant.readNow });
       await this.reportQueuedUsage();
     } catch (err) {
       const verdict = err instanceof LicenseError ? VERDICTS[err.code] : undefined;
@@ -365,13 +366,14 @@ export class LicenseClient {
    * By token while one is held (the authority accepts an expired one), so the key stays off the wire;
    * by license key and probed fingerprint when there is no token or the authority no longer knows it.
    */
-  private async requestRefresh(): Promise<{ token: string; device: string }> {
+  private async requestRefresh(): Promise<{ token: string; device: string; readNow?: Fingerprint }> {
     const token = this.vault.hasToken ? this.vault.readToken((t) => t) : undefined;
     if (token !== undefined) {
       const device = this.vault.fingerprint.hash;
       try {
         return { token: (await this.authority.refresh({ token, ...this.grantContext() })).token, device };
       } catch (err) {
+        if (err instanceof LicenseError && err.code === 'DEVICE_DEACTIVATED') return this.refreshAsReadNow(token, err);
         if (!(err instanceof LicenseError && err.code === 'TOKEN_NOT_RECOGNISED' && this.vault.hasLicenseKey)) throw err;
       }
     }
@@ -397,6 +399,20 @@ export class LicenseClient {
     await this.metering.report(grant).catch((err: unknown) => this.options.logger.debug?.('queued consumptions not reported yet', { error: String(err) }));
   }
 
+  /**
+   * The token's device is no longer on record. When this machine's hardware now reads as another
+   * fingerprint (a part changed, which the kept fingerprint tolerated), another installation of it
+   * may have had the record renamed to that reading: the token is presented again with the reading,
+   * and the authority re-issues it for that fingerprint if the record matches it by the rule.
+   * Otherwise the refusal stands (the device was deactivated or reset).
+   */
+  private async refreshAsReadNow(token: string, refused: LicenseError): Promise<{ token: string; device: string; readNow: Fingerprint }> {
+    const readNow = await probeFingerprint(this.options, this.vault.activatedComponents);
+    if (!readNow.complete || readNow.hash === this.vault.fingerprint.hash || this.disposed) throw refused;
+    const body = { token, device_fingerprint: readNow.hash, fingerprint_components: readNow.componentHashes, ...this.grantContext() };
+    return { token: (await this.authority.refresh(body)).token, device: readNow.hash, readNow };
+  }
+
   /** The fingerprint and the hash of each of its components, which the authority matches a changed device by. */
   private deviceIdentity(device: string): DeviceIdentity {
     const components = this.vault.fingerprint.componentHashes;
@@ -407,7 +423,8 @@ export class LicenseClient {
     return { build_id: this.options.buildId, device_key: this.vault.devicePublicKey };
   }
 
-  private async acceptGrant(token: string, device: string, licenseKey?: string): Promise<void> {
+  /** `readNow`: the grant is for the fingerprint the hardware reads now (refreshAsReadNow), which the installation takes. */
+  private async acceptGrant(token: string, device: string, { licenseKey, readNow }: { licenseKey?: string; readNow?: Fingerprint | undefined } = {}): Promise<void> {
     // The answer arrived after dispose(): the secrets are gone and nothing may be written.
     if (this.disposed) throw new LicenseError('DISPOSED');
     let claims: RuntimeTokenClaims;
@@ -419,6 +436,7 @@ export class LicenseClient {
     const now = this.options.clock.now().getTime();
     if (claims.exp <= claims.iat) throw new LicenseError('INVALID_SERVER_RESPONSE', 'the issued token is already expired');
     if (Math.abs(claims.iat * 1000 - now) > MAX_CLOCK_SKEW_MS) throw new LicenseError('CLOCK_INCORRECT', 'token issue time and local clock differ by over a day');
+    if (readNow) this.vault.moveToFingerprint(readNow);
     await this.vault.storeGrant({ token, claims, now, ...(licenseKey === undefined ? {} : { licenseKey }) });
     this.scheduler.useHeartbeat(this.heartbeatMs(claims.policy));
   }

@@ -35,7 +35,8 @@ export type GrantContext = { build_id: string | null; device_key: string };
 /** The device as the key-based calls name it: its fingerprint hash and, optionally, the hash of each component. */
 export type DeviceIdentity = { device_fingerprint: string; fingerprint_components?: ComponentHashes };
 export type ActivateBody = GrantContext & DeviceIdentity & { license_key: string };
-export type RefreshBody = GrantContext & ({ token: string } | (DeviceIdentity & { license_key: string }));
+/** By token (with the device as read now when the token's device is no longer on record: docs/protocol.md, Fingerprint) or by license key. */
+export type RefreshBody = GrantContext & ({ token: string } | (Required<DeviceIdentity> & { token: string }) | (DeviceIdentity & { license_key: string }));
 
 /** The only field trusted is the signed token; the unsigned `policy` and `expires_at` are echoed in its claims. */
 export interface Grant {

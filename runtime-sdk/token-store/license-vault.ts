@@ -218,6 +218,17 @@ export class LicenseVault {
     return 'changed';
   }
 
+  /**
+   * The authority re-issued this installation's token for the fingerprint the hardware reads now
+   * (another installation of the machine had the device's record renamed to it): that reading
+   * becomes the installation's fingerprint, and the next save seals the cache under its key.
+   */
+  moveToFingerprint(readNow: Fingerprint): void {
+    this.fingerprint = { hash: readNow.hash, components: readNow.components, componentHashes: readNow.componentHashes, source: 'probe', verified: true };
+    this.cacheKey.dispose();
+    this.cacheKey = this.deriveCacheKey(readNow.hash);
+  }
+
   /** A grant the authority just signed (or a license file imported): the online moment resets grace, the high-water mark and any verdict. */
   async storeGrant(grant: { token: string; claims: RuntimeTokenClaims; licenseKey?: string; now: number; imported?: boolean }): Promise<void> {
     this.token?.dispose();

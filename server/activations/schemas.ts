@@ -69,13 +69,23 @@ const MAX_TOKEN_CHARS = 16_384;
 export const RefreshBody = DeviceReport.extend({
   token: z.string().min(1).max(MAX_TOKEN_CHARS).optional().describe('The current runtime token; an expired one is accepted if genuine'),
   license_key: LicenseKeyInput.optional(),
-  device_fingerprint: Fingerprint.optional(),
-  fingerprint_components: FingerprintComponents.optional().describe('With license_key and device_fingerprint, as at activation; ignored with a token'),
+  device_fingerprint: Fingerprint.optional().describe('With license_key; or with a token, the fingerprint as read now (with fingerprint_components)'),
+  fingerprint_components: FingerprintComponents.optional().describe(
+    'With license_key and device_fingerprint, as at activation. With a token and device_fingerprint (then required): the device as read now, ' +
+      "for a token whose device's record another installation renamed (docs/protocol.md, Fingerprint)",
+  ),
   build_id: BuildIdField.nullable().default(null).describe('The running build, whose content key the answer carries when it is a protected build'),
   device_key: DeviceKey.optional().describe('With a token, recorded only for a device that has none yet; with the license key, it replaces the one on record'),
 }).transform(({ token, license_key, device_fingerprint, fingerprint_components, build_id, device_key, ...report }, ctx) => {
   const content = { buildId: build_id, deviceKey: device_key };
-  if (token !== undefined) return { credential: { kind: 'token' as const, token }, report, content };
+  if (token !== undefined) {
+    if (device_fingerprint === undefined) return { credential: { kind: 'token' as const, token }, report, content };
+    if (fingerprint_components !== undefined) {
+      return { credential: { kind: 'token' as const, token, readNow: { device: device_fingerprint, components: fingerprint_components } }, report, content };
+    }
+    ctx.addIssue({ code: 'custom', path: ['fingerprint_components'], message: 'with a token, device_fingerprint needs fingerprint_components' });
+    return z.NEVER;
+  }
   if (license_key !== undefined && device_fingerprint !== undefined) {
     return { credential: { kind: 'license_key' as const, license_key, device_fingerprint, fingerprint_components }, report, content };
   }

@@ -50,6 +50,21 @@ export function createActivationsService(deps: {
   }
 
   /**
+   * The device a token refresh is for: the token's own while it is on record. Otherwise another
+   * installation of the same machine may have renamed the record (recogniseChangedDevice): when the
+   * runtime sent the device as read now, the record renamed from the token's device that matches the
+   * reading by the same rule becomes the device (renamed to the reading if it differs) and the token
+   * is re-issued for it. Another machine, or a token of a device since removed, stays refused.
+   */
+  async function tokenRefreshDevice(licenseId: string, named: string, readNow: { device: string; components: ComponentHashes } | undefined): Promise<string> {
+    if (!readNow || (await store.isDeviceOnRecord(licenseId, named))) return named;
+    const record = await store.deviceRenamedFrom(licenseId, named);
+    if (!record?.component_hashes || !deviceMatches(record.component_hashes, readNow.components, matchRule)) return named;
+    if (record.fingerprint_hash !== readNow.device) await store.renameDevice(licenseId, record.fingerprint_hash, readNow.device, readNow.components);
+    return readNow.device;
+  }
+
+  /**
    * A usable non-trial license the activation statement did not activate the device on: the
    * license filled up or was revoked meanwhile, or a concurrent activation of this same device
    * took the last slot (then it is known now). Re-reads say which.
@@ -139,7 +154,7 @@ export function createActivationsService(deps: {
       if (credential.kind === 'token') {
         const presented = readRuntimeToken(keyring, credential.token);
         by = { id: presented.licenseId };
-        device = presented.device;
+        device = await tokenRefreshDevice(presented.licenseId, presented.device, credential.readNow);
       } else {
         by = { key: credential.license_key };
         device = credential.device_fingerprint;
@@ -160,7 +175,8 @@ export function createActivationsService(deps: {
         presentedKey: content.deviceKey,
         mayReplaceKey: credential.kind === 'license_key',
       });
-      if (credential.kind === 'license_key' && credential.fingerprint_components) await store.recordComponents(license.id, device, credential.fingerprint_components);
+      const components = credential.kind === 'license_key' ? credential.fingerprint_components : credential.readNow?.device === device ? credential.readNow.components : undefined;
+      if (components) await store.recordComponents(license.id, device, components);
       return issueRuntimeToken(keyring, license, license.offline_grace_hours, device, now, contentKey, leaseEnd);
     },
 

@@ -268,22 +268,38 @@ export function createActivationsStore(db: Db) {
 
     /**
      * The device on record as `from` is now `to` (its components changed): same row, same slot, same
-     * device key. False when `from` is gone or `to` got a row meanwhile (a concurrent activation).
+     * device key, `from` kept among its previous fingerprints (the last 8). False when `from` is gone
+     * or `to` got a row meanwhile (a concurrent activation).
      */
     renameDevice: async (licenseId: string, from: string, to: string, components: ComponentHashes) => {
       try {
-        const renamed = await hotQuery(db, `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4 WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`, [
-          licenseId,
-          from,
-          to,
-          JSON.stringify(components),
-        ]);
+        const renamed = await hotQuery(
+          db,
+          `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4,
+             previous_fingerprints = (array_append(previous_fingerprints, $2::text))[greatest(1, cardinality(previous_fingerprints) - 6):]
+           WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`,
+          [licenseId, from, to, JSON.stringify(components)],
+        );
         return renamed.length === 1;
       } catch (err) {
         if (isUniqueViolation(err)) return false;
         throw err;
       }
     },
+
+    isDeviceOnRecord: async (licenseId: string, device: string) =>
+      (await hotQuery(db, `SELECT 1 FROM devices WHERE license_id = $1 AND fingerprint_hash = $2`, [licenseId, device], 'activations.device_on_record')).length === 1,
+
+    /** The device of the license that was renamed from fingerprint `previous` (renameDevice), if any. */
+    deviceRenamedFrom: async (licenseId: string, previous: string) =>
+      (
+        await hotQuery<{ fingerprint_hash: string; component_hashes: ComponentHashes | null }>(
+          db,
+          `SELECT fingerprint_hash, component_hashes FROM devices WHERE license_id = $1 AND $2 = ANY (previous_fingerprints) ORDER BY last_seen_at DESC LIMIT 1`,
+          [licenseId, previous],
+          'activations.device_renamed_from',
+        )
+      )[0],
 
     /** Keeps the component hashes a device last presented, which later matches compare against. */
     recordComponents: (licenseId: string, device: string, components: ComponentHashes) =>

@@ -87,3 +87,154 @@ describe('component-tolerant device matching on the authority', () => {
     expect((await devicesOf(created.license_id)).length).toBeLessThanOrEqual(2);
   });
 });
+
+/** A device's component hashes for HTTP-level requests: `changes` replaces some with fresh ones. */
+function componentsOf(base: Record<string, string>, changes: Record<string, string> = {}): Record<string, string> {
+  return { ...base, ...changes };
+}
+
+function tokenDevice(token: string): string {
+  const payload = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { device: string };
+  return payload.device;
+}
+
+describe('a token of a device whose record another installation took over (its fingerprint changed)', () => {
+  it('the same app after the hardware change refreshes with its still-valid token; so does the installation that renamed the device', async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
+    const cacheDir = tempDir();
+    const options = (machine: FakeMachine, dir: string) => ({ ...base, cacheDir: dir, platform: machine.platform, fingerprintProbes: machine.probes });
+    const before = await createLicenseClient(options(fakeMachine('R1'), cacheDir));
+    clients.push(before);
+    expect((await before.activate(created.license_key)).state).toBe('valid');
+    await before.dispose();
+
+    // The disk is replaced. A second installation of the app (its own cache) activates: the authority renames the device's record.
+    const newDisk = fakeMachine('R1', { 'disk.serial': 'WD-REPLACED-0099' });
+    const second = await install(newDisk);
+    expect((await second.activate(created.license_key)).state).toBe('valid');
+    expect(await devicesOf(created.license_id)).toHaveLength(1);
+
+    // The first installation starts on the new disk from its cache (token for the old fingerprint) and refreshes.
+    const after = await createLicenseClient(options(newDisk, cacheDir));
+    clients.push(after);
+    expect((await after.check()).state).toBe('valid');
+    expect(await after.refresh()).toMatchObject({ state: 'valid', usable: true });
+    expect((await second.refresh()).state).toBe('valid');
+    expect((await after.refresh()).state).toBe('valid');
+    expect(await devicesOf(created.license_id)).toHaveLength(1);
+
+    // Its cache was sealed for the fingerprint it now holds: a later start opens it.
+    await after.dispose();
+    const restarted = await createLicenseClient(options(newDisk, cacheDir));
+    clients.push(restarted);
+    expect((await restarted.check()).state).toBe('valid');
+    expect((await restarted.refresh()).state).toBe('valid');
+  });
+
+  it('over HTTP: the token moves to the renamed record only with component hashes that match it by the rule; another machine is refused', async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 2 });
+    const machine = {
+      'os.machine_id': randomFingerprint(),
+      'system.uuid': randomFingerprint(),
+      'board.serial': randomFingerprint(),
+      'disk.serial': randomFingerprint(),
+      cpu: randomFingerprint(),
+    };
+    const oldDevice = randomFingerprint();
+    const activated = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: oldDevice, fingerprint_components: machine } });
+    expect(activated.status).toBe(200);
+    const staleToken = activated.body.token as string;
+
+    const changed = componentsOf(machine, { 'disk.serial': randomFingerprint() });
+    const newDevice = randomFingerprint();
+    const renaming = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: newDevice, fingerprint_components: changed } });
+    expect(renaming.status).toBe(200);
+    const other = {
+      'os.machine_id': randomFingerprint(),
+      'system.uuid': randomFingerprint(),
+      'board.serial': randomFingerprint(),
+      'disk.serial': randomFingerprint(),
+      cpu: randomFingerprint(),
+    };
+    const otherDevice = randomFingerprint();
+    expect(
+      (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: otherDevice, fingerprint_components: other } })).status,
+    ).toBe(200);
+
+    // The token alone names a fingerprint no longer on record (as an older runtime sends it).
+    const alone = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken } });
+    expect(alone.status).toBe(403);
+    expect(alone.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
+    // Another machine on the license (its own fingerprint and components) cannot take the stale token over, nor can one off it.
+    for (const presented of [
+      { device_fingerprint: otherDevice, fingerprint_components: other },
+      { device_fingerprint: randomFingerprint(), fingerprint_components: componentsOf(other, { 'disk.serial': randomFingerprint() }) },
+      { device_fingerprint: newDevice, fingerprint_components: other },
+    ]) {
+      const refused = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, ...presented } });
+      expect(refused.status).toBe(403);
+      expect(refused.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
+    }
+    // A fingerprint without its components is a 400 in the error shape.
+    const incomplete = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: newDevice } });
+    expect(incomplete.status).toBe(400);
+    expect(incomplete.body).toMatchObject({ error_code: expect.any(String), status_code: 400, detail: expect.any(String) });
+
+    // The machine as it reads now: the token is re-issued for the fingerprint on record.
+    const moved = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: newDevice, fingerprint_components: changed } });
+    expect(moved.status).toBe(200);
+    expect(tokenDevice(moved.body.token as string)).toBe(newDevice);
+    // The stale token keeps moving to the record, also after a further change renamed it again (a new board too).
+    const again = componentsOf(changed, { 'board.serial': randomFingerprint() });
+    const newestDevice = randomFingerprint();
+    expect(
+      (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: newestDevice, fingerprint_components: again } })).status,
+    ).toBe(200);
+    const later = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: newestDevice, fingerprint_components: again } });
+    expect(later.status).toBe(200);
+    expect(tokenDevice(later.body.token as string)).toBe(newestDevice);
+    // Read under another fingerprint that still matches by the rule: the record is renamed to it.
+    const rereadDevice = randomFingerprint();
+    const reread = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: rereadDevice, fingerprint_components: again } });
+    expect(reread.status).toBe(200);
+    expect(tokenDevice(reread.body.token as string)).toBe(rereadDevice);
+    expect(await devicesOf(created.license_id)).toHaveLength(2);
+
+    // Once the developer resets the devices, the stale token is refused however the machine reads.
+    expect((await call('POST', `/v1/licenses/${created.license_id}/reset-devices`, { apiKey: dev.apiKey })).status).toBeLessThan(300);
+    const afterReset = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: rereadDevice, fingerprint_components: again } });
+    expect(afterReset.status).toBe(403);
+    expect(afterReset.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
+  });
+
+  it('concurrent stale-token refreshes and activations never exceed the device limit', async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
+    const machine = {
+      'os.machine_id': randomFingerprint(),
+      'system.uuid': randomFingerprint(),
+      'board.serial': randomFingerprint(),
+      'disk.serial': randomFingerprint(),
+      cpu: randomFingerprint(),
+    };
+    const activated = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
+    });
+    const staleToken = activated.body.token as string;
+    const changed = componentsOf(machine, { 'disk.serial': randomFingerprint() });
+    expect(
+      (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed } }))
+        .status,
+    ).toBe(200);
+    const burst = Array.from({ length: 6 }, (_, i) => {
+      const reading = componentsOf(changed, { 'board.serial': randomFingerprint() });
+      return i % 2 === 0
+        ? call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: randomFingerprint(), fingerprint_components: reading } })
+        : call('POST', '/v1/licenses/activate', {
+            body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: { ...reading, 'os.machine_id': randomFingerprint() } },
+          });
+    });
+    const statuses = (await Promise.all(burst)).map((r) => r.status);
+    expect(statuses.filter((s) => s >= 500)).toEqual([]);
+    expect(await devicesOf(created.license_id)).toHaveLength(1);
+  });
+});

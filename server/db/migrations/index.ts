@@ -31,6 +31,7 @@ import { deviceDeactivations } from './029_device_deactivations.js';
 import { floatingLicenses } from './030_floating_licenses.js';
 import { licenseMeters } from './031_license_meters.js';
 import { soldSeatModels } from './032_sold_seat_models.js';
+import { devicePreviousFingerprints } from './033_device_previous_fingerprints.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -66,4 +67,5 @@ export const migrations: Migration[] = [
   floatingLicenses,
   licenseMeters,
   soldSeatModels,
+  devicePreviousFingerprints,
 ];
