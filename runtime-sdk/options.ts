@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { systemClock, type Clock } from './clock.js';
-import { LicenseError } from './errors.js';
+import * as z from 'zod/mini';
 import { importSystemInformation, type Probe, type SystemInformationLoader } from './fingerprint/index.js';
 import type { OptionalModule } from './optional-module.js';
+import { optionalFlag, optionalFunction, parseOptions, positiveNumber } from './option-schemas.js';
 import { hostPlatform, type Platform } from './platform.js';
 import { importSodium, type SodiumLoader } from './token-store/secret-memory.js';
 import type { Ed25519PublicJwk } from './protocol.js';
@@ -130,67 +131,95 @@ export interface ResolvedOptions {
 const CACHE_FILE_NAME = 'license.cache';
 const silentLogger: LicenseLogger = { warn: () => {} };
 
-export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
-  const fail = (message: string): never => {
-    throw new LicenseError('INVALID_OPTIONS', message);
-  };
-  if (!options || typeof options !== 'object') fail('options are required');
-  const nonEmpty = (name: keyof LicenseClientOptions) => {
-    const value = options[name];
-    if (typeof value !== 'string' || !value.trim()) fail(`${name} must be a non-empty string`);
-    return value as string;
-  };
-  const appId = nonEmpty('appId');
-  const serverUrl = nonEmpty('serverUrl');
-  if (!/^https?:\/\/[^/]/.test(serverUrl) || !URL.canParse(serverUrl)) fail('serverUrl must be an http(s) URL');
+const nonEmptyString = z.string({ error: 'must be a non-empty string' }).check(z.refine((s) => s.trim().length > 0, 'must be a non-empty string'));
+
+/** The authority records the app and engine versions and accepts versions such as `1.4.2` or `2.0.0-beta.1`. */
+const version = z.string({ error: 'must be a version such as 1.4.2' }).check(z.regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2'));
+
+const ed25519Jwk = z.looseObject({
+  kty: z.literal('OKP', { error: "must be 'OKP': pinned keys are Ed25519" }),
+  crv: z.literal('Ed25519', { error: "must be 'Ed25519'" }),
+  kid: z.string({ error: 'must be the key id (kid)' }),
+  x: z.string().check(z.refine((x) => Buffer.from(x, 'base64url').length === 32, 'must be 32 bytes, base64url')),
+});
+const keyList = z.array(ed25519Jwk).check(z.minLength(1, 'must hold at least one key'));
+const PUBLIC_KEYS_WANTED = 'must be a JWK Set or a non-empty array of keys, each an Ed25519 JWK (kty OKP, crv Ed25519, x of 32 bytes) with a kid';
+
+const revalidate = z.union([z.literal('background'), z.strictObject({ blockingMs: z.int().check(z.gte(1), z.lte(MAX_REVALIDATE_BLOCKING_MS)) })], {
+  error: `must be 'background' or { blockingMs } with a whole number of milliseconds from 1 to ${MAX_REVALIDATE_BLOCKING_MS}`,
+});
+
+const objectWith = <T>(method: string, wanted: string) =>
+  z.optional(z.custom<T>((value) => typeof value === 'object' && value !== null && typeof (value as Record<string, unknown>)[method] === 'function', wanted));
+
+/** What `createLicenseClient` accepts; anything else is refused with `INVALID_OPTIONS` naming the option. */
+const LicenseClientOptionsSchema = z
+  .object({
+    appId: nonEmptyString,
+    serverUrl: nonEmptyString.check(z.refine((url) => /^https?:\/\/[^/]/.test(url) && URL.canParse(url), 'must be an http(s) URL')),
+    publicKeys: z.union([keyList, z.object({ keys: keyList })], { error: PUBLIC_KEYS_WANTED }),
+    fingerprintSalt: nonEmptyString,
+    appVersion: version,
+    buildId: z.optional(z.nullable(z.string({ error: 'must be a build id or null' }).check(z.minLength(1), z.maxLength(64)))),
+    engineVersion: z.optional(z.nullable(version)),
+    cacheDir: z.optional(nonEmptyString),
+    clock: objectWith<Clock>('now', 'must be a clock: an object with now()'),
+    platform: z.optional(z.custom<Platform>((value) => typeof value === 'object' && value !== null, 'must be a platform object')),
+    logger: objectWith<LicenseLogger>('warn', 'must be a logger: an object with warn()'),
+    requestTimeoutMs: positiveNumber(),
+    retryLimit: positiveNumber(true),
+    retryBaseDelayMs: positiveNumber(),
+    refreshIntervalMs: positiveNumber(),
+    offlineBackoffMs: positiveNumber(),
+    refreshOnStart: optionalFlag,
+    revalidate: z.optional(revalidate),
+    startupDelayMs: positiveNumber(true),
+    clockToleranceMs: positiveNumber(true),
+    fingerprintTimeoutMs: positiveNumber(),
+    fingerprintProbes: z.optional(z.array(z.custom<Probe>((value) => typeof value === 'function', 'must be a probe function'))),
+    loadSystemInformation: optionalFunction<() => Promise<unknown>>(),
+    memoryProtection: z.optional(z.enum(['auto', 'masked'], { error: "must be 'auto' or 'masked'" })),
+    loadSodium: optionalFunction<() => Promise<unknown>>(),
+    osKeyStore: optionalFlag,
+  })
+  .check(
+    z.refine((o) => !(o.refreshOnStart === false && typeof o.revalidate === 'object'), {
+      message: 'revalidate { blockingMs } refreshes at start: it cannot be combined with refreshOnStart: false',
+      path: ['revalidate'],
+    }),
+  );
+
+export function resolveOptions(input: LicenseClientOptions): ResolvedOptions {
+  const options = parseOptions(LicenseClientOptionsSchema, input);
   const platform = options.platform ?? hostPlatform;
-  const positive = (name: keyof LicenseClientOptions, fallback: number, allowZero = false) => positiveOption(options[name], name, fallback, allowZero, fail);
   return {
-    appId,
-    serverUrl,
-    publicKeys: pinnedKeys(options.publicKeys, fail),
-    fingerprintSalt: nonEmpty('fingerprintSalt'),
-    appVersion: version('appVersion', options.appVersion, fail),
+    appId: options.appId,
+    serverUrl: options.serverUrl,
+    publicKeys: (Array.isArray(options.publicKeys) ? options.publicKeys : options.publicKeys.keys) as Ed25519PublicJwk[],
+    fingerprintSalt: options.fingerprintSalt,
+    appVersion: options.appVersion,
     buildId: options.buildId ?? null,
-    engineVersion: options.engineVersion == null ? null : version('engineVersion', options.engineVersion, fail),
-    cacheFile: path.join(options.cacheDir ?? platform.appDataDir(appId), CACHE_FILE_NAME),
+    engineVersion: options.engineVersion ?? null,
+    cacheFile: path.join(options.cacheDir ?? platform.appDataDir(options.appId), CACHE_FILE_NAME),
     clock: options.clock ?? systemClock,
     platform,
     logger: options.logger ?? silentLogger,
-    requestTimeoutMs: positive('requestTimeoutMs', 10_000),
-    retryLimit: positive('retryLimit', 2, true),
-    retryBaseDelayMs: positive('retryBaseDelayMs', 500),
-    refreshIntervalMs: positive('refreshIntervalMs', 3_600_000),
-    offlineBackoffMs: positive('offlineBackoffMs', 30_000),
+    requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+    retryLimit: options.retryLimit ?? 2,
+    retryBaseDelayMs: options.retryBaseDelayMs ?? 500,
+    refreshIntervalMs: options.refreshIntervalMs ?? 3_600_000,
+    offlineBackoffMs: options.offlineBackoffMs ?? 30_000,
     refreshOnStart: options.refreshOnStart ?? true,
-    revalidate: revalidation(options.revalidate, options.refreshOnStart, fail),
-    startupDelayMs: positive('startupDelayMs', 2_000, true),
-    clockToleranceMs: positive('clockToleranceMs', 300_000, true),
-    fingerprintTimeoutMs: positive('fingerprintTimeoutMs', 3_000),
+    revalidate: options.revalidate ?? 'background',
+    startupDelayMs: options.startupDelayMs ?? 2_000,
+    clockToleranceMs: options.clockToleranceMs ?? 300_000,
+    fingerprintTimeoutMs: options.fingerprintTimeoutMs ?? 3_000,
     fingerprintProbes: options.fingerprintProbes,
     loadSystemInformation: options.loadSystemInformation ? optionalModuleFrom('systeminformation', options.loadSystemInformation) : importSystemInformation,
     memoryProtection: options.memoryProtection ?? 'auto',
     loadSodium: options.loadSodium ? optionalModuleFrom('sodium-native', options.loadSodium) : importSodium,
     osKeyStore: options.osKeyStore ?? true,
   };
-}
-
-/** A duration or count option: `fallback` when unset, else a finite number above zero (or zero, with `allowZero`). */
-export function positiveOption(value: unknown, name: string, fallback: number, allowZero: boolean, fail: (message: string) => never): number {
-  const chosen = value ?? fallback;
-  if (typeof chosen !== 'number' || !Number.isFinite(chosen) || chosen < 0 || (!allowZero && chosen === 0)) fail(`${name} must be a positive number`);
-  return chosen as number;
-}
-
-function revalidation(value: unknown, refreshOnStart: boolean | undefined, fail: (message: string) => never): Revalidate {
-  if (value === undefined || value === 'background') return 'background';
-  const keys = value && typeof value === 'object' ? Object.keys(value) : [];
-  const blockingMs = (value as { blockingMs?: unknown } | null)?.blockingMs;
-  if (keys.length !== 1 || typeof blockingMs !== 'number' || !Number.isInteger(blockingMs) || blockingMs <= 0 || blockingMs > MAX_REVALIDATE_BLOCKING_MS) {
-    return fail(`revalidate must be 'background' or { blockingMs } with a whole number of milliseconds from 1 to ${MAX_REVALIDATE_BLOCKING_MS}`);
-  }
-  if (refreshOnStart === false) return fail('revalidate { blockingMs } refreshes at start: it cannot be combined with refreshOnStart: false');
-  return { blockingMs };
 }
 
 /** The app's own loader of optional module `name`, memoised, its failure turned into the reason the SDK runs without it. */
@@ -201,20 +230,4 @@ function optionalModuleFrom<T>(name: string, load: () => Promise<unknown>): () =
       (module) => ({ module: ((module as { default?: unknown }).default ?? module) as T }),
       (err: unknown) => ({ reason: `${name} did not load: ${(err as Error).message}` }),
     ));
-}
-
-function pinnedKeys(input: LicenseClientOptions['publicKeys'], fail: (message: string) => never): Ed25519PublicJwk[] {
-  const keys: unknown = Array.isArray(input) ? input : (input as { keys?: unknown } | undefined)?.keys;
-  if (!Array.isArray(keys) || keys.length === 0) return fail('publicKeys must be a JWK Set or a non-empty array of keys');
-  for (const key of keys as Partial<Ed25519PublicJwk>[]) {
-    const valid = key?.kty === 'OKP' && key.crv === 'Ed25519' && typeof key.kid === 'string' && typeof key.x === 'string' && Buffer.from(key.x, 'base64url').length === 32;
-    if (!valid) fail('every public key must be an Ed25519 JWK (kty OKP, crv Ed25519) with a kid');
-  }
-  return keys as Ed25519PublicJwk[];
-}
-
-/** The authority records the app and engine versions and accepts versions such as `1.4.2` or `2.0.0-beta.1`. */
-function version(name: 'appVersion' | 'engineVersion', value: unknown, fail: (message: string) => never): string {
-  if (typeof value !== 'string' || !/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/.test(value)) return fail(`${name} must be a version such as 1.4.2`);
-  return value;
 }

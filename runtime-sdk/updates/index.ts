@@ -6,9 +6,9 @@
  *   // once the app is up and working:
  *   void updater.markHealthy();
  */
-import { LicenseError } from '../errors.js';
+import * as z from 'zod/mini';
 import type { LicenseClient } from '../license-client.js';
-import { positiveOption } from '../options.js';
+import { optionalFlag, optionalFunction, parseOptions, positiveNumber } from '../option-schemas.js';
 import { systemCommands, type CommandRunner } from './commands.js';
 import { nodeUpdateFs, type UpdateFs } from './fs.js';
 import type { UpdatePrompt } from './prompt/offer.js';
@@ -71,15 +71,27 @@ export interface UpdaterOptions {
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export function createUpdater(options: UpdaterOptions): Updater {
-  const fail = (message: string): never => {
-    throw new LicenseError('INVALID_OPTIONS', message);
-  };
-  if (typeof options?.license?.updateChannel !== 'function') fail('license must be a client from createLicenseClient');
-  for (const flag of ['gui', 'holdProcess'] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') fail(`${flag} must be true or false`);
-  }
-  const positive = (name: keyof UpdaterOptions, fallback: number, allowZero = false) => positiveOption(options[name], name, fallback, allowZero, fail);
+/**
+ * What `createUpdater` accepts; anything else is refused with `INVALID_OPTIONS` naming the option. The
+ * app's own objects (prompt, fs, commands) are the app's to shape and pass through as given.
+ */
+const UpdaterOptionsSchema = z.looseObject({
+  license: z.custom<LicenseClient>((value) => typeof (value as Partial<LicenseClient> | null)?.updateChannel === 'function', 'must be a client from createLicenseClient'),
+  appName: z.optional(z.string({ error: 'must be a string' }).check(z.minLength(1))),
+  appFile: z.optional(z.string({ error: 'must be a path' }).check(z.minLength(1))),
+  windowsLayout: z.optional(z.enum(['one-file', 'one-folder'], { error: "must be 'one-file' or 'one-folder'" })),
+  gui: optionalFlag,
+  holdProcess: optionalFlag,
+  beforeRestart: optionalFunction<() => Promise<void> | void>(),
+  sleep: optionalFunction<(ms: number) => Promise<void>>(),
+  healthyAfterMs: positiveNumber(),
+  downloadIdleTimeoutMs: positiveNumber(),
+  downloadRetries: positiveNumber(true),
+  retryBaseDelayMs: positiveNumber(true),
+});
+
+export function createUpdater(input: UpdaterOptions): Updater {
+  const options = parseOptions(UpdaterOptionsSchema, input) as UpdaterOptions;
   const channel = options.license.updateChannel();
   const { platform, appId, logger } = channel.settings;
   const commands = options.commands ?? systemCommands(platform.process.env, platform.name);
@@ -93,10 +105,10 @@ export function createUpdater(options: UpdaterOptions): Updater {
     fs: options.fs ?? nodeUpdateFs,
     commands,
     sleep: options.sleep ?? delay,
-    healthyAfterMs: positive('healthyAfterMs', 60_000),
-    downloadIdleTimeoutMs: positive('downloadIdleTimeoutMs', 30_000),
-    downloadRetries: positive('downloadRetries', 3, true),
-    retryBaseDelayMs: positive('retryBaseDelayMs', 250, true),
+    healthyAfterMs: options.healthyAfterMs ?? 60_000,
+    downloadIdleTimeoutMs: options.downloadIdleTimeoutMs ?? 30_000,
+    downloadRetries: options.downloadRetries ?? 3,
+    retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
     ...(options.beforeRestart ? { beforeRestart: options.beforeRestart } : {}),
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
+import { createLicenseClient, LicenseError, type LicenseClientOptions } from '../../runtime-sdk/index.js';
 import { appDataDirFor, platformLabel } from '../../runtime-sdk/platform.js';
 import { TestSigner } from './support/authority-keys.js';
 
@@ -13,16 +13,29 @@ const valid: LicenseClientOptions = {
 
 describe('options', () => {
   it.each([
-    ['no app id', { appId: '' }],
-    ['a server URL that is not http(s)', { serverUrl: 'ftp://example.com' }],
-    ['no keys', { publicKeys: { keys: [] } }],
-    ['an RSA key', { publicKeys: [{ kty: 'RSA', kid: 'r1', n: 'x', e: 'AQAB' }] }],
-    ['a key of the wrong length', { publicKeys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'k', x: 'AAAA' }] }],
-    ['no salt', { fingerprintSalt: ' ' }],
-    ['a version the authority would refuse', { appVersion: '1.0 beta' }],
-    ['a negative timeout', { requestTimeoutMs: -1 }],
-  ])('refuses %s with INVALID_OPTIONS', async (_label, change) => {
-    await expect(createLicenseClient({ ...valid, ...(change as Partial<LicenseClientOptions>) })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', retryable: false });
+    ['no app id', { appId: '' }, 'appId'],
+    ['a server URL that is not http(s)', { serverUrl: 'ftp://example.com' }, 'serverUrl'],
+    ['no keys', { publicKeys: { keys: [] } }, 'publicKeys'],
+    ['an RSA key', { publicKeys: [{ kty: 'RSA', kid: 'r1', n: 'x', e: 'AQAB' }] }, 'publicKeys'],
+    ['a key of the wrong length', { publicKeys: [{ kty: 'OKP', crv: 'Ed25519', kid: 'k', x: 'AAAA' }] }, 'publicKeys'],
+    ['no salt', { fingerprintSalt: ' ' }, 'fingerprintSalt'],
+    ['a version the authority would refuse', { appVersion: '1.0 beta' }, 'appVersion'],
+    ['a negative timeout', { requestTimeoutMs: -1 }, 'requestTimeoutMs'],
+    ['a timeout that is not a number', { refreshIntervalMs: '3600000' }, 'refreshIntervalMs'],
+    ['an empty build id', { buildId: '' }, 'buildId'],
+    ['a logger without warn', { logger: { info: () => {} } }, 'logger'],
+    ['an unknown memory protection', { memoryProtection: 'sodium' }, 'memoryProtection'],
+    ['a key store flag that is not a boolean', { osKeyStore: 'yes' }, 'osKeyStore'],
+    ['a loader that is not a function', { loadSodium: 'sodium-native' }, 'loadSodium'],
+  ])('refuses %s with INVALID_OPTIONS naming the option', async (_label, change, option) => {
+    const err = await createLicenseClient({ ...valid, ...(change as Partial<LicenseClientOptions>) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LicenseError);
+    expect(err).toMatchObject({ code: 'INVALID_OPTIONS', retryable: false });
+    expect((err as Error).message).toMatch(new RegExp(`^${option}[ .]`));
+  });
+
+  it('refuses missing options with INVALID_OPTIONS', async () => {
+    await expect(createLicenseClient(undefined as unknown as LicenseClientOptions)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
   });
 });
 

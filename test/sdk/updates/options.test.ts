@@ -11,12 +11,16 @@ afterAll(() => world.close());
 
 describe('createUpdater', () => {
   it.each([
-    ['no license client', { license: {} }],
-    ['a negative idle timeout', { downloadIdleTimeoutMs: -1 }],
-    ['a zero healthy delay', { healthyAfterMs: 0 }],
-  ])('refuses %s with INVALID_OPTIONS', async (_label, change) => {
+    ['no license client', { license: {} }, 'license'],
+    ['a negative idle timeout', { downloadIdleTimeoutMs: -1 }, 'downloadIdleTimeoutMs'],
+    ['a zero healthy delay', { healthyAfterMs: 0 }, 'healthyAfterMs'],
+    ['a gui flag that is not a boolean', { gui: 'yes' }, 'gui'],
+    ['an unknown Windows layout', { windowsLayout: 'two-folders' }, 'windowsLayout'],
+  ])('refuses %s with INVALID_OPTIONS naming the option', async (_label, change, option) => {
     const license = await world.license();
-    expect(() => createUpdater({ license, ...(change as object) })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+    expect(() => createUpdater({ license, ...(change as object) })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringMatching(new RegExp(`^${option} `)) }),
+    );
   });
 
   it('answers unavailable when the client holds no activation, without asking the authority', async () => {

@@ -1,0 +1,33 @@
+/**
+ * The pieces of the SDK's option schemas (`createLicenseClient`, `createUpdater`), in `zod/mini`:
+ * its functional API lets a bundler keep only the checks used, so an app that only calls `check()`
+ * carries a few KB of zod instead of its whole core.
+ */
+import * as z from 'zod/mini';
+import { LicenseError } from './errors.js';
+
+/** A duration or count option: unset, or a finite number above zero (or zero, with `allowZero`). */
+export const positiveNumber = (allowZero = false) =>
+  z.optional(
+    z
+      .number({ error: allowZero ? 'must be a number of zero or more' : 'must be a positive number' })
+      .check(z.refine((n) => Number.isFinite(n) && (allowZero ? n >= 0 : n > 0), allowZero ? 'must be a number of zero or more' : 'must be a positive number')),
+  );
+
+export const optionalFlag = z.optional(z.boolean({ error: 'must be true or false' }));
+
+/** An option that must be a function (a loader, a callback) when given. */
+export const optionalFunction = <T extends (...args: never[]) => unknown>() => z.optional(z.custom<T>((value) => typeof value === 'function', 'must be a function'));
+
+/**
+ * `options` parsed by `schema`, or the SDK's documented refusal: a `LicenseError` `INVALID_OPTIONS`
+ * whose message names the option and says what it must be (the first problem found).
+ */
+export function parseOptions<S extends z.ZodMiniType>(schema: S, options: unknown): z.output<S> {
+  if (!options || typeof options !== 'object') throw new LicenseError('INVALID_OPTIONS', 'options are required');
+  const parsed = schema.safeParse(options);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const name = issue.path.length > 0 ? issue.path.map(String).join('.') : 'options';
+  throw new LicenseError('INVALID_OPTIONS', `${name} ${issue.message}`, { cause: parsed.error });
+}
