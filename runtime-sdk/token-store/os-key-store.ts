@@ -6,7 +6,8 @@
  * machine, and reading it takes the OS store's consent, not just the user's files. Where none is
  * present (servers, containers, CI) the cache is bound to the fingerprint and the install instead.
  *
- * The tools are run as programs (file and argument list, never a shell line) with a bounded time.
+ * The tools are run as programs (file and argument list, never a shell line) with a bounded time,
+ * and no secret is ever on a command line (which `ps` shows every user): stdin, or the child's environment.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -30,16 +31,37 @@ const SECURITY = '/usr/bin/security';
 /** Windows PowerShell 5.1, which every supported Windows has and which loads System.Security's ProtectedData. */
 const POWERSHELL = 'WindowsPowerShell\\v1.0\\powershell.exe';
 
+/**
+ * Where the macOS and Windows tools are. Fixed absolute paths, never looked up on PATH: a program
+ * planted earlier on PATH must not be handed the secret. Only tests replace them (stand-ins speaking
+ * the real tools' command lines, os-key-store-tools.test.ts); the SDK never passes them.
+ */
+export interface OsKeyStoreTools {
+  security: string;
+  powershell: (env: NodeJS.ProcessEnv) => string;
+}
+
+const SYSTEM_TOOLS: OsKeyStoreTools = {
+  security: SECURITY,
+  powershell: (env) => `${env.SystemRoot ?? env.windir ?? 'C:\\Windows'}\\System32\\${POWERSHELL}`,
+};
+
 /** The store this machine has for `appId`, or undefined where there is none. */
-export async function findOsKeyStore(platform: NodeJS.Platform, env: NodeJS.ProcessEnv, appId: string, cacheDir: string): Promise<OsKeyStore | undefined> {
+export async function findOsKeyStore(
+  platform: NodeJS.Platform,
+  env: NodeJS.ProcessEnv,
+  appId: string,
+  cacheDir: string,
+  tools: OsKeyStoreTools = SYSTEM_TOOLS,
+): Promise<OsKeyStore | undefined> {
   if (platform === 'linux') {
     // Without a session bus there is no Secret Service to talk to (servers, containers, ssh sessions).
     const secretTool = env.DBUS_SESSION_BUS_ADDRESS ? await onPath('secret-tool', env) : undefined;
     return secretTool ? secretService(secretTool, env, appId) : undefined;
   }
-  if (platform === 'darwin') return (await isExecutable(SECURITY)) ? keychain(env, appId) : undefined;
+  if (platform === 'darwin') return (await isExecutable(tools.security)) ? keychain(tools.security, env, appId) : undefined;
   if (platform === 'win32') {
-    const powershell = `${env.SystemRoot ?? env.windir ?? 'C:\\Windows'}\\System32\\${POWERSHELL}`;
+    const powershell = tools.powershell(env);
     return (await isExecutable(powershell)) ? dpapi(powershell, env, path.join(cacheDir, 'license.key')) : undefined;
   }
   return undefined;
@@ -59,20 +81,40 @@ function secretService(secretTool: string, env: NodeJS.ProcessEnv, appId: string
   };
 }
 
-function keychain(env: NodeJS.ProcessEnv, appId: string): OsKeyStore {
+/** An account name an interactive `security` command line carries as one word (app ids are `app_<hex>`). */
+const KEYCHAIN_ACCOUNT = /^[A-Za-z0-9_.@:-]{1,128}$/;
+
+/**
+ * The login Keychain through `security(1)`. Reading: `security find-generic-password -s <service>
+ * -a <account> -w` prints the password alone. Storing: `security add-generic-password -U -s <service>
+ * -a <account> -w <password>` would put the secret on the command line, where `ps` shows it; so it
+ * runs as `security -i` ("Run security in interactive mode ... type commands on stdin until an EOF"),
+ * the same command read from stdin. Interactive mode's exit status does not report the command's, so
+ * the secret is read back: it was stored only if it reads back the same.
+ */
+function keychain(security: string, env: NodeJS.ProcessEnv, appId: string): OsKeyStore {
+  const load = async () => decodeSecret((await runTool(security, ['find-generic-password', '-s', SERVICE, '-a', appId, '-w'], env))?.trim());
   return {
     name: 'keychain',
-    load: async () => decodeSecret((await runTool(SECURITY, ['find-generic-password', '-s', SERVICE, '-a', appId, '-w'], env))?.trim()),
+    load,
     async create() {
+      // An id the interactive line would split or unquote stays on the install binding.
+      if (!KEYCHAIN_ACCOUNT.test(appId)) return undefined;
       const secret = randomBytes(SECRET_BYTES);
-      // `security` takes the password as an argument (its prompt needs a terminal): visible to this user's `ps` for the moment it runs.
-      const stored = await runTool(SECURITY, ['add-generic-password', '-U', '-s', SERVICE, '-a', appId, '-w', secret.toString('base64')], env);
-      return stored === undefined ? undefined : secret;
+      await runTool(security, ['-i'], env, `add-generic-password -U -s ${SERVICE} -a ${appId} -w ${secret.toString('base64')}\n`);
+      const stored = await load();
+      return stored?.equals(secret) ? secret : undefined;
     },
   };
 }
 
-/** DPAPI (CurrentUser): the blob only this Windows user on this machine can unprotect, in a file beside the cache. */
+/**
+ * DPAPI (CurrentUser): the blob only this Windows user on this machine can unprotect, in a file beside
+ * the cache. `powershell.exe -NoProfile -NonInteractive -Command <script>` runs ProtectedData.Protect
+ * or .Unprotect (System.Security) on the base64 input in `LATCHKEY_DPAPI_INPUT` (the child's own
+ * environment, which other users cannot read, unlike the command line) and prints the base64 result.
+ * Each start unprotects once: one PowerShell start (docs/design.md, OS key store, says what it costs).
+ */
 function dpapi(powershell: string, env: NodeJS.ProcessEnv, file: string): OsKeyStore {
   const script = (method: 'Protect' | 'Unprotect') =>
     `Add-Type -AssemblyName System.Security; [Convert]::ToBase64String([Security.Cryptography.ProtectedData]::${method}([Convert]::FromBase64String($env:LATCHKEY_DPAPI_INPUT), $null, 'CurrentUser'))`;
