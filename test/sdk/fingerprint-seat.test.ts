@@ -88,9 +88,15 @@ describe('component-tolerant device matching on the authority', () => {
   });
 });
 
-/** A device's component hashes for HTTP-level requests: `changes` replaces some with fresh ones. */
-function componentsOf(base: Record<string, string>, changes: Record<string, string> = {}): Record<string, string> {
-  return { ...base, ...changes };
+/** The component hashes of a new machine, for requests made over HTTP. */
+function randomComponents(): Record<string, string> {
+  return {
+    'os.machine_id': randomFingerprint(),
+    'system.uuid': randomFingerprint(),
+    'board.serial': randomFingerprint(),
+    'disk.serial': randomFingerprint(),
+    cpu: randomFingerprint(),
+  };
 }
 
 function tokenDevice(token: string): string {
@@ -133,29 +139,17 @@ describe('a token of a device whose record another installation took over (its f
 
   it('over HTTP: the token moves to the renamed record only with component hashes that match it by the rule; another machine is refused', async () => {
     const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 2 });
-    const machine = {
-      'os.machine_id': randomFingerprint(),
-      'system.uuid': randomFingerprint(),
-      'board.serial': randomFingerprint(),
-      'disk.serial': randomFingerprint(),
-      cpu: randomFingerprint(),
-    };
+    const machine = randomComponents();
     const oldDevice = randomFingerprint();
     const activated = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: oldDevice, fingerprint_components: machine } });
     expect(activated.status).toBe(200);
     const staleToken = activated.body.token as string;
 
-    const changed = componentsOf(machine, { 'disk.serial': randomFingerprint() });
+    const changed = { ...machine, 'disk.serial': randomFingerprint() };
     const newDevice = randomFingerprint();
     const renaming = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: newDevice, fingerprint_components: changed } });
     expect(renaming.status).toBe(200);
-    const other = {
-      'os.machine_id': randomFingerprint(),
-      'system.uuid': randomFingerprint(),
-      'board.serial': randomFingerprint(),
-      'disk.serial': randomFingerprint(),
-      cpu: randomFingerprint(),
-    };
+    const other = randomComponents();
     const otherDevice = randomFingerprint();
     expect(
       (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: otherDevice, fingerprint_components: other } })).status,
@@ -168,7 +162,7 @@ describe('a token of a device whose record another installation took over (its f
     // Another machine on the license (its own fingerprint and components) cannot take the stale token over, nor can one off it.
     for (const presented of [
       { device_fingerprint: otherDevice, fingerprint_components: other },
-      { device_fingerprint: randomFingerprint(), fingerprint_components: componentsOf(other, { 'disk.serial': randomFingerprint() }) },
+      { device_fingerprint: randomFingerprint(), fingerprint_components: { ...other, 'disk.serial': randomFingerprint() } },
       { device_fingerprint: newDevice, fingerprint_components: other },
     ]) {
       const refused = await call('POST', '/v1/licenses/refresh', { body: { token: staleToken, ...presented } });
@@ -185,7 +179,7 @@ describe('a token of a device whose record another installation took over (its f
     expect(moved.status).toBe(200);
     expect(tokenDevice(moved.body.token as string)).toBe(newDevice);
     // The stale token keeps moving to the record, also after a further change renamed it again (a new board too).
-    const again = componentsOf(changed, { 'board.serial': randomFingerprint() });
+    const again = { ...changed, 'board.serial': randomFingerprint() };
     const newestDevice = randomFingerprint();
     expect(
       (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: newestDevice, fingerprint_components: again } })).status,
@@ -209,24 +203,18 @@ describe('a token of a device whose record another installation took over (its f
 
   it('concurrent stale-token refreshes and activations never exceed the device limit', async () => {
     const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
-    const machine = {
-      'os.machine_id': randomFingerprint(),
-      'system.uuid': randomFingerprint(),
-      'board.serial': randomFingerprint(),
-      'disk.serial': randomFingerprint(),
-      cpu: randomFingerprint(),
-    };
+    const machine = randomComponents();
     const activated = await call('POST', '/v1/licenses/activate', {
       body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
     });
     const staleToken = activated.body.token as string;
-    const changed = componentsOf(machine, { 'disk.serial': randomFingerprint() });
+    const changed = { ...machine, 'disk.serial': randomFingerprint() };
     expect(
       (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed } }))
         .status,
     ).toBe(200);
     const burst = Array.from({ length: 6 }, (_, i) => {
-      const reading = componentsOf(changed, { 'board.serial': randomFingerprint() });
+      const reading = { ...changed, 'board.serial': randomFingerprint() };
       return i % 2 === 0
         ? call('POST', '/v1/licenses/refresh', { body: { token: staleToken, device_fingerprint: randomFingerprint(), fingerprint_components: reading } })
         : call('POST', '/v1/licenses/activate', {
