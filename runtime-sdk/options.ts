@@ -176,7 +176,8 @@ const LicenseClientOptionsSchema = z
     startupDelayMs: positiveNumber(true),
     clockToleranceMs: positiveNumber(true),
     fingerprintTimeoutMs: positiveNumber(),
-    fingerprintProbes: z.optional(z.array(z.custom<Probe>((value) => typeof value === 'function', 'must be a probe function'))),
+    // Passed through as given (z.array would copy it): the process's one hardware reading is keyed by this array.
+    fingerprintProbes: z.optional(z.custom<Probe[]>((value) => Array.isArray(value) && value.every((probe) => typeof probe === 'function'), 'must be an array of probe functions')),
     loadSystemInformation: optionalFunction<() => Promise<unknown>>(),
     memoryProtection: z.optional(z.enum(['auto', 'masked'], { error: "must be 'auto' or 'masked'" })),
     loadSodium: optionalFunction<() => Promise<unknown>>(),

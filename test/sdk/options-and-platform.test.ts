@@ -27,6 +27,7 @@ describe('options', () => {
     ['an unknown memory protection', { memoryProtection: 'sodium' }, 'memoryProtection'],
     ['a key store flag that is not a boolean', { osKeyStore: 'yes' }, 'osKeyStore'],
     ['a loader that is not a function', { loadSodium: 'sodium-native' }, 'loadSodium'],
+    ['a probe that is not a function', { fingerprintProbes: ['system.uuid'] }, 'fingerprintProbes'],
   ])('refuses %s with INVALID_OPTIONS naming the option', async (_label, change, option) => {
     const err = await createLicenseClient({ ...valid, ...(change as Partial<LicenseClientOptions>) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LicenseError);
