@@ -187,14 +187,17 @@ export function createActivationsService(deps: {
     },
 
     /**
-     * Frees the seat of the device the presented token names (a genuine token, expired or not), in
+     * Frees the seat of the device the presented token names (a genuine token, expired or not; the
+     * record renamed from its fingerprint when that is no longer on record), in
      * a transaction holding the license's row lock: concurrent twins are serialised, and the second
      * finds the device gone (`deactivated: false`, not counted). A device still activated past the
      * app's quota (app_deactivations_per_30_days in any 30 days) is refused 429, nothing changed.
      * The license's status does not matter: freeing a seat is harmless on any license.
      */
     async deactivate(input: DeactivateInput): Promise<DeactivationResult> {
-      const { licenseId, device } = readRuntimeToken(keyring, input.token);
+      const { licenseId, device: named } = readRuntimeToken(keyring, input.token);
+      // A token of a fingerprint another installation of the machine renamed deactivates that machine's record.
+      const device = (await store.isDeviceOnRecord(licenseId, named)) ? named : ((await store.deviceRenamedFrom(licenseId, named))?.fingerprint_hash ?? named);
       return store.transaction(async (trx) => {
         const license = await store.lockForDeactivation(trx, licenseId);
         assertThat(license, 'INVALID_LICENSE_KEY', 'The license of this runtime token no longer exists');

@@ -201,6 +201,25 @@ describe('a token of a device whose record another installation took over (its f
     expect(afterReset.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
   });
 
+  it('deactivation from the app with a token of the old fingerprint frees the renamed record', async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
+    const machine = randomComponents();
+    const activated = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
+    });
+    const changed = { ...machine, 'disk.serial': randomFingerprint() };
+    const renaming = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed },
+    });
+    expect(renaming.status).toBe(200);
+    const deactivated = await call('POST', '/v1/licenses/deactivate', { body: { token: activated.body.token } });
+    expect(deactivated.status).toBe(200);
+    expect(deactivated.body.deactivated).toBe(true);
+    expect(await devicesOf(created.license_id)).toHaveLength(0);
+    const refused = await call('POST', '/v1/licenses/refresh', { body: { token: renaming.body.token } });
+    expect(refused.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
+  });
+
   it('concurrent stale-token refreshes and activations never exceed the device limit', async () => {
     const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
     const machine = randomComponents();
