@@ -99,6 +99,26 @@ function randomComponents(): Record<string, string> {
   };
 }
 
+/**
+ * A one-device license activated over HTTP, then activated again by the same machine with a new
+ * disk (another installation): its record renamed, the first token names a fingerprint no longer on record.
+ */
+async function renamedByAnotherInstallation() {
+  const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
+  const machine = randomComponents();
+  const activated = await call('POST', '/v1/licenses/activate', {
+    body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
+  });
+  expect(activated.status).toBe(200);
+  const changed = { ...machine, 'disk.serial': randomFingerprint() };
+  const renaming = await call('POST', '/v1/licenses/activate', {
+    body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed },
+  });
+  expect(renaming.status).toBe(200);
+  expect(await devicesOf(created.license_id)).toHaveLength(1);
+  return { created, changed, staleToken: activated.body.token as string, renamedToken: renaming.body.token as string };
+}
+
 function tokenDevice(token: string): string {
   const payload = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { device: string };
   return payload.device;
@@ -202,36 +222,17 @@ describe('a token of a device whose record another installation took over (its f
   });
 
   it('deactivation from the app with a token of the old fingerprint frees the renamed record', async () => {
-    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
-    const machine = randomComponents();
-    const activated = await call('POST', '/v1/licenses/activate', {
-      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
-    });
-    const changed = { ...machine, 'disk.serial': randomFingerprint() };
-    const renaming = await call('POST', '/v1/licenses/activate', {
-      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed },
-    });
-    expect(renaming.status).toBe(200);
-    const deactivated = await call('POST', '/v1/licenses/deactivate', { body: { token: activated.body.token } });
+    const { created, staleToken, renamedToken } = await renamedByAnotherInstallation();
+    const deactivated = await call('POST', '/v1/licenses/deactivate', { body: { token: staleToken } });
     expect(deactivated.status).toBe(200);
     expect(deactivated.body.deactivated).toBe(true);
     expect(await devicesOf(created.license_id)).toHaveLength(0);
-    const refused = await call('POST', '/v1/licenses/refresh', { body: { token: renaming.body.token } });
+    const refused = await call('POST', '/v1/licenses/refresh', { body: { token: renamedToken } });
     expect(refused.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
   });
 
   it('concurrent stale-token refreshes and activations never exceed the device limit', async () => {
-    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
-    const machine = randomComponents();
-    const activated = await call('POST', '/v1/licenses/activate', {
-      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
-    });
-    const staleToken = activated.body.token as string;
-    const changed = { ...machine, 'disk.serial': randomFingerprint() };
-    expect(
-      (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed } }))
-        .status,
-    ).toBe(200);
+    const { created, staleToken, changed } = await renamedByAnotherInstallation();
     const burst = Array.from({ length: 6 }, (_, i) => {
       const reading = { ...changed, 'board.serial': randomFingerprint() };
       return i % 2 === 0
