@@ -57,9 +57,10 @@ export function createActivationsService(deps: {
    * is re-issued for it. Another machine, or a token of a device since removed, stays refused.
    */
   async function tokenRefreshDevice(licenseId: string, named: string, readNow: { device: string; components: ComponentHashes } | undefined): Promise<string> {
-    if (!readNow || (await store.isDeviceOnRecord(licenseId, named))) return named;
-    const record = await store.deviceRenamedFrom(licenseId, named);
-    if (!record?.component_hashes || !deviceMatches(record.component_hashes, readNow.components, matchRule)) return named;
+    if (!readNow) return named;
+    const record = await store.recordNamedBy(licenseId, named);
+    if (!record || record.fingerprint_hash === named) return named;
+    if (!record.component_hashes || !deviceMatches(record.component_hashes, readNow.components, matchRule)) return named;
     if (record.fingerprint_hash !== readNow.device) await store.renameDevice(licenseId, record.fingerprint_hash, readNow.device, readNow.components);
     return readNow.device;
   }
@@ -197,7 +198,7 @@ export function createActivationsService(deps: {
     async deactivate(input: DeactivateInput): Promise<DeactivationResult> {
       const { licenseId, device: named } = readRuntimeToken(keyring, input.token);
       // A token of a fingerprint another installation of the machine renamed deactivates that machine's record.
-      const device = (await store.isDeviceOnRecord(licenseId, named)) ? named : ((await store.deviceRenamedFrom(licenseId, named))?.fingerprint_hash ?? named);
+      const device = (await store.recordNamedBy(licenseId, named))?.fingerprint_hash ?? named;
       return store.transaction(async (trx) => {
         const license = await store.lockForDeactivation(trx, licenseId);
         assertThat(license, 'INVALID_LICENSE_KEY', 'The license of this runtime token no longer exists');

@@ -287,17 +287,18 @@ export function createActivationsStore(db: Db) {
       }
     },
 
-    isDeviceOnRecord: async (licenseId: string, device: string) =>
-      (await hotQuery(db, `SELECT 1 FROM devices WHERE license_id = $1 AND fingerprint_hash = $2`, [licenseId, device], 'activations.device_on_record')).length === 1,
-
-    /** The device of the license that was renamed from fingerprint `previous` (renameDevice), if any. */
-    deviceRenamedFrom: async (licenseId: string, previous: string) =>
+    /**
+     * The record a runtime token's fingerprint `named` stands for on the license: the device of that
+     * fingerprint, else the one renamed from it (renameDevice); undefined when neither is on record.
+     */
+    recordNamedBy: async (licenseId: string, named: string) =>
       (
         await hotQuery<{ fingerprint_hash: string; component_hashes: ComponentHashes | null }>(
           db,
-          `SELECT fingerprint_hash, component_hashes FROM devices WHERE license_id = $1 AND $2 = ANY (previous_fingerprints) ORDER BY last_seen_at DESC LIMIT 1`,
-          [licenseId, previous],
-          'activations.device_renamed_from',
+          `SELECT fingerprint_hash, component_hashes FROM devices WHERE license_id = $1 AND (fingerprint_hash = $2 OR $2 = ANY (previous_fingerprints))
+           ORDER BY fingerprint_hash = $2 DESC, last_seen_at DESC LIMIT 1`,
+          [licenseId, named],
+          'activations.record_named_by',
         )
       )[0],
 
