@@ -37,7 +37,7 @@ const usedOf = async (licenseId: string, feature: string): Promise<number> => {
 
 function expectLimitExceeded(res: ApiResponse, remaining: number, periodEndsAt: string | null): void {
   expect(res.status, JSON.stringify(res.body)).toBe(409);
-  expect(Object.keys(res.body).sort()).toEqual(['detail', 'error_code', 'period_ends_at', 'remaining', 'status_code']);
+  expect(Object.keys(res.body).sort()).toEqual(['detail', 'error_code', 'period_ends_at', 'remaining', 'request_id', 'status_code']);
   expect(res.body).toMatchObject({ error_code: 'USAGE_LIMIT_EXCEEDED', status_code: 409, remaining, period_ends_at: periodEndsAt });
 }
 
