@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Meters } from '../licenses/meters/schemas.js';
 import { LeaseTtlMinutes, MaxConcurrent } from '../licenses/schemas.js';
 import { DEFAULT_LEASE_TTL_MINUTES, SEAT_MODELS, type SeatModel } from '../licenses/rules.js';
 
@@ -43,6 +44,9 @@ const settings = {
     ),
   sold_max_concurrent: MaxConcurrent.nullable().describe('With sold_seat_model floating, and required by it: the seats of each license sold'),
   sold_lease_ttl_minutes: LeaseTtlMinutes.nullable().describe(`With sold_seat_model floating: the lease life of each license sold. Default ${DEFAULT_LEASE_TTL_MINUTES}`),
+  sold_meters: Meters.describe(
+    'The metered features of the licenses your sales create (checkout, the entitlement webhook, marketplace provisioning, trials included), as `meters` on POST /v1/licenses; replaced as a whole, {} for none. Copied at the sale: licenses already sold keep theirs',
+  ),
 };
 
 interface SoldSeatFields {
@@ -105,6 +109,7 @@ export const CreateAppBody = z
     sold_seat_model: settings.sold_seat_model.default('node_locked'),
     sold_max_concurrent: settings.sold_max_concurrent.optional(),
     sold_lease_ttl_minutes: settings.sold_lease_ttl_minutes.optional(),
+    sold_meters: settings.sold_meters.default({}),
   })
   .superRefine(refineSoldSeats);
 
@@ -137,6 +142,7 @@ export const App = z.object({
   sold_seat_model: z.enum(SEAT_MODELS),
   sold_max_concurrent: z.number().int().nullable().describe('Floating: the seats of each license sold; null when node_locked'),
   sold_lease_ttl_minutes: z.number().int().nullable().describe('Floating: the lease life of each license sold; null when node_locked'),
+  sold_meters: Meters.describe('The metered features each license sold carries; {} for none'),
   fingerprint_salt: z.string().describe('Pass to the runtime SDK; it salts device fingerprints for this app'),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),

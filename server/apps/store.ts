@@ -38,6 +38,7 @@ const APP_COLUMNS = Object.keys({
   sold_seat_model: true,
   sold_max_concurrent: true,
   sold_lease_ttl_minutes: true,
+  sold_meters: true,
   fingerprint_salt: true,
   created_at: true,
   updated_at: true,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { hotQuery } from '../db/knex.js';
+import type { Meters } from './meters/schemas.js';
 import type { LicenseType, SeatModel } from './rules.js';
 
 /**
@@ -23,6 +24,11 @@ export interface SoldLicenseRow {
   email: string | null;
   expires_at?: Date | null;
   features?: Record<string, unknown>;
+  /**
+   * Given by a channel that says its own meters (a redemption batch, {} for none); absent, the
+   * license takes the app's sold meters (apps.sold_meters), a trial too.
+   */
+  meters?: Meters;
   /** The channel that sold it. */
   source: string;
   /** Marketplace provisioning: one license per order and app. */
@@ -61,15 +67,17 @@ const COLUMNS = [
  * the SQL of a jsonb SoldLicenseRow (completed from `from`'s columns when the statement sells it
  * itself: redemption), once per `once` when the sale has a key. Answers the new row's id and key.
  * A record without a seat model takes its app's sold seats (`sold`, joined only when the app sells
- * floating licenses and the license is no trial), so every channel mints what the app sells
- * without code of its own.
+ * floating licenses and the license is no trial), and a record without meters its app's sold
+ * meters (`metered`, a trial's too: a metered feature without a meter cannot be used at all), so
+ * every channel mints what the app sells without code of its own, in the same statement.
  */
 export const mintLicenseSql = (sale: { record: string; from?: string; where?: string; once?: SaleKey }) => `
-  INSERT INTO licenses (${COLUMNS.join(', ')}, features, device_limit, seat_model, lease_ttl_minutes)
-  SELECT ${COLUMNS.map((c) => `l.${c}`).join(', ')}, COALESCE(l.features, '{}'::jsonb),
+  INSERT INTO licenses (${COLUMNS.join(', ')}, features, meters, device_limit, seat_model, lease_ttl_minutes)
+  SELECT ${COLUMNS.map((c) => `l.${c}`).join(', ')}, COALESCE(l.features, '{}'::jsonb), COALESCE(l.meters, metered.sold_meters),
     COALESCE(sold.sold_max_concurrent, l.device_limit), COALESCE(l.seat_model, sold.sold_seat_model, 'node_locked'), COALESCE(l.lease_ttl_minutes, sold.sold_lease_ttl_minutes)
   FROM ${sale.from ? `${sale.from}, ` : ''}jsonb_populate_record(NULL::licenses, ${sale.record}) l
   LEFT JOIN apps sold ON sold.id = l.app_id AND sold.sold_seat_model = 'floating' AND l.seat_model IS NULL AND l.license_type <> 'trial'
+  LEFT JOIN apps metered ON metered.id = l.app_id AND l.meters IS NULL
   ${sale.where ? `WHERE ${sale.where}` : ''}
   ${sale.once ? ONCE_PER[sale.once] : ''}
   RETURNING id, license_key`;

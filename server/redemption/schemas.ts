@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PlatformDownloads } from '../delivery/schemas.js';
 import { PageQuery } from '../http/pagination.js';
+import { Meters } from '../licenses/meters/schemas.js';
 import { Features, refineSeatModel, seatFields } from '../licenses/schemas.js';
 import { LICENSE_TYPES, SEAT_MODELS } from '../licenses/rules.js';
 import { Channel } from '../marketplace/schemas.js';
@@ -31,6 +32,9 @@ export const CreateBatchBody = z
       .describe('0 (default): perpetual licenses; otherwise each license expires this many days after its redemption'),
     license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may create trial batches only'),
     features: Features.default({}).describe('Copied to every license, e.g. `{ "tier": "pro", "beta": true }`'),
+    meters: Meters.optional().describe(
+      "Metered features of every license, as `meters` on POST /v1/licenses; {} for none. Default: the app's sold_meters when each code is redeemed",
+    ),
     codes_expire_at: z.iso.datetime({ offset: true }).optional().describe('Codes not redeemed by then become Expired; must be in the future; default: never'),
     ...seatFields,
   })
@@ -58,6 +62,7 @@ export const Batch = z.object({
   license_expiry_days: z.number().int(),
   license_type: z.enum(LICENSE_TYPES),
   features: z.record(z.string(), z.unknown()),
+  meters: Meters.nullable().describe("The metered features of each license; null: the app's sold_meters when each code is redeemed"),
   codes_expire_at: z.iso.datetime().nullable(),
   created_at: z.iso.datetime(),
 });

@@ -69,6 +69,7 @@ export function createRedemption(deps: {
         license_expiry_days: input.license_expiry_days,
         license_type: input.license_type,
         features: input.features,
+        meters: input.meters ?? null,
         codes_expire_at: codesExpireAt,
         created_at: now,
       };

@@ -6,6 +6,7 @@ import { hotQuery, type Db } from '../db/knex.js';
 import { mintLicenseSql } from '../licenses/mint.js';
 import { channelApp } from '../delivery/store.js';
 import { emailRecord, queueEmailCtes, type NewOutboxEmail } from '../email/store.js';
+import type { Meters } from '../licenses/meters/schemas.js';
 import type { LicenseType, SeatModel } from '../licenses/rules.js';
 import type { CodeStatus } from './schemas.js';
 
@@ -23,6 +24,8 @@ export interface BatchRow {
   license_expiry_days: number;
   license_type: LicenseType;
   features: Record<string, unknown>;
+  /** Of each license; null: the app's sold meters when the code is redeemed. */
+  meters: Meters | null;
   codes_expire_at: Date | null;
   created_at: Date;
 }
@@ -117,7 +120,7 @@ const REDEEM_SQL = `
     UPDATE redemption_codes c SET status = 'redeemed', redeemed_at = $2, redeemed_email = $3, license_id = $4
     FROM redemption_batches b JOIN apps a ON a.id = b.app_id JOIN developers ON developers.id = b.developer_id
     WHERE b.id = c.batch_id AND c.code_hash = $1 AND (${STATUS_AT_$2}) = 'available' AND ${sellableAt$2('$7')}
-    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms, b.channel, b.device_limit, b.seat_model, b.lease_ttl_minutes, b.license_expiry_days, b.license_type, b.features
+    RETURNING b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms, b.channel, b.device_limit, b.seat_model, b.lease_ttl_minutes, b.license_expiry_days, b.license_type, b.features, b.meters
   ), license AS (${mintLicenseSql({
     record: `to_jsonb(claimed) || jsonb_build_object('id', $4::text, 'license_key', $5::text, 'email', $3::text, 'source', claimed.channel,
       'expires_at', CASE WHEN claimed.license_expiry_days > 0 THEN $2::timestamptz + make_interval(secs => claimed.license_expiry_days * 86400) END)`,
@@ -148,7 +151,8 @@ export function createRedemptionStore(db: Db) {
 
     app: (developerId: string, appId: string, now: Date) => channelApp(db, developerId, appId, now),
 
-    insertBatch: (trx: Knex.Transaction, row: BatchRow) => trx('redemption_batches').insert({ ...row, features: JSON.stringify(row.features) }),
+    insertBatch: (trx: Knex.Transaction, row: BatchRow) =>
+      trx('redemption_batches').insert({ ...row, features: JSON.stringify(row.features), meters: row.meters && JSON.stringify(row.meters) }),
 
     /** Inserts the codes' hashes; answers those inserted (a hash already taken, about never, is left out). */
     insertCodes: (trx: Knex.Transaction, batch: { id: string; developer_id: string }, hashes: string[]) =>

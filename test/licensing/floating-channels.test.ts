@@ -1,29 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { checkoutHelpers } from '../commerce/checkout.js';
-import { brokerOf, merchant } from '../entitlements/support.js';
-import { createBatch, redeem } from '../redemption/support.js';
 import { expectError } from '../support/assertions.js';
-import { newSessionId } from '../support/fake-stripe.js';
-import { randomFingerprint } from '../support/fixtures.js';
-import { startServerWithStripe } from '../support/stripe-server.js';
-import { tenant, type Tenant } from './world.js';
+import { startSaleChannels } from './sale-channels.js';
+import { tenant } from './world.js';
 
 // Issue 22: the channels that create licenses mint floating ones when the developer says so: a
 // redemption batch by its own seat fields, the sale channels by the app's sold seat model.
-const { stripe, server, call } = await startServerWithStripe();
-const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
+const { server, licenseOf, activate, redeemed, marketplaceSale, checkoutSale, webhookGrants } = await startSaleChannels();
 
 const SELLS_FLOATING = { sold_seat_model: 'floating', sold_max_concurrent: 2, sold_lease_ttl_minutes: 30 };
 const FLOATING_SOLD = { seat_model: 'floating', max_concurrent: 2, device_limit: 2, lease_ttl_minutes: 30 };
 const NODE_LOCKED = { seat_model: 'node_locked', max_concurrent: null, lease_ttl_minutes: null };
-
-const licenseOf = async (t: Pick<Tenant, 'call' | 'dev'>, licenseId: string) => {
-  const res = await t.call('GET', `/v1/licenses/${licenseId}`, { apiKey: t.dev.apiKey });
-  expect(res.status).toBe(200);
-  return res.body as Record<string, unknown> & { license_key: string };
-};
-const licenseIdOfKey = async (appId: string, key: string) => (await server.database.db('licenses').where({ app_id: appId, license_key: key }).first('id')).id as string;
-const activate = (licenseKey: string) => call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: randomFingerprint(), build_id: null } });
 
 /** Two devices run on a 2-seat floating license; the third is refused a seat. */
 async function expectTwoSeats(licenseKey: string) {
@@ -90,25 +76,21 @@ describe("an app's sold seat model", () => {
 describe('redemption batches', () => {
   it('of floating licenses redeem to floating licenses whose seats cap concurrent activations', async () => {
     const t = await tenant(server);
-    const batch = await createBatch(t, { quantity: 1, seat_model: 'floating', max_concurrent: 2, lease_ttl_minutes: 30 });
+    const { batch, license } = await redeemed(t, { seat_model: 'floating', max_concurrent: 2, lease_ttl_minutes: 30 });
     expect(batch).toMatchObject(FLOATING_SOLD);
-    const res = await redeem(t, batch.codes[0]!);
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const license = await licenseOf(t, await licenseIdOfKey(t.app.id, res.body.license_key));
     expect(license).toMatchObject(FLOATING_SOLD);
     await expectTwoSeats(license.license_key);
     // The license's page reads its live leases: the two copies running.
-    expect((await licenseOf(t, license.license_id as string)).seats_in_use).toBe(2);
+    expect((await licenseOf(t, license.license_id)).seats_in_use).toBe(2);
     const listed = (await t.call('GET', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey })).body;
     expect(listed[0]).toMatchObject(FLOATING_SOLD);
   });
 
   it('are node_locked by default, even for an app that sells floating licenses', async () => {
     const t = await tenant(server, { app: SELLS_FLOATING });
-    const batch = await createBatch(t, { quantity: 1, device_limit: 3 });
+    const { batch, license } = await redeemed(t, { device_limit: 3 });
     expect(batch).toMatchObject({ ...NODE_LOCKED, device_limit: 3 });
-    const res = await redeem(t, batch.codes[0]!);
-    expect(await licenseOf(t, await licenseIdOfKey(t.app.id, res.body.license_key))).toMatchObject({ ...NODE_LOCKED, device_limit: 3, seats_in_use: null });
+    expect(license).toMatchObject({ ...NODE_LOCKED, device_limit: 3, seats_in_use: null });
   });
 
   it('refuses bad combinations with 400 and creates no batch', async () => {
@@ -131,40 +113,20 @@ describe('redemption batches', () => {
 describe('sales of an app that sells floating licenses', () => {
   it('mint floating licenses through marketplace provisioning; a trial stays node_locked', async () => {
     const t = await tenant(server, { app: SELLS_FLOATING });
-    const provision = (config: Record<string, unknown>) =>
-      t.call('POST', '/v1/marketplace/licenses', {
-        apiKey: t.dev.apiKey,
-        body: { app_id: t.app.id, channel: 'gumroad', marketplace_order_id: `order_${randomFingerprint().slice(0, 12)}`, license_config: config },
-      });
-    const sold = await provision({ license_type: 'perpetual' });
-    expect(sold.status, JSON.stringify(sold.body)).toBe(201);
-    const license = await licenseOf(t, sold.body.license_id);
+    const license = await marketplaceSale(t, { license_type: 'perpetual' });
     expect(license).toMatchObject(FLOATING_SOLD);
     await expectTwoSeats(license.license_key);
-    const trial = await provision({ license_type: 'trial' });
-    expect(await licenseOf(t, trial.body.license_id)).toMatchObject({ ...NODE_LOCKED, license_type: 'trial', device_limit: 2 });
+    expect(await marketplaceSale(t, { license_type: 'trial' })).toMatchObject({ ...NODE_LOCKED, license_type: 'trial', device_limit: 2 });
   });
 
   it('mint floating licenses through checkout', async () => {
-    const s = await seller(SELLS_FLOATING);
-    const sessionId = newSessionId();
-    stripe.addSession(s.account, { id: sessionId, price_id: s.priceId, email: 'buyer@example.com' });
-    expect((await deliver(checkoutCompleted(s.account, sessionId))).body.outcome).toBe('fulfilled');
-    const id = (await server.database.db('licenses').where({ app_id: s.app.id }).first('id')).id as string;
-    const license = await licenseOf({ call, dev: s.dev }, id);
+    const license = await checkoutSale(SELLS_FLOATING);
     expect(license).toMatchObject({ ...FLOATING_SOLD, source: 'direct_payment' });
     await expectTwoSeats(license.license_key);
   });
 
   it('mint floating licenses through the entitlement webhook, with and without a customer email', async () => {
-    const m = await merchant(server, SELLS_FLOATING);
-    // With an email the license is inserted before the delivery email that names it; without, with the event's record.
-    for (const fields of [{}, { customer_email: 'shop@example.com' }]) {
-      const broker = brokerOf(m);
-      const res = await broker.send(broker.event(fields));
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const row = await server.database.db('store_licenses').where({ app_id: m.app.id, shop: broker.shop }).first('license_id');
-      const license = await licenseOf({ call: m.call, dev: m.dev }, row.license_id);
+    for (const license of await webhookGrants(SELLS_FLOATING)) {
       expect(license).toMatchObject({ ...FLOATING_SOLD, source: 'commerce_platform' });
       await expectTwoSeats(license.license_key);
     }
@@ -172,7 +134,6 @@ describe('sales of an app that sells floating licenses', () => {
 
   it('mint node-locked licenses with the default device limit for an app that sells node_locked', async () => {
     const t = await tenant(server, { app: { default_device_limit: 4 } });
-    const sold = await t.call('POST', '/v1/marketplace/licenses', { apiKey: t.dev.apiKey, body: { app_id: t.app.id, channel: 'gumroad', marketplace_order_id: 'order_1' } });
-    expect(await licenseOf(t, sold.body.license_id)).toMatchObject({ ...NODE_LOCKED, device_limit: 4 });
+    expect(await marketplaceSale(t)).toMatchObject({ ...NODE_LOCKED, device_limit: 4 });
   });
 });

@@ -32,6 +32,7 @@ import { floatingLicenses } from './030_floating_licenses.js';
 import { licenseMeters } from './031_license_meters.js';
 import { soldSeatModels } from './032_sold_seat_models.js';
 import { devicePreviousFingerprints } from './033_device_previous_fingerprints.js';
+import { soldMeters } from './036_sold_meters.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -68,4 +69,5 @@ export const migrations: Migration[] = [
   licenseMeters,
   soldSeatModels,
   devicePreviousFingerprints,
+  soldMeters,
 ];
