@@ -1,6 +1,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
 import { APP_PLATFORMS, DELIVERY_MODES, PROTECTION_LEVELS, SEAT_MODELS } from './api-values.js';
+import { CliError, EXIT } from './errors.js';
+import { meterOption, metersText, type Meters } from './meters.js';
 import { appPath, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 
@@ -11,8 +13,12 @@ interface App extends Record<string, unknown> {
   protection_level: string;
   delivery_mode: string;
   default_device_limit: number;
+  sold_meters: Meters;
   created_at: string;
 }
+
+/** An app's settings, its sold meters as `--sold-meter` writes them. */
+const appRecord = (app: App) => renderRecord({ ...app, sold_meters: metersText(app.sold_meters) });
 
 /** `--platform a,b --platform c`: every platform named, in order. */
 function collectPlatforms(value: string, previous: string[] = []): string[] {
@@ -43,11 +49,14 @@ function withAppSettings(command: Command): Command {
       ),
     )
     .option('--sold-max-concurrent <n>', 'floating: copies each sold license may run at once (required with --sold-seat-model floating)', wholeNumber)
-    .option('--sold-lease-ttl-minutes <n>', 'floating: the lease life of each sold license (default 15)', wholeNumber);
+    .option('--sold-lease-ttl-minutes <n>', 'floating: the lease life of each sold license (default 15)', wholeNumber)
+    .option('--sold-meter <feature=uses/period>', 'a metered feature of each license sold, trials included, e.g. export=100/month; repeatable, replaces them all', meterOption)
+    .option('--no-sold-meters', 'licenses sold carry no metered features');
 }
 
 /** The API fields of withAppSettings' options; those not given are left out of the request. */
 function appSettings(opts: Record<string, unknown>) {
+  if (opts.soldMeter !== undefined && opts.soldMeters === false) throw new CliError('give --sold-meter or --no-sold-meters, not both', EXIT.USAGE);
   return {
     protection_level: opts.protectionLevel,
     delivery_mode: opts.deliveryMode,
@@ -61,6 +70,7 @@ function appSettings(opts: Record<string, unknown>) {
     sold_seat_model: opts.soldSeatModel,
     sold_max_concurrent: opts.soldMaxConcurrent,
     sold_lease_ttl_minutes: opts.soldLeaseTtlMinutes,
+    sold_meters: opts.soldMeters === false ? {} : opts.soldMeter,
   };
 }
 
@@ -73,7 +83,7 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
     .requiredOption('--platform <platforms>', `platforms it targets, comma-separated or repeated (${APP_PLATFORMS.join(', ')})`, collectPlatforms)
     .action(async (opts) => {
       const { body } = await api.request('POST', '/v1/apps', { name: opts.name, platforms: opts.platform, ...appSettings(opts) });
-      print(opts.json ? renderJson(body) : renderRecord(body as App));
+      print(opts.json ? renderJson(body) : appRecord(body as App));
     });
 
   withAppSettings(withJson(apps.command('update').description("Change an app's settings; those not named stay as they are")))
@@ -82,7 +92,7 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
     .option('--platform <platforms>', `platforms it targets, comma-separated or repeated (${APP_PLATFORMS.join(', ')})`, collectPlatforms)
     .action(async (opts) => {
       const { body } = await api.request('PUT', appPath(opts.app), { name: opts.name, platforms: opts.platform, ...appSettings(opts) });
-      print(opts.json ? renderJson(body) : renderRecord(body as App));
+      print(opts.json ? renderJson(body) : appRecord(body as App));
     });
 
   withPage(withJson(apps.command('list').description('List your apps, oldest first'))).action(async (opts) => {
@@ -101,7 +111,7 @@ export function appsCommand(api: ApiClient, print: (out: string) => void): Comma
     .requiredOption('--app <app_id>', 'the app')
     .action(async (opts) => {
       const { body } = await api.request('GET', appPath(opts.app));
-      print(opts.json ? renderJson(body) : renderRecord(body as App));
+      print(opts.json ? renderJson(body) : appRecord(body as App));
     });
 
   return apps;

@@ -5,7 +5,7 @@ import { CliError, EXIT } from './errors.js';
 import { withJson } from './options.js';
 import { renderJson, renderTable } from './output.js';
 
-type Meters = Record<string, { uses_per_period: number; period: string }>;
+export type Meters = Record<string, { uses_per_period: number; period: string }>;
 
 interface MeterUsage {
   feature: string;
@@ -28,6 +28,12 @@ export function meterOption(value: string, previous: Meters = {}): Meters {
   }
   return { ...previous, [match[1]!]: { uses_per_period: Number(match[2]), period } };
 }
+
+/** Meters as `--meter` writes them, e.g. `export=100/month render=5/lifetime`; `-` for none. */
+export const metersText = (meters: Meters) =>
+  Object.entries(meters)
+    .map(([feature, m]) => `${feature}=${m.uses_per_period}/${m.period}`)
+    .join(' ') || '-';
 
 const usageTable = (meters: MeterUsage[]) =>
   renderTable(

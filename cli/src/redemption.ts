@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import type { ApiClient } from './api-client.js';
 import { LICENSE_TYPES } from './api-values.js';
 import { appPath, jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
+import { meterOption, metersText, type Meters } from './meters.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
 import { seatFields, seatsOf, withSeatOptions } from './seat-options.js';
 
@@ -14,8 +15,12 @@ interface Batch extends Record<string, unknown> {
   seat_model: string;
   device_limit: number;
   max_concurrent: number | null;
+  meters: Meters | null;
   created_at: string;
 }
+
+/** A batch's meters as `--meter` writes them; none given: the app's sold meters when redeemed. */
+const batchMeters = (b: Batch) => (b.meters ? metersText(b.meters) : "app's sold meters");
 
 /** `latchkey redemption ...`: batches of single-use codes that marketplaces sell and customers redeem for a license. */
 export function redemptionCommand(api: ApiClient, print: (out: string) => void): Command {
@@ -30,6 +35,7 @@ export function redemptionCommand(api: ApiClient, print: (out: string) => void):
     .addOption(new Option('--type <type>', 'license type (default perpetual)').choices(LICENSE_TYPES))
     .option('--expiry-days <n>', 'each license expires this many days after its redemption (default 0: never)', wholeNumber)
     .option('--features <json>', 'features object copied to every license, e.g. \'{"tier":"pro"}\'', jsonObject)
+    .option('--meter <feature=uses/period>', "a metered feature of every license, e.g. export=100/month; repeatable (default: the app's sold meters when redeemed)", meterOption)
     .option('--codes-expire-at <iso>', 'codes not redeemed by then expire (ISO 8601)')
     .action(async (opts) => {
       const { body } = await api.request('POST', appPath(opts.app, 'redemption-batches'), {
@@ -40,12 +46,13 @@ export function redemptionCommand(api: ApiClient, print: (out: string) => void):
         license_type: opts.type,
         license_expiry_days: opts.expiryDays,
         features: opts.features,
+        meters: opts.meter,
         codes_expire_at: opts.codesExpireAt,
         ...seatFields(opts),
       });
       if (opts.json) return print(renderJson(body));
       const { codes, ...batch } = body as Batch & { codes: string[] };
-      print(`${renderRecord(batch)}\nCodes (${codes.length}; shown this once)\n${codes.join('\n')}\n`);
+      print(`${renderRecord({ ...batch, meters: batchMeters(batch) })}\nCodes (${codes.length}; shown this once)\n${codes.join('\n')}\n`);
     });
 
   withPage(withJson(redemption.command('batches').description("List an app's batches, oldest first, with their codes counted by status")))
@@ -56,8 +63,8 @@ export function redemptionCommand(api: ApiClient, print: (out: string) => void):
       const rows = body as (Batch & { counts: Record<string, number> })[];
       print(
         renderTable(
-          ['BATCH ID', 'CHANNEL', 'LABEL', 'TYPE', 'SEATS', 'CODES', 'AVAILABLE', 'REDEEMED', 'CREATED AT'],
-          rows.map((b) => [b.id, b.channel, b.label, b.license_type, seatsOf(b), b.quantity, b.counts.available, b.counts.redeemed, b.created_at]),
+          ['BATCH ID', 'CHANNEL', 'LABEL', 'TYPE', 'SEATS', 'METERS', 'CODES', 'AVAILABLE', 'REDEEMED', 'CREATED AT'],
+          rows.map((b) => [b.id, b.channel, b.label, b.license_type, seatsOf(b), batchMeters(b), b.quantity, b.counts.available, b.counts.redeemed, b.created_at]),
         ) + countLine(rows.length, headers, 'batch'),
       );
     });

@@ -90,6 +90,48 @@ describe('latchkey apps', { timeout: 120_000 }, () => {
     expect((await latchkey(['apps', 'update', '--app', 'app_missing', '--name', 'X'])).code).toBe(4);
   });
 
+  it('sets the meters sales mint with --sold-meter on create and update, shows them, and clears them with --no-sold-meters', async () => {
+    const created = await latchkey([
+      'apps',
+      'create',
+      '--name',
+      'Meters',
+      '--platform',
+      'linux-x64',
+      '--sold-meter',
+      'export=100/month',
+      '--sold-meter',
+      'render=5/lifetime',
+      '--json',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    const app = JSON.parse(created.stdout);
+    expect(app.sold_meters).toEqual({ export: { uses_per_period: 100, period: 'month' }, render: { uses_per_period: 5, period: 'lifetime' } });
+
+    const got = await latchkey(['apps', 'get', '--app', app.id]);
+    expect(got.code, got.stderr).toBe(0);
+    expect(got.stdout).toMatch(/^sold_meters\s+export=100\/month render=5\/lifetime$/m);
+    const renamed = await latchkey(['apps', 'update', '--app', app.id, '--name', 'Meters 2', '--json']);
+    expect(JSON.parse(renamed.stdout).sold_meters).toEqual(app.sold_meters);
+    const replaced = await latchkey(['apps', 'update', '--app', app.id, '--sold-meter', 'export=7/day']);
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stdout).toMatch(/^sold_meters\s+export=7\/day$/m);
+
+    const bad = await latchkey(['apps', 'update', '--app', app.id, '--sold-meter', 'export=7/week']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('must be <feature>=<uses>/<period>');
+    const both = await latchkey(['apps', 'update', '--app', app.id, '--sold-meter', 'export=1/day', '--no-sold-meters']);
+    expect(both.code).toBe(2);
+    const over = await latchkey(['apps', 'update', '--app', app.id, '--sold-meter', 'export=2000000000/day']);
+    expect(over.code).toBe(2);
+    expect(over.stderr).toContain('VALIDATION_FAILED');
+    expect((await client(server.url)('GET', `/v1/apps/${app.id}`, { apiKey: dev.apiKey })).body.sold_meters).toEqual({ export: { uses_per_period: 7, period: 'day' } });
+
+    const cleared = await latchkey(['apps', 'update', '--app', app.id, '--no-sold-meters']);
+    expect(cleared.code, cleared.stderr).toBe(0);
+    expect(cleared.stdout).toMatch(/^sold_meters\s+-$/m);
+  });
+
   it('refuses what the API refuses, with its detail and the exit code of the kind of failure', async () => {
     const missing = await latchkey(['apps', 'get', '--app', 'app_missing']);
     expect(missing).toMatchObject({ code: 4, stdout: '', stderr: 'latchkey: No such app (APP_NOT_FOUND)\n' });

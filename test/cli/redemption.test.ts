@@ -51,9 +51,40 @@ describe('latchkey redemption', { timeout: 120_000 }, () => {
     const list = await latchkey(['redemption', 'batches', '--app', t.app.id]);
     expect(list.code, list.stderr).toBe(0);
     const lines = list.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^BATCH ID\s+CHANNEL\s+LABEL\s+TYPE\s+SEATS\s+CODES\s+AVAILABLE\s+REDEEMED\s+CREATED AT$/);
-    expect(lines[1]).toMatch(/^rbt_\w+\s+appsumo\s+Launch\s+perpetual\s+floating 3 seats\s+2\s+1\s+1\s+\S+$/);
-    expect(lines[2]).toMatch(/^rbt_\w+\s+gumroad\s+-\s+perpetual\s+4 devices\s+1\s+1\s+0\s+\S+$/);
+    expect(lines[0]).toMatch(/^BATCH ID\s+CHANNEL\s+LABEL\s+TYPE\s+SEATS\s+METERS\s+CODES\s+AVAILABLE\s+REDEEMED\s+CREATED AT$/);
+    expect(lines[1]).toMatch(/^rbt_\w+\s+appsumo\s+Launch\s+perpetual\s+floating 3 seats\s+app's sold meters\s+2\s+1\s+1\s+\S+$/);
+    expect(lines[2]).toMatch(/^rbt_\w+\s+gumroad\s+-\s+perpetual\s+4 devices\s+app's sold meters\s+1\s+1\s+0\s+\S+$/);
+  });
+
+  it('generates a batch with --meter whose codes redeem to licenses with those meters, and shows them', async () => {
+    const created = await latchkey([
+      'redemption',
+      'create-batch',
+      '--app',
+      t.app.id,
+      '--channel',
+      'stacksocial',
+      '--quantity',
+      '1',
+      '--meter',
+      'export=100/month',
+      '--meter',
+      'render=5/lifetime',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/^meters\s+export=100\/month render=5\/lifetime$/m);
+    const redeemed = await redeem(t, created.stdout.trim().split('\n').at(-1)!);
+    expect(redeemed.status, JSON.stringify(redeemed.body)).toBe(201);
+    const licenses = (await t.call('GET', `/v1/licenses?app_id=${t.app.id}`, { apiKey: t.dev.apiKey })).body as { license_key: string; meters: unknown }[];
+    expect(licenses.find((l) => l.license_key === redeemed.body.license_key)?.meters).toEqual({
+      export: { uses_per_period: 100, period: 'month' },
+      render: { uses_per_period: 5, period: 'lifetime' },
+    });
+
+    const list = await latchkey(['redemption', 'batches', '--app', t.app.id]);
+    expect(list.stdout).toMatch(/^rbt_\w+\s+stacksocial\s+-\s+perpetual\s+\d+ devices\s+export=100\/month render=5\/lifetime\s+1\s+0\s+1\s+\S+$/m);
+    const json = await latchkey(['redemption', 'batches', '--app', t.app.id, '--json']);
+    expect(JSON.parse(json.stdout).at(-1).meters).toEqual({ export: { uses_per_period: 100, period: 'month' }, render: { uses_per_period: 5, period: 'lifetime' } });
   });
 
   it('refuses what the API refuses (exit 2) and generates nothing', async () => {
@@ -62,6 +93,7 @@ describe('latchkey redemption', { timeout: 120_000 }, () => {
       ['--seat-model', 'floating'],
       ['--seat-model', 'floating', '--max-concurrent', '2', '--device-limit', '2'],
       ['--max-concurrent', '2'],
+      ['--meter', 'export=0/month'],
     ]) {
       const refused = await latchkey(['redemption', 'create-batch', '--app', t.app.id, '--channel', 'appsumo', '--quantity', '1', ...extra]);
       expect(refused.code).toBe(2);
