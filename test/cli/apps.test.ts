@@ -91,19 +91,8 @@ describe('latchkey apps', { timeout: 120_000 }, () => {
   });
 
   it('sets the meters sales mint with --sold-meter on create and update, shows them, and clears them with --no-sold-meters', async () => {
-    const created = await latchkey([
-      'apps',
-      'create',
-      '--name',
-      'Meters',
-      '--platform',
-      'linux-x64',
-      '--sold-meter',
-      'export=100/month',
-      '--sold-meter',
-      'render=5/lifetime',
-      '--json',
-    ]);
+    const meterArgs = ['--sold-meter', 'export=100/month', '--sold-meter', 'render=5/lifetime'];
+    const created = await latchkey(['apps', 'create', '--name', 'Meters', '--platform', 'linux-x64', ...meterArgs, '--json']);
     expect(created.code, created.stderr).toBe(0);
     const app = JSON.parse(created.stdout);
     expect(app.sold_meters).toEqual({ export: { uses_per_period: 100, period: 'month' }, render: { uses_per_period: 5, period: 'lifetime' } });

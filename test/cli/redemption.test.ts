@@ -57,34 +57,20 @@ describe('latchkey redemption', { timeout: 120_000 }, () => {
   });
 
   it('generates a batch with --meter whose codes redeem to licenses with those meters, and shows them', async () => {
-    const created = await latchkey([
-      'redemption',
-      'create-batch',
-      '--app',
-      t.app.id,
-      '--channel',
-      'stacksocial',
-      '--quantity',
-      '1',
-      '--meter',
-      'export=100/month',
-      '--meter',
-      'render=5/lifetime',
-    ]);
+    const meterArgs = ['--meter', 'export=100/month', '--meter', 'render=5/lifetime'];
+    const meters = { export: { uses_per_period: 100, period: 'month' }, render: { uses_per_period: 5, period: 'lifetime' } };
+    const created = await latchkey(['redemption', 'create-batch', '--app', t.app.id, '--channel', 'stacksocial', '--quantity', '1', ...meterArgs]);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toMatch(/^meters\s+export=100\/month render=5\/lifetime$/m);
     const redeemed = await redeem(t, created.stdout.trim().split('\n').at(-1)!);
     expect(redeemed.status, JSON.stringify(redeemed.body)).toBe(201);
     const licenses = (await t.call('GET', `/v1/licenses?app_id=${t.app.id}`, { apiKey: t.dev.apiKey })).body as { license_key: string; meters: unknown }[];
-    expect(licenses.find((l) => l.license_key === redeemed.body.license_key)?.meters).toEqual({
-      export: { uses_per_period: 100, period: 'month' },
-      render: { uses_per_period: 5, period: 'lifetime' },
-    });
+    expect(licenses.find((l) => l.license_key === redeemed.body.license_key)?.meters).toEqual(meters);
 
     const list = await latchkey(['redemption', 'batches', '--app', t.app.id]);
     expect(list.stdout).toMatch(/^rbt_\w+\s+stacksocial\s+-\s+perpetual\s+\d+ devices\s+export=100\/month render=5\/lifetime\s+1\s+0\s+1\s+\S+$/m);
     const json = await latchkey(['redemption', 'batches', '--app', t.app.id, '--json']);
-    expect(JSON.parse(json.stdout).at(-1).meters).toEqual({ export: { uses_per_period: 100, period: 'month' }, render: { uses_per_period: 5, period: 'lifetime' } });
+    expect(JSON.parse(json.stdout).at(-1).meters).toEqual(meters);
   });
 
   it('refuses what the API refuses (exit 2) and generates nothing', async () => {

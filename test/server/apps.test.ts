@@ -57,6 +57,7 @@ describe('app CRUD', () => {
       sold_seat_model: 'node_locked',
       sold_max_concurrent: null,
       sold_lease_ttl_minutes: null,
+      sold_meters: {},
       fingerprint_salt: expect.any(String),
       created_at: expect.any(String),
       updated_at: expect.any(String),
