@@ -46,6 +46,17 @@ describe("an app's sold meters", () => {
     expect((await tenant(server, { app: SELLS_METERED })).app.sold_meters).toEqual(METERS);
   });
 
+  it('stay whole under a burst of concurrent updates and sales: each sale mints one set or the other', async () => {
+    const t = await tenant(server);
+    const ONE_EXPORT = { export: { uses_per_period: 1, period: 'day' } };
+    const updates = Array.from({ length: 8 }, (_, i) => t.call('PUT', `/v1/apps/${t.app.id}`, { token: t.dev.accessToken, body: { sold_meters: i % 2 ? METERS : ONE_EXPORT } }));
+    const sales = Array.from({ length: 4 }, () => marketplaceSale(t));
+    const [answers, sold] = await Promise.all([Promise.all(updates), Promise.all(sales)]);
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    expect([METERS, ONE_EXPORT]).toContainEqual((await appOf(t)).sold_meters);
+    for (const license of sold) expect([{}, METERS, ONE_EXPORT]).toContainEqual(license.meters);
+  });
+
   it('refuses bad meters with 400 and changes nothing; another developer gets 404', async () => {
     const t = await tenant(server, { app: SELLS_METERED });
     const update = (body: unknown, token = t.dev.accessToken) => t.call('PUT', `/v1/apps/${t.app.id}`, { token, body });
