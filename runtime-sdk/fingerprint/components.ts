@@ -4,6 +4,7 @@
  */
 import { importOptional, type OptionalModule } from '../optional-module.js';
 import type { Platform } from '../platform.js';
+import { linuxProbes, readsHardwareFiles } from './linux-probes.js';
 
 type SystemInformation = typeof import('systeminformation');
 
@@ -38,10 +39,12 @@ const machineIdProbe =
   async () => ({ 'os.machine_id': await platform.machineId() });
 
 /**
- * The probes for this machine: systeminformation's hardware identifiers and the OS machine id, or
- * the machine id alone (with `onDegraded` told why) where systeminformation cannot be loaded.
+ * The probes for this machine: on Linux x86 the files the kernel exposes (linux-probes.ts, no child
+ * process); elsewhere systeminformation's hardware identifiers and the OS machine id, or the machine
+ * id alone (with `onDegraded` told why) where systeminformation cannot be loaded.
  */
 export async function hardwareProbes(platform: Platform, load: SystemInformationLoader, onDegraded: (reason: string) => void): Promise<Probe[]> {
+  if (readsHardwareFiles(platform)) return linuxProbes(platform);
   const loaded = await load();
   if (!loaded.module) {
     onDegraded(loaded.reason);
@@ -104,7 +107,10 @@ export function readComponentsOnce(source: object, probes: () => Promise<Probe[]
   return reading;
 }
 
-/** Runs the probes in parallel; each gets `timeoutMs`, so a hung WMI or dmidecode cannot stall start-up. */
+/**
+ * Runs the probes in parallel; each gets `timeoutMs`, so a hung WMI or a slow disk cannot stall
+ * start-up: what a probe has not answered by then is missing from the reading (`complete` false).
+ */
 export async function readComponents(probes: Probe[], timeoutMs: number): Promise<ComponentReading> {
   const results = await Promise.all(probes.map((probe) => withDeadline(probe(), timeoutMs)));
   const components: Components = {};
