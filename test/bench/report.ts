@@ -20,9 +20,10 @@ export interface Goal {
 
 const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
+/** The CPU column is the server's per request for load rows, the measured process's per run for sampled ones (samples.ts). */
 export function measurementTable(rows: Measurement[]): string {
   return table(
-    ['bench', 'case', 'target', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failed', 'server CPU ms/req'],
+    ['bench', 'case', 'target', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failed', 'CPU ms/req'],
     rows.map((m) => [
       m.bench,
       m.case,
