@@ -9,7 +9,7 @@
 import { readdir, readFile, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import type { Platform } from '../platform.js';
-import type { Components, Probe } from './components.js';
+import type { Probe } from './components.js';
 
 const DMI = '/sys/class/dmi/id';
 
