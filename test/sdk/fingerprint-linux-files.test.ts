@@ -35,18 +35,8 @@ describe.runIf(readsHardwareFiles(hostPlatform))('Linux: components read from fi
 });
 
 describe.runIf(readsHardwareFiles(hostPlatform))('an installation activated with systeminformation, after the upgrade', async () => {
-  const { server, call, dev, app, publicKeys } = await startRealAuthority();
-  const base: LicenseClientOptions = {
-    appId: app.id,
-    serverUrl: server.url,
-    publicKeys,
-    fingerprintSalt: app.fingerprint_salt,
-    appVersion: '2.3.0',
-    refreshOnStart: false,
-    startupDelayMs: 0,
-    retryLimit: 0,
-    cacheDir: tempDir(),
-  };
+  const { call, dev, app, sdkOptions } = await startRealAuthority();
+  const base: LicenseClientOptions = { ...sdkOptions, cacheDir: tempDir() };
   const clients: LicenseClient[] = [];
   const client = async (options: Partial<LicenseClientOptions> = {}) => {
     const license = await createLicenseClient({ ...base, ...options });

@@ -4,22 +4,12 @@
  * another machine still needs a seat of its own. The SDK against the real server (Koa + PostgreSQL).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLicenseClient, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
+import { createLicenseClient, type LicenseClient } from '../../runtime-sdk/index.js';
 import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
 import { startRealAuthority } from './support/real-authority.js';
 
-const { server, call, dev, app, publicKeys } = await startRealAuthority();
-const base: Omit<LicenseClientOptions, 'cacheDir'> = {
-  appId: app.id,
-  serverUrl: server.url,
-  publicKeys,
-  fingerprintSalt: app.fingerprint_salt,
-  appVersion: '2.3.0',
-  refreshOnStart: false,
-  startupDelayMs: 0,
-  retryLimit: 0,
-};
+const { call, dev, sdkOptions: base } = await startRealAuthority();
 const clients: LicenseClient[] = [];
 
 afterAll(async () => {

@@ -13,6 +13,8 @@ export interface RealAuthority {
   app: { id: string; fingerprint_salt: string } & Record<string, unknown>;
   /** The JWK Set an app pins (`GET /v1/public/keys`). */
   publicKeys: LicenseClientOptions['publicKeys'];
+  /** SDK options for the app against this authority, with no background work at start and no retries. */
+  sdkOptions: Omit<LicenseClientOptions, 'cacheDir'>;
 }
 
 /** Started at the file's top level (or in `beforeAll`); stopped, its database dropped, after the file's tests. */
@@ -28,5 +30,15 @@ export async function startRealAuthority(): Promise<RealAuthority> {
   await setPlan(call, server.adminToken, dev.id, 'pro');
   const app = await createApp(call, dev);
   const publicKeys = (await call('GET', '/v1/public/keys')).body as LicenseClientOptions['publicKeys'];
-  return { server, call, dev, app, publicKeys };
+  const sdkOptions = {
+    appId: app.id,
+    serverUrl: server.url,
+    publicKeys,
+    fingerprintSalt: app.fingerprint_salt,
+    appVersion: '2.3.0',
+    refreshOnStart: false,
+    startupDelayMs: 0,
+    retryLimit: 0,
+  };
+  return { server, call, dev, app, publicKeys, sdkOptions };
 }
