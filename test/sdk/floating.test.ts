@@ -14,18 +14,8 @@ import { startRealAuthority } from './support/real-authority.js';
 const MINUTE_MS = 60_000;
 const TTL_MINUTES = 3;
 
-const { server, call, dev, app, publicKeys } = await startRealAuthority();
-const base: Omit<LicenseClientOptions, 'cacheDir'> = {
-  appId: app.id,
-  serverUrl: server.url,
-  publicKeys,
-  fingerprintSalt: app.fingerprint_salt,
-  appVersion: '2.3.0',
-  refreshOnStart: false,
-  startupDelayMs: 0,
-  retryLimit: 0,
-  clock: server.clock,
-};
+const { server, call, dev, app, sdkOptions } = await startRealAuthority();
+const base: Omit<LicenseClientOptions, 'cacheDir'> = { ...sdkOptions, clock: server.clock };
 const clients: LicenseClient[] = [];
 
 afterAll(async () => {
