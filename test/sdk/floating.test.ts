@@ -70,15 +70,17 @@ describe('floating licenses in the SDK', () => {
     const machine = fakeMachine('F3');
     const cacheDir = tempDir();
     const first = await install(machine, { cacheDir });
-    await first.activate(key);
+    const cachedLeaseEnd = (await first.activate(key)).graceEndsAt!.getTime();
     await first.dispose();
     const other = await install(fakeMachine('F4'));
     await other.activate(key);
     await other.dispose();
 
-    // The restart's check-out takes the seat the other computer checked in.
+    // The restart's check-out takes the seat the other computer checked in: its lease ends later
+    // than the cached one (the clock moved on), which alone is valid at once, before any check-out.
+    server.clock.advance(5_000);
     const restarted = await install(machine, { cacheDir });
-    await statusWhen(restarted, (s) => s.state === 'valid' && s.graceEndsAt!.getTime() > server.clock.now().getTime());
+    await statusWhen(restarted, (s) => s.state === 'valid' && s.graceEndsAt!.getTime() > cachedLeaseEnd);
     await expect((await install(fakeMachine('F5'))).activate(key)).rejects.toMatchObject({ code: 'NO_SEAT_AVAILABLE' });
   });
 
