@@ -219,6 +219,9 @@ export function createApp(deps: AppDeps) {
   const emailJob = sendEmailJob({ db, transport: createEmailTransport(config), clock, log, masterKey });
   // Stripe's meter events when payments are configured; otherwise fees stay in the ledger, marked not_reported.
   const feeJob = reportLicenseFeeJob({ db, reporter: payments.feeReporter, clock, log });
-  const jobs = createJobRunner({ db, queue, log, handlers: [builds.job, emailJob, feeJob] }, { concurrency: config.jobConcurrency, perTenant: config.jobTenantConcurrency });
+  const jobs = createJobRunner(
+    { db, queue, log, handlers: [builds.job, emailJob, feeJob] },
+    { concurrency: config.jobConcurrency, perTenant: config.jobTenantConcurrency, leaseSeconds: config.jobLeaseSeconds },
+  );
   return { app, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
 }

@@ -131,6 +131,11 @@ const ConfigSchema = z.object({
   LATCHKEY_FINGERPRINT_MATCH_OTHERS: z.coerce.number().int().min(0).max(6).default(2),
   /** Jobs one tenant (developer) may have running at once across every process; a single-tenant server may raise it to its slots. */
   LATCHKEY_JOB_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * How long a claimed job stays its process's without a heartbeat (renewed every third of it): a
+   * process killed mid-job has its job run again by another this long after it last renewed.
+   */
+  LATCHKEY_JOB_LEASE_SECONDS: z.coerce.number().int().min(3).max(3600).default(60),
   /** Per-tenant quotas (docs/contract.md, Limits; server/quotas): licenses minted in a clock hour, by any route. */
   LATCHKEY_QUOTA_LICENSES_PER_HOUR: z.coerce.number().int().min(0).default(10_000),
   /** Redemption codes in one batch (at most the API's 10,000). */
@@ -238,6 +243,7 @@ export interface Config {
   /** Component-tolerant device matching on the authority (runtime-sdk fingerprint/match.ts). */
   fingerprintMatch: { others: number };
   jobTenantConcurrency: number;
+  jobLeaseSeconds: number;
   quotas: TenantQuotas;
   trustProxy: TrustedProxies;
   smtpUrl: string | undefined;
@@ -292,6 +298,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     jobConcurrency: c.LATCHKEY_JOB_CONCURRENCY,
     fingerprintMatch: { others: c.LATCHKEY_FINGERPRINT_MATCH_OTHERS },
     jobTenantConcurrency: c.LATCHKEY_JOB_TENANT_CONCURRENCY,
+    jobLeaseSeconds: c.LATCHKEY_JOB_LEASE_SECONDS,
     quotas: {
       licensesPerHour: c.LATCHKEY_QUOTA_LICENSES_PER_HOUR,
       codesPerBatch: c.LATCHKEY_QUOTA_CODES_PER_BATCH,
