@@ -3,14 +3,21 @@ import net from 'node:net';
 /**
  * A clamd that speaks INSTREAM as ClamAV does: `zINSTREAM\0`, then chunks each preceded by a 4-byte
  * big-endian length, ended by a zero length; it answers `stream: OK\0` or `stream: <name> FOUND\0`
- * and closes. It "detects" any stream containing `signature`.
+ * and closes. It "detects" any stream containing `signature`. With `answerAfterMs`, each answer
+ * waits that long after the stream ended: a scan then stays in progress long enough to interrupt.
  */
 export class FakeClamd {
   readonly scanned: Buffer[] = [];
-  private server = net.createServer((socket) => this.serve(socket));
+  /** Streams received whose answer has not been sent yet. */
+  pending = 0;
+  // Half-open: the scanner ends its side once it has sent the stream, and a late answer still goes back.
+  private server = net.createServer({ allowHalfOpen: true }, (socket) => this.serve(socket));
   port = 0;
 
-  constructor(private readonly signature: string) {}
+  constructor(
+    private readonly signature: string,
+    private readonly answerAfterMs = 0,
+  ) {}
 
   async start(): Promise<this> {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -30,6 +37,10 @@ export class FakeClamd {
     let buffered = Buffer.alloc(0);
     let commandRead = false;
     const chunks: Buffer[] = [];
+    let answering = false;
+    socket.on('end', () => {
+      if (!answering) socket.end();
+    });
     socket.on('data', (data: Buffer) => {
       buffered = Buffer.concat([buffered, data]);
       if (!commandRead) {
@@ -45,7 +56,14 @@ export class FakeClamd {
         if (length === 0) {
           const stream = Buffer.concat(chunks);
           this.scanned.push(stream);
-          socket.end(stream.includes(this.signature) ? 'stream: Fake.Test.Signature FOUND\0' : 'stream: OK\0');
+          const answer = stream.includes(this.signature) ? 'stream: Fake.Test.Signature FOUND\0' : 'stream: OK\0';
+          if (this.answerAfterMs === 0) return void socket.end(answer);
+          this.pending++;
+          answering = true;
+          setTimeout(() => {
+            this.pending--;
+            socket.end(answer);
+          }, this.answerAfterMs);
           return;
         }
         if (buffered.length < 4 + length) return;

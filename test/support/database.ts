@@ -11,7 +11,16 @@ export interface TestDatabase {
 }
 
 /** A fresh, migrated database cloned from the run's template. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+export function createTestDatabase(): Promise<TestDatabase> {
+  return createDatabase(inject('templateDb'));
+}
+
+/** A fresh database without a table: what a server's migrations find on a new installation. */
+export function createEmptyDatabase(): Promise<TestDatabase> {
+  return createDatabase('template0');
+}
+
+async function createDatabase(template: string): Promise<TestDatabase> {
   const adminUrl = inject('pgAdminUrl');
   const name = `latchkey_t_${randomHex(6)}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -19,7 +28,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   // Concurrent clones of one template can collide on its lock; a short retry settles it.
   for (let attempt = 0; ; attempt++) {
     try {
-      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('templateDb')}`);
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
       break;
     } catch (err) {
       if (attempt >= 20 || (err as { code?: string }).code !== '55006') throw err;
