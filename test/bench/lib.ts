@@ -42,7 +42,10 @@ export interface LatchkeyService extends Service {
 export interface BenchContext {
   /** A fresh, migrated database that only this bench uses. */
   databaseUrl: string;
-  /** `server/main.ts` in a child process on this bench's database; rate limits counted but never reached. */
+  /**
+   * `server/main.ts` in a child process on this bench's database; rate limits counted but never
+   * reached. Every instance a bench starts shares the master key and signing keys, as instances of one service do.
+   */
   startLatchkey(env?: Record<string, string>): Promise<LatchkeyService>;
   /** `test/bench/baselines/<name>.ts` in a child process, with DATABASE_URL set. */
   startBaseline(name: string, env?: Record<string, string>): Promise<Service>;
@@ -92,6 +95,10 @@ export function createBenchRun(bench: string, databaseUrl: string): BenchRun {
   const goals: Goal[] = [];
   const cleanups: (() => Promise<void> | void)[] = [];
   const progress = (message: string) => process.stderr.write(`  ${bench}: ${message}\n`);
+  const keys = {
+    LATCHKEY_MASTER_KEY: randomBytes(32).toString('base64'),
+    LATCHKEY_SIGNING_KEYS: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+  };
 
   async function start(name: string, entry: string, env: Record<string, string>): Promise<Service> {
     progress(`starting ${name}`);
@@ -114,8 +121,7 @@ export function createBenchRun(bench: string, databaseUrl: string): BenchRun {
       const adminToken = randomBytes(24).toString('hex');
       const service = await start('latchkey', 'server/main.ts', {
         LATCHKEY_DATA_DIR: dataDir,
-        LATCHKEY_MASTER_KEY: randomBytes(32).toString('base64'),
-        LATCHKEY_SIGNING_KEYS: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+        ...keys,
         LATCHKEY_ADMIN_TOKEN: adminToken,
         LATCHKEY_RATE_LIMIT_MULTIPLIER: RATE_LIMIT_MULTIPLIER,
         LOG_LEVEL: 'warn',

@@ -51,13 +51,13 @@ interface Round {
  * with other work slows whichever runs while it is busy, and alternating spreads that over all.
  */
 export async function loadAlternating(services: Service[], request: RequestSpec, shape: LoadShape): Promise<LoadSummary[]> {
-  for (const service of services) await load(service.url, request, shape.warmupSeconds, shape);
+  for (const service of services) await load(service, request, shape.warmupSeconds, shape);
   const roundSeconds = Math.max(1, Math.round(shape.durationSeconds / shape.rounds));
   const rounds: { round: Round; cpuSeconds: number }[][] = services.map(() => []);
   for (let i = 0; i < shape.rounds; i++) {
     for (const [s, service] of services.entries()) {
       const cpuBefore = service.cpuSeconds();
-      const round = await load(service.url, request, roundSeconds, shape);
+      const round = await load(service, request, roundSeconds, shape);
       rounds[s]!.push({ round, cpuSeconds: service.cpuSeconds() - cpuBefore });
     }
   }
@@ -80,8 +80,24 @@ function summarise(runs: { round: Round; cpuSeconds: number }[]): LoadSummary {
 const bodyOf = (request: RequestSpec) =>
   request.bodyPerRequest ? JSON.stringify(request.bodyPerRequest()) : request.body === undefined ? undefined : JSON.stringify(request.body);
 
-function load(url: string, request: RequestSpec, seconds: number, shape: LoadShape): Promise<Round> {
-  return shape.overallRate === undefined ? flatOut(url, request, seconds, shape.connections) : paced(url, request, seconds, shape.connections, shape.overallRate);
+/**
+ * One round on a service; on several instances (`urls`), the connections and the rate split evenly
+ * between them at once, as clients spread by DNS or a balancer would be. Their rounds add up: the
+ * median is the mean of theirs (they see the same load), the 99th percentile the worst.
+ */
+async function load(service: Service, request: RequestSpec, seconds: number, shape: LoadShape): Promise<Round> {
+  const urls = service.urls ?? [service.url];
+  const connections = Math.max(1, Math.round(shape.connections / urls.length));
+  const rounds = await Promise.all(
+    urls.map((url) => (shape.overallRate === undefined ? flatOut(url, request, seconds, connections) : paced(url, request, seconds, connections, shape.overallRate / urls.length))),
+  );
+  return {
+    requests: rounds.reduce((n, r) => n + r.requests, 0),
+    seconds: Math.max(...rounds.map((r) => r.seconds)),
+    p50Ms: rounds.reduce((n, r) => n + r.p50Ms, 0) / rounds.length,
+    p99Ms: Math.max(...rounds.map((r) => r.p99Ms)),
+    failed: rounds.reduce((n, r) => n + r.failed, 0),
+  };
 }
 
 /** As fast as the service answers: each of the connections sends its next request on the last answer. */

@@ -10,6 +10,8 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export interface Service {
   name: string;
   url: string;
+  /** Several instances of one service, loaded together with the connections split evenly between them (no balancer in between). */
+  urls?: string[];
   /** CPU seconds the process has used so far (all its threads); NaN where /proc is missing. */
   cpuSeconds(): number;
   /** Resident memory of the process now, in bytes; NaN where /proc is missing. */
@@ -63,6 +65,20 @@ export async function spawnService(name: string, entry: string, env: Record<stri
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
+  };
+}
+
+/** Several instances as one service: load goes to all of them at once; CPU and memory are their sums. */
+export function instancesOf(name: string, services: Service[]): Service {
+  const sum = (f: (s: Service) => number) => services.reduce((n, s) => n + f(s), 0);
+  return {
+    name,
+    url: services[0]!.url,
+    urls: services.map((s) => s.url),
+    cpuSeconds: () => sum((s) => s.cpuSeconds()),
+    rssBytes: () => sum((s) => s.rssBytes()),
+    stop: async () => void (await Promise.all(services.map((s) => s.stop()))),
+    kill: async () => void (await Promise.all(services.map((s) => s.kill()))),
   };
 }
 
