@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { defineBench, expectStatus, type Service } from './lib.js';
-import { seedApp, seedDeveloper, seedLicense, seedMany, seedProPlan } from './seed.js';
+import { seedLicensedApp, seedMany } from './seed.js';
 
 /** Issue 22: the heartbeats of 10,000 running copies, each holding a seat of a floating license. */
 const LIVE_LEASES = 10_000;
@@ -25,13 +25,7 @@ export default defineBench({
       const latchkey = await ctx.startLatchkey();
       services.push(latchkey);
       const { call } = latchkey;
-      const dev = await seedDeveloper(call);
-      await seedProPlan(call, latchkey.adminToken, dev);
-      const app = await seedApp(call, dev, 'Bench Floating App');
-      const keys = await seedMany(
-        LICENSES,
-        async () => (await seedLicense(call, dev, { app_id: app.id, seat_model: 'floating', max_concurrent: SEATS, lease_ttl_minutes: 15 })).license_key,
-      );
+      const { keys } = await seedLicensedApp(latchkey, 'Bench Floating App', LICENSES, () => ({ seat_model: 'floating', max_concurrent: SEATS, lease_ttl_minutes: 15 }));
       const tokens = await seedMany(LIVE_LEASES, async (i) => {
         const body = { license_key: keys[i % LICENSES], device_fingerprint: newFingerprint(), build_id: null };
         return expectStatus(await call('POST', '/v1/licenses/activate', { body }), 200, 'check out a seat').body.token as string;

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { defineBench } from './lib.js';
 import { instancesOf } from './processes.js';
-import { seedApp, seedDeveloper, seedLicense, seedMany, seedProPlan } from './seed.js';
+import { seedLicensedApp } from './seed.js';
 
 /** Spread as in runtime.bench.ts: no license sees two activations at once, none meets its device limit. */
 const LICENSES = 1_000;
@@ -20,14 +20,11 @@ export default defineBench({
   async run(ctx) {
     const first = await ctx.startLatchkey();
     const second = await ctx.startLatchkey();
-    const { call } = first;
-    const dev = await seedDeveloper(call);
-    await seedProPlan(call, first.adminToken, dev);
-    const app = await seedApp(call, dev, 'Bench Instances App');
-    const keys = await seedMany(
-      LICENSES,
-      async (i) => (await seedLicense(call, dev, { app_id: app.id, email: `buyer${i}@example.com`, device_limit: DEVICE_LIMIT, license_type: 'perpetual' })).license_key,
-    );
+    const { keys } = await seedLicensedApp(first, 'Bench Instances App', LICENSES, (i) => ({
+      email: `buyer${i}@example.com`,
+      device_limit: DEVICE_LIMIT,
+      license_type: 'perpetual',
+    }));
     const one = { ...first, name: 'one instance' };
     const two = instancesOf('two instances', [first, second]);
     const activation = {

@@ -1,6 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { defineBench, expectStatus, type RequestSpec } from './lib.js';
-import { seedApp, seedDeveloper, seedLicense, seedMany, seedProPlan } from './seed.js';
+import { seedLicensedApp } from './seed.js';
 
 /**
  * Activations spread over many licenses, as in the field: one license's slot count is one row,
@@ -28,13 +28,11 @@ export default defineBench({
   async run(ctx) {
     const latchkey = await ctx.startLatchkey();
     const { call } = latchkey;
-    const dev = await seedDeveloper(call);
-    await seedProPlan(call, latchkey.adminToken, dev);
-    const app = await seedApp(call, dev, 'Bench Runtime App');
-    const keys = await seedMany(
-      LICENSES,
-      async (i) => (await seedLicense(call, dev, { app_id: app.id, email: `buyer${i}@example.com`, device_limit: DEVICE_LIMIT, license_type: 'perpetual' })).license_key,
-    );
+    const { keys } = await seedLicensedApp(latchkey, 'Bench Runtime App', LICENSES, (i) => ({
+      email: `buyer${i}@example.com`,
+      device_limit: DEVICE_LIMIT,
+      license_type: 'perpetual',
+    }));
     const tokens = await Promise.all(
       Array.from({ length: REFRESH_DEVICES }, async (_, i) => {
         const body = { license_key: keys[i % LICENSES], device_fingerprint: newFingerprint(), build_id: null };

@@ -48,6 +48,21 @@ export async function seedLicense(call: Call, dev: SeededDeveloper, body: Record
   return expectStatus(await call('POST', '/v1/licenses', { apiKey: dev.apiKey, body }), 201, 'create license').body;
 }
 
+/** A Pro developer's app with `count` licenses made from `license(i)` (app_id added): the developer, the app and the keys. */
+export async function seedLicensedApp(
+  service: { call: Call; adminToken: string },
+  appName: string,
+  count: number,
+  license: (i: number) => Record<string, unknown>,
+): Promise<{ dev: SeededDeveloper; app: { id: string }; keys: string[] }> {
+  const { call } = service;
+  const dev = await seedDeveloper(call);
+  await seedProPlan(call, service.adminToken, dev);
+  const app = await seedApp(call, dev, appName);
+  const keys = await seedMany(count, async (i) => (await seedLicense(call, dev, { app_id: app.id, ...license(i) })).license_key);
+  return { dev, app, keys };
+}
+
 /** A small build, delivered as uploaded (quick to process), once it is READY. */
 export async function seedReadyBuild(call: Call, dev: SeededDeveloper, appId: string, version: string): Promise<{ id: string }> {
   const form = formData({ platform: 'cross_platform', version }, { artifact: { name: 'tool.bin', data: `bench build ${version}` } });
