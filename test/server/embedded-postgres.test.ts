@@ -68,7 +68,10 @@ describe('the embedded PostgreSQL, supervised by the server', () => {
         else await res?.arrayBuffer();
         await new Promise((r) => setTimeout(r, 50));
       }
-      expect(unavailable, server.output()).toEqual({ status: 503, body: { detail: 'The database is not reachable', error_code: 'SERVICE_UNAVAILABLE', status_code: 503, request_id: expect.any(String) } });
+      expect(unavailable, server.output()).toEqual({
+        status: 503,
+        body: { detail: 'The database is not reachable', error_code: 'SERVICE_UNAVAILABLE', status_code: 503, request_id: expect.any(String) },
+      });
       expect(ready, `/readyz never answered 200 again:\n${server.output()}`).toBe(true);
       expect(server.child.exitCode).toBeNull();
       const restarted = postmasterPid(dataDir)!;
