@@ -99,7 +99,7 @@ const ConfigSchema = z.object({
   LATCHKEY_S3_ENDPOINT: z.string().url().optional(),
   /** Bucket in the path (`endpoint/bucket/key`) rather than the host name: what most S3-compatible services need. */
   LATCHKEY_S3_FORCE_PATH_STYLE: z.stringbool().default(false),
-  /** Downloads answer 302 to a short-lived presigned GET of the object once the server has checked and counted them. */
+  /** Signed-link downloads no allowance meters answer 302 to a short-lived presigned GET of the object once the server has checked them; metered ones are always streamed. */
   LATCHKEY_S3_PRESIGN: z.stringbool().default(false),
   /** ClamAV's clamd, which then scans every artifact too: `host:port` or a Unix socket path. */
   LATCHKEY_CLAMD_ADDRESS: z

@@ -60,27 +60,41 @@ export function planFileAnswer(ctx: Koa.Context, file: Pick<StoredFile, 'size' |
 /** The file's bytes an answer carries: none for HEAD and 304. What a download allowance counts. */
 export const bytesOf = (ctx: Koa.Context, answer: FileAnswer): number => (answer.status === 304 || ctx.method === 'HEAD' ? 0 : answer.length);
 
-/**
- * Sends a stored file with its length, its SHA-256 as a strong ETag, and Range and conditional
- * request support: `answer` as `planFileAnswer` decided it (planned here when not given). Answers
- * the file's bytes that left the server: fewer than the answer carries when the client left early
- * (all of them when the answer is a redirect to the object store).
- */
-export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile, answer = planFileAnswer(ctx, file)): Promise<number> {
+function setFileHeaders(ctx: Koa.Context, file: StoredFile): void {
   ctx.set('ETag', `"${file.sha256}"`);
   ctx.set('Accept-Ranges', 'bytes');
   ctx.set('Cache-Control', 'private, no-cache');
+}
+
+/**
+ * Sends a file no allowance meters (a signed link's, checked by the caller): on an object store that
+ * presigns, a GET answers 302 to a short-lived presigned URL of the object, whose bytes then come from
+ * the store (which applies the Range the client sends along); otherwise as `sendStoredFile`.
+ */
+export async function sendUnmeteredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile): Promise<void> {
+  const answer = planFileAnswer(ctx, file);
+  if (!storage.presign || ctx.method === 'HEAD' || answer.status === 304) {
+    await sendStoredFile(ctx, storage, file, answer);
+    return;
+  }
+  setFileHeaders(ctx, file);
+  ctx.redirect(await storage.presign(file.key, file.name));
+}
+
+/**
+ * Sends a stored file through the server, never by redirect, with its length, its SHA-256 as a strong
+ * ETag, and Range and conditional request support: `answer` as `planFileAnswer` decided it (planned
+ * here when not given). Answers the file's bytes that left the server: fewer than the answer carries
+ * when the client left early. What an allowance meters goes through here only: a presigned URL serves
+ * the whole object, any range, as often as asked while it lives, so what it handed out cannot be counted.
+ */
+export async function sendStoredFile(ctx: Koa.Context, storage: BlobStorage, file: StoredFile, answer = planFileAnswer(ctx, file)): Promise<number> {
+  setFileHeaders(ctx, file);
   if (answer.status === 304) {
     ctx.status = 304;
     return 0;
   }
   const { range, length } = answer;
-  if (storage.presign && ctx.method !== 'HEAD') {
-    // Checked (and counted, by the caller) here; the bytes come from the store, which applies the
-    // Range the client sends along. The bytes that never leave cannot be told apart: all are counted.
-    ctx.redirect(await storage.presign(file.key, file.name));
-    return length;
-  }
   ctx.status = answer.status;
   ctx.type = 'application/octet-stream';
   ctx.set('Content-Disposition', `attachment; filename="${file.name}"`);

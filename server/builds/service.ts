@@ -17,7 +17,7 @@ import { inspectArtifact } from './processing.js';
 import { checkUpload } from './upload-check.js';
 import type { ListBuildsFilter, UploadBuildInput } from './schemas.js';
 import type { Scanner } from './scanning/scanner.js';
-import { sendStoredFile } from './send-file.js';
+import { sendUnmeteredFile } from './send-file.js';
 import { assertSignable, assertSignedReplacement } from './signed-package.js';
 import type { BuildRow, BuildsStore } from './store.js';
 
@@ -81,7 +81,7 @@ export function createBuildsService(deps: BuildsServiceDeps) {
   async function sendBuild(ctx: Koa.Context, buildId: string): Promise<void> {
     const build = await store.findReady(buildId);
     assertThat(build, 'BUILD_NOT_FOUND', 'This build no longer exists');
-    await sendStoredFile(ctx, storage, { key: build.package_key!, size: build.protected_size_bytes!, sha256: build.sha256!, name: build.package_name! });
+    await sendUnmeteredFile(ctx, storage, { key: build.package_key!, size: build.protected_size_bytes!, sha256: build.sha256!, name: build.package_name! });
   }
 
   return {

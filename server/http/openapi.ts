@@ -184,7 +184,8 @@ function fileResponses(description: string): Record<string, JsonSchema> {
     200: { description, content: binary, headers },
     206: { description: 'The requested byte range', content: binary, headers: { ...headers, 'Content-Range': { schema: { type: 'string' } } } },
     302: {
-      description: 'With LATCHKEY_S3_PRESIGN=true: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there)',
+      description:
+        'With LATCHKEY_S3_PRESIGN=true, for a signed link no download allowance counts: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there)',
       headers: { Location: { schema: { type: 'string' } }, ETag: headers.ETag },
     },
     304: { description: 'Not modified (If-None-Match)' },

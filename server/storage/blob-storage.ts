@@ -32,8 +32,8 @@ export interface BlobStorage {
   /** Removes staged objects older than `ageMs` that a crash left behind; answers how many. */
   sweepStaged(ageMs: number): Promise<number>;
   /**
-   * Where downloads may go straight to the store (an object store configured to): a short-lived URL
-   * that answers a GET of the object, Range included, saved under `fileName`. Absent otherwise.
+   * Where downloads no allowance meters may go straight to the store (an object store configured to):
+   * a short-lived URL that answers a GET of the object, Range included, saved under `fileName`. Absent otherwise.
    */
   presign?(key: string, fileName: string): Promise<string>;
 }

@@ -182,25 +182,45 @@ describe('with LATCHKEY_S3_PRESIGN=true', () => {
 
 describe('delivery page downloads from the bucket', () => {
   it.each([
-    ['streamed by the server', server, false],
-    ['redirected to a presigned GET', presigning, true],
-  ] as const)('count against the allowance when %s', async (_name, target, redirected) => {
+    ['LATCHKEY_S3_PRESIGN=false', server],
+    ['LATCHKEY_S3_PRESIGN=true', presigning],
+  ] as const)('are streamed by the server and count against the allowance with %s', async (_name, target) => {
     const m = await merchant(target, { platforms: ['linux-x64'], protection_level: 'none' });
     const build = await readyBuild(m, 'linux-x64', Buffer.from(data.subarray(0, 2048)));
     const b = brokerOf(m);
     const page = (await b.send(b.event())).body.delivery_url as string;
     const link = `${page}/builds/${build.id}`;
     const res = await fetch(link, { redirect: 'manual' });
-    expect(res.status).toBe(redirected ? 302 : 200);
-    const bytes = redirected ? (await get(res.headers.get('location')!)).body : Buffer.from(await res.arrayBuffer());
-    expect(sha256(bytes)).toBe(build.sha256);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('location')).toBeNull();
+    expect(sha256(Buffer.from(await res.arrayBuffer()))).toBe(build.sha256);
     expect(await (await fetch(page)).text()).toContain('9 of 10 downloads left.');
     // A range counts its share: half of the file, half a download (9.5 left, shown as 9).
-    expect((await fetch(link, { headers: { range: 'bytes=1024-' }, redirect: 'manual' })).status).toBe(redirected ? 302 : 206);
-    for (let i = 0; i < 8; i++) expect((await fetch(link, { redirect: 'manual' })).status).toBe(redirected ? 302 : 200);
-    // Half a download left: the whole file is refused before anything is read or redirected.
+    const half = await get(link, { headers: { range: 'bytes=1024-' }, redirect: 'manual' });
+    expect(half.status).toBe(206);
+    expect(half.body.equals(data.subarray(1024, 2048))).toBe(true);
+    for (let i = 0; i < 8; i++) expect((await get(link, { redirect: 'manual' })).status).toBe(200);
+    // Half a download left: the whole file is refused before anything is read.
     const refused = await fetch(link, { redirect: 'manual' });
     expect(refused.status).toBe(403);
     expect(refused.headers.get('location')).toBeNull();
+  });
+
+  it('never hand out a presigned URL for a metered download, however small the range', async () => {
+    // A presigned URL serves the whole object, any range, as often as asked while it lives: a
+    // one-byte range answered with one would be a whole download charged as one byte.
+    const m = await merchant(presigning, { platforms: ['linux-x64'], protection_level: 'none' });
+    const build = await readyBuild(m, 'linux-x64', Buffer.from(data.subarray(0, 2048)));
+    const b = brokerOf(m);
+    const page = (await b.send(b.event())).body.delivery_url as string;
+    const link = `${page}/builds/${build.id}`;
+    for (let i = 0; i < 30; i++) {
+      const res = await get(link, { headers: { range: 'bytes=0-0' }, redirect: 'manual' });
+      expect(res.status).toBe(206);
+      expect(res.headers.get('location')).toBeNull();
+      expect(res.body.equals(data.subarray(0, 1))).toBe(true);
+    }
+    // 30 bytes of 2048 were served and counted.
+    expect(await (await fetch(page)).text()).toContain('9 of 10 downloads left.');
   });
 });
