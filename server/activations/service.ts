@@ -14,6 +14,14 @@ import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLice
 
 const DAY_MS = 86_400_000;
 
+/** A device record to take a changed device's new fingerprint `to` (renameDevice), with the components read now. */
+interface PendingRename {
+  licenseId: string;
+  from: string;
+  to: string;
+  components: ComponentHashes;
+}
+
 /** A floating license's seats all leased to other running devices. */
 const noSeatAvailable = (seats: number, earliestExpiry: Date) =>
   new RequestError(
@@ -43,26 +51,40 @@ export function createActivationsService(deps: {
    * new fingerprint makes the rename a no-op (then the rules below see the device as known or new).
    */
   async function recogniseChangedDevice(by: { id: string } | { key: string }, device: string, components: ComponentHashes | undefined): Promise<void> {
-    if (!components) return;
+    const rename = await changedDeviceRecord(by, device, components);
+    if (rename) await store.renameDevice(rename.licenseId, rename.from, device, rename.components);
+  }
+
+  /** The record `device`, not on record itself, is by its components (recogniseChangedDevice's rule); nothing renamed yet. */
+  async function changedDeviceRecord(by: { id: string } | { key: string }, device: string, components: ComponentHashes | undefined): Promise<PendingRename | undefined> {
+    if (!components) return undefined;
     const candidates = await store.devicesToMatch(by, device);
     const same = candidates.find((recorded) => deviceMatches(recorded.component_hashes, components, matchRule));
-    if (same) await store.renameDevice(same.license_id, same.fingerprint_hash, device, components);
+    return same && { licenseId: same.license_id, from: same.fingerprint_hash, to: device, components };
   }
 
   /**
    * The device a token refresh is for: the token's own while it is on record. Otherwise another
    * installation of the same machine may have renamed the record (recogniseChangedDevice): when the
    * runtime sent the device as read now, the record renamed from the token's device that matches the
-   * reading by the same rule becomes the device (renamed to the reading if it differs) and the token
-   * is re-issued for it. Another machine, or a token of a device since removed, stays refused.
+   * reading by the same rule becomes the device, and the token is re-issued for it. When the reading's
+   * fingerprint differs from the record's, the record is renamed to it, but only once the refresh
+   * passed (`rename`): and only if no other record holds that fingerprint, since the reading's
+   * fingerprint may be another device's of the license. Another machine, or a token of a device
+   * since removed, stays refused.
    */
-  async function tokenRefreshDevice(licenseId: string, named: string, readNow: { device: string; components: ComponentHashes } | undefined): Promise<string> {
-    if (!readNow) return named;
+  async function tokenRefreshDevice(
+    licenseId: string,
+    named: string,
+    readNow: { device: string; components: ComponentHashes } | undefined,
+  ): Promise<{ device: string; rename?: PendingRename }> {
+    if (!readNow) return { device: named };
     const record = await store.recordNamedBy(licenseId, named);
-    if (!record || record.fingerprint_hash === named) return named;
-    if (!record.component_hashes || !deviceMatches(record.component_hashes, readNow.components, matchRule)) return named;
-    if (record.fingerprint_hash !== readNow.device) await store.renameDevice(licenseId, record.fingerprint_hash, readNow.device, readNow.components);
-    return readNow.device;
+    if (!record || record.fingerprint_hash === named) return { device: named };
+    if (!record.component_hashes || !deviceMatches(record.component_hashes, readNow.components, matchRule)) return { device: named };
+    if (record.fingerprint_hash === readNow.device) return { device: readNow.device };
+    if ((await store.recordNamedBy(licenseId, readNow.device))?.fingerprint_hash === readNow.device) return { device: named };
+    return { device: record.fingerprint_hash, rename: { licenseId, from: record.fingerprint_hash, to: readNow.device, components: readNow.components } };
   }
 
   /**
@@ -151,23 +173,34 @@ export function createActivationsService(deps: {
       const now = clock.now();
       const { credential, report: deviceReport, content } = input;
       let by: { id: string } | { key: string };
+      // The record refreshed (by its fingerprint on record) and, for a changed device, its new fingerprint.
       let device: string;
+      let rename: PendingRename | undefined;
       if (credential.kind === 'token') {
         const presented = readRuntimeToken(keyring, credential.token);
         by = { id: presented.licenseId };
-        device = await tokenRefreshDevice(presented.licenseId, presented.device, credential.readNow);
+        ({ device, rename } = await tokenRefreshDevice(presented.licenseId, presented.device, credential.readNow));
       } else {
         by = { key: credential.license_key };
-        device = credential.device_fingerprint;
-        await recogniseChangedDevice(by, device, credential.fingerprint_components);
+        rename = await changedDeviceRecord(by, credential.device_fingerprint, credential.fingerprint_components);
+        device = rename?.from ?? credential.device_fingerprint;
       }
       const refreshes = limits.window('refresh');
       const license = await store.refresh(by, device, deviceReport, refreshes, now);
       assertUsable(license);
       enforceLicenseLimit(refreshes.decideFor(license.refresh_hits, license.device_limit), report, 'token refreshes');
-      assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', 'This device is not activated on the license (its devices may have been reset); activate it again');
-      // A floating license's refresh is its heartbeat: the statement renewed a live lease; a lapsed one is checked out again.
-      const leaseEnd = license.seat_model === 'floating' ? (license.lease_expires_at ?? (await takeSeat(license, device, now))) : null;
+      const notActivated = 'This device is not activated on the license (its devices may have been reset); activate it again';
+      assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', notActivated);
+      // Renamed only now, so that a refused refresh (revoked, rate limited) changes no record. False when
+      // the record went or its new fingerprint got a row meanwhile (a concurrent activation).
+      if (rename) {
+        assertThat(await store.renameDevice(rename.licenseId, rename.from, rename.to, rename.components), 'DEVICE_NOT_ACTIVATED', notActivated);
+        device = rename.to;
+      }
+      // A floating license's refresh is its heartbeat: the statement renewed a live lease (of the fingerprint
+      // on record, so not one a renamed device holds); a lapsed one is checked out again.
+      const renewed = rename ? null : license.lease_expires_at;
+      const leaseEnd = license.seat_model === 'floating' ? (renewed ?? (await takeSeat(license, device, now))) : null;
       const contentKey = await releaseContentKey({
         licenseId: license.id,
         appId: license.app_id,

@@ -5,7 +5,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLicenseClient, type LicenseClient } from '../../runtime-sdk/index.js';
-import { createLicense, randomFingerprint } from '../support/fixtures.js';
+import { LICENSE_LIMITS } from '../../server/http/license-limits.js';
+import { createApp, createLicense, randomFingerprint, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
+import { client, type Call } from '../support/http.js';
+import { startTestServer } from '../support/server.js';
 import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
 import { startRealAuthority } from './support/real-authority.js';
 
@@ -23,8 +26,8 @@ async function install(machine: FakeMachine): Promise<LicenseClient> {
   return license;
 }
 
-async function devicesOf(licenseId: string): Promise<unknown[]> {
-  const detail = await call('GET', `/v1/licenses/${licenseId}`, { apiKey: dev.apiKey });
+async function devicesOf(licenseId: string, on: { call: Call; dev: TestDeveloper } = { call, dev }): Promise<unknown[]> {
+  const detail = await on.call('GET', `/v1/licenses/${licenseId}`, { apiKey: on.dev.apiKey });
   expect(detail.status).toBe(200);
   return detail.body.devices as unknown[];
 }
@@ -93,8 +96,9 @@ function randomComponents(): Record<string, string> {
  * A one-device license activated over HTTP, then activated again by the same machine with a new
  * disk (another installation): its record renamed, the first token names a fingerprint no longer on record.
  */
-async function renamedByAnotherInstallation() {
-  const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
+async function renamedByAnotherInstallation(on: { call: Call; dev: TestDeveloper; appId: string } = { call, dev, appId: base.appId }) {
+  const { call } = on;
+  const created = await createLicense(call, on.dev, { app_id: on.appId, license_type: 'perpetual', device_limit: 1 });
   const machine = randomComponents();
   const activated = await call('POST', '/v1/licenses/activate', {
     body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
@@ -105,7 +109,7 @@ async function renamedByAnotherInstallation() {
     body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: changed },
   });
   expect(renaming.status).toBe(200);
-  expect(await devicesOf(created.license_id)).toHaveLength(1);
+  expect(await devicesOf(created.license_id, on)).toHaveLength(1);
   return { created, changed, staleToken: activated.body.token as string, renamedToken: renaming.body.token as string };
 }
 
@@ -234,5 +238,81 @@ describe('a token of a device whose record another installation took over (its f
     const statuses = (await Promise.all(burst)).map((r) => r.status);
     expect(statuses.filter((s) => s >= 500)).toEqual([]);
     expect(await devicesOf(created.license_id)).toHaveLength(1);
+  });
+});
+
+const fingerprintsOf = async (licenseId: string, on?: { call: Call; dev: TestDeveloper }) =>
+  ((await devicesOf(licenseId, on)) as { fingerprint_hash: string }[]).map((d) => d.fingerprint_hash).sort();
+
+describe('a stale token presented with another device of the license', () => {
+  it("is refused, and leaves that device's record as it was (its own later change keeps its seat)", async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 2 });
+    const machine = randomComponents();
+    const activated = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
+    });
+    expect(activated.status).toBe(200);
+    const changed = { ...machine, 'disk.serial': randomFingerprint() };
+    const renamedDevice = randomFingerprint();
+    expect(
+      (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: renamedDevice, fingerprint_components: changed } })).status,
+    ).toBe(200);
+    const other = randomComponents();
+    const otherDevice = randomFingerprint();
+    expect(
+      (await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: otherDevice, fingerprint_components: other } })).status,
+    ).toBe(200);
+
+    // The stale token's record matches these components, but the fingerprint is the other device's row.
+    const hijack = await call('POST', '/v1/licenses/refresh', {
+      body: { token: activated.body.token, device_fingerprint: otherDevice, fingerprint_components: changed },
+    });
+    expect(hijack.status).toBe(403);
+    expect(hijack.body.error_code).toBe('DEVICE_NOT_ACTIVATED');
+    expect(await fingerprintsOf(created.license_id)).toEqual([renamedDevice, otherDevice].sort());
+
+    // The other device's components were kept: its own new disk is still recognised as it.
+    const otherChanged = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: { ...other, 'disk.serial': randomFingerprint() } },
+    });
+    expect(otherChanged.status, JSON.stringify(otherChanged.body)).toBe(200);
+    expect(await devicesOf(created.license_id)).toHaveLength(2);
+    // And the renamed record still takes the stale token as read now.
+    const moved = await call('POST', '/v1/licenses/refresh', { body: { token: activated.body.token, device_fingerprint: renamedDevice, fingerprint_components: changed } });
+    expect(moved.status).toBe(200);
+    expect(tokenDevice(moved.body.token as string)).toBe(renamedDevice);
+  });
+});
+
+describe('a refused stale-token refresh renames nothing', () => {
+  it('when the license is revoked', async () => {
+    const { created, staleToken, changed, renamedToken } = await renamedByAnotherInstallation();
+    expect((await call('POST', `/v1/licenses/${created.license_id}/revoke`, { apiKey: dev.apiKey, body: {} })).status).toBeLessThan(300);
+    const refused = await call('POST', '/v1/licenses/refresh', {
+      body: { token: staleToken, device_fingerprint: randomFingerprint(), fingerprint_components: { ...changed, 'board.serial': randomFingerprint() } },
+    });
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(refused.status).toBeLessThan(500);
+    expect(await fingerprintsOf(created.license_id)).toEqual([tokenDevice(renamedToken)]);
+  });
+
+  it('when the license is past its refresh limit (429)', async () => {
+    const limitedServer = await startTestServer({ realRateLimits: true });
+    try {
+      const on = { call: client(limitedServer.url), dev: await registerDeveloper(client(limitedServer.url)) };
+      await setPlan(on.call, limitedServer.adminToken, on.dev.id, 'pro');
+      const { created, staleToken, changed, renamedToken } = await renamedByAnotherInstallation({ ...on, appId: (await createApp(on.call, on.dev)).id });
+      // Just inside a fresh window (windows are aligned to the clock), so that the refreshes below all count in one.
+      const windowMs = LICENSE_LIMITS.refresh.windowSeconds * 1000;
+      limitedServer.clock.advance(windowMs - (limitedServer.clock.now().getTime() % windowMs) + 1000);
+      for (let i = 0; i < LICENSE_LIMITS.refresh.limit; i++) expect((await on.call('POST', '/v1/licenses/refresh', { body: { token: renamedToken } })).status).toBe(200);
+      const limited = await on.call('POST', '/v1/licenses/refresh', {
+        body: { token: staleToken, device_fingerprint: randomFingerprint(), fingerprint_components: { ...changed, 'board.serial': randomFingerprint() } },
+      });
+      expect(limited.status).toBe(429);
+      expect(await fingerprintsOf(created.license_id, on)).toEqual([tokenDevice(renamedToken)]);
+    } finally {
+      await limitedServer.close();
+    }
   });
 });
