@@ -3,7 +3,9 @@
  * server and PostgreSQL, each check failing for the reason it names.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runLatchkey } from '../support/cli.js';
@@ -110,5 +112,38 @@ describe('latchkey doctor', { timeout: 60_000 }, () => {
     } finally {
       await misnamed.close();
     }
+  });
+
+  it('refuses (exit 2) to send LATCHKEY_ADMIN_TOKEN over plain http to a host that is not loopback, unless --allow-http', async () => {
+    // A server on this machine's own network address (not loopback) that records what it is sent.
+    const address = Object.values(os.networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+    expect(address, 'this test needs a network interface besides loopback').toBeDefined();
+    const authorizations: string[] = [];
+    const recorder = http.createServer((req, res) => {
+      if (req.headers.authorization) authorizations.push(req.headers.authorization);
+      res.writeHead(req.url === '/healthz' || req.url === '/readyz' ? 200 : 404, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => recorder.listen(0, address, resolve));
+    const remote = `http://${address}:${(recorder.address() as net.AddressInfo).port}`;
+    try {
+      const refused = await doctor(asAdmin, ['--url', remote]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/LATCHKEY_ADMIN_TOKEN.*http:\/\/.*--allow-http/s);
+      expect(refused.stderr).not.toContain(server.adminToken);
+      expect(authorizations).toEqual([]);
+
+      // Allowed explicitly (a private network): the token is sent.
+      const allowed = await doctor(asAdmin, ['--url', remote, '--allow-http']);
+      expect(allowed.code).toBe(3);
+      expect(authorizations).toEqual([`Bearer ${server.adminToken}`]);
+    } finally {
+      await new Promise((resolve) => recorder.close(resolve));
+    }
+
+    // Loopback by name is fine without the flag.
+    const local = await doctor(asAdmin, ['--url', server.url.replace('127.0.0.1', 'localhost'), '--json']);
+    expect(local.code, local.stderr).toBe(0);
   });
 });
