@@ -138,8 +138,9 @@ export function createApp(deps: AppDeps) {
   });
   const pushes = createPushService({ store: updatesStore, clock });
   const updateChecks = createUpdateChecks({ store: updatesStore, clock, keyring, links: builds.links, limits: licenseLimits });
+  const activationsStore = createActivationsStore(db);
   const activations = createActivationsService({
-    store: createActivationsStore(db),
+    store: activationsStore,
     clock,
     keyring,
     limits: licenseLimits,
@@ -160,7 +161,7 @@ export function createApp(deps: AppDeps) {
     ...appRoutes(apps),
     ...builds.routes,
     ...licenseRoutes(licenses),
-    ...meterRoutes(createMetersService({ store: createMetersStore(db), clock, keyring })),
+    ...meterRoutes(createMetersService({ store: createMetersStore(db), clock, keyring, recordNamedBy: activationsStore.recordNamedBy })),
     ...activationRoutes(activations),
     ...offlineActivationRoutes(offlineActivation),
     ...updateRoutes(pushes, updateChecks),

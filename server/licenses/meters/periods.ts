@@ -1,8 +1,8 @@
 /**
  * A meter's period: calendar periods in UTC (a day from 00:00, a month from its 1st, a year from
- * 1 January), or the license's whole life. Calendar rather than rolling so that every consumption
- * belongs to exactly one period by its own time, which an offline consumption reported late needs,
- * and a balance resets at a moment the app can show.
+ * 1 January), or the license's whole life. Calendar rather than rolling so that a balance resets at
+ * a moment the app can show. A consumption counts in the period containing the moment the authority
+ * receives it (service.ts), never one its own date chooses.
  */
 export const METER_PERIODS = ['day', 'month', 'year', 'lifetime'] as const;
 export type MeterPeriod = (typeof METER_PERIODS)[number];

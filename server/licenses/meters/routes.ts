@@ -52,11 +52,13 @@ export function meterRoutes(meters: MetersService) {
       description:
         'Counted once per `idempotency_key`: a replay (a retry after a lost answer, an offline queue reported twice) answers the first ' +
         'answer with `replayed: true` and counts nothing; the key already counted for another feature or quantity: 409 IDEMPOTENCY_KEY_REUSED. ' +
-        "Counted in the meter's period that `consumed_at` (default now) falls in. Past `uses_per_period`: 409 USAGE_LIMIT_EXCEEDED with " +
-        '`remaining` and `period_ends_at`, nothing counted; concurrent consumptions never pass the limit together. A feature without a meter: ' +
-        '404 METER_NOT_FOUND. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign (an expired one is accepted if genuine), ' +
-        '401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED once it expired. 400 for a `consumed_at` in the future ' +
-        `or over ${s.MAX_CONSUMPTION_AGE_DAYS} days old.`,
+        "Counted in the meter's period current when the request arrives: a late report (an offline queue) counts in the period it arrives in, " +
+        '`consumed_at` (default now, any past date, at most 5 minutes ahead) is recorded and never chooses the period. Past `uses_per_period`: ' +
+        '409 USAGE_LIMIT_EXCEEDED with `remaining` and `period_ends_at`, nothing counted; concurrent consumptions never pass the limit together. ' +
+        'A feature without a meter: 404 METER_NOT_FOUND. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign (an expired one is ' +
+        'accepted if genuine: a refresh would renew it on the same conditions), 401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED ' +
+        "once it expired, 403 DEVICE_NOT_ACTIVATED once the token's device is no longer on record for the license (reset or deactivated; a " +
+        'fingerprint another installation of the machine renamed still stands for its record). 400 for a `consumed_at` in the future.',
       body: s.ConsumeBody,
       response: s.ConsumeResult,
       errors: [401, 403, 404, 409],

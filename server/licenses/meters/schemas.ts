@@ -5,8 +5,6 @@ import { METER_PERIODS } from './periods.js';
 const MAX_METERS = 32;
 /** Long enough for a UUID or a ULID with a prefix; the SDK generates 32 hex characters. */
 const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_.:-]{8,128}$/;
-/** How far back an offline consumption may be dated: older ones are refused rather than counted in a long-closed period. */
-export const MAX_CONSUMPTION_AGE_DAYS = 30;
 
 const FEATURE_NAME_RULE = 'must be 1 to 64 letters, digits, _ . : or -, starting with a letter or digit';
 
@@ -63,7 +61,10 @@ export const ConsumeBody = z.object({
   consumed_at: z.iso
     .datetime({ offset: true })
     .optional()
-    .describe(`When the app consumed it (an offline consumption reported later); default now. Counted in the period it falls in; at most ${MAX_CONSUMPTION_AGE_DAYS} days old`),
+    .describe(
+      'When the app consumed it (an offline consumption reported later); default now. Recorded only: the units count in the period current when the ' +
+        'authority receives them, however old this is; not more than 5 minutes in the future',
+    ),
 }) satisfies z.ZodType<ConsumeRequest, unknown>;
 export type ConsumeInput = z.infer<typeof ConsumeBody>;
 

@@ -4,15 +4,11 @@ import { RequestError, assertThat } from '../../errors.js';
 import type { Keyring } from '../../signing/keyring.js';
 import { assertUsable } from '../rules.js';
 import { periodContaining, type PeriodBounds } from './periods.js';
-import { MAX_CONSUMPTION_AGE_DAYS, type ConsumeInput, type ConsumeResult, type Meters, type SetMetersInput } from './schemas.js';
+import { type ConsumeInput, type ConsumeResult, type Meters, type SetMetersInput } from './schemas.js';
 import type { ConsumptionRow, MetersStore } from './store.js';
 
-const DAY_MS = 86_400_000;
 /** A runtime clock a little ahead of the server's is not a consumption from the future. */
 const MAX_CLOCK_AHEAD_MS = 5 * 60_000;
-
-/** A twin with the same idempotency key committed between this request's check and its insert. */
-class CountedByTwin extends Error {}
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -38,15 +34,19 @@ function replayOf(row: ConsumptionRow, input: ConsumeInput): ConsumeResult {
   return answerOf(row, true);
 }
 
+/**
+ * When the app says it consumed the units, kept in the ledger only: it never chooses the period (a
+ * backdated report would spend a past period's balance), so any past date is taken as it is.
+ */
 function consumedAtOf(input: ConsumeInput, now: Date): Date {
   if (input.consumed_at === undefined) return now;
   const at = new Date(input.consumed_at);
   if (at.getTime() > now.getTime() + MAX_CLOCK_AHEAD_MS) throw new RequestError('VALIDATION_FAILED', 'body.consumed_at: must not be in the future');
-  if (at.getTime() < now.getTime() - MAX_CONSUMPTION_AGE_DAYS * DAY_MS) {
-    throw new RequestError('VALIDATION_FAILED', `body.consumed_at: must be at most ${MAX_CONSUMPTION_AGE_DAYS} days old`);
-  }
   return at;
 }
+
+/** The license's meter of `feature`; a name like `constructor` is a feature like any other, not an Object.prototype key. */
+const meterOf = (meters: Meters, feature: string) => (Object.hasOwn(meters, feature) ? meters[feature] : undefined);
 
 /** Each meter of a license in the period containing `now`, with its usage. */
 function usageView(licenseId: string, meters: Meters, used: Map<string, number>, now: Date) {
@@ -69,8 +69,14 @@ function usageView(licenseId: string, meters: Meters, used: Map<string, number>,
   };
 }
 
-export function createMetersService(deps: { store: MetersStore; clock: Clock; keyring: Keyring }) {
-  const { store, clock, keyring } = deps;
+export function createMetersService(deps: {
+  store: MetersStore;
+  clock: Clock;
+  keyring: Keyring;
+  /** The device record a runtime token's fingerprint stands for on the license (activations' rule, which refresh and deactivation use). */
+  recordNamedBy: (licenseId: string, fingerprint: string) => Promise<object | undefined>;
+}) {
+  const { store, clock, keyring, recordNamedBy } = deps;
 
   async function usageAt(licenseId: string, meters: Meters, now: Date) {
     const periods = Object.entries(meters).map(([feature, meter]) => ({ feature, start: periodContaining(meter.period, now).start }));
@@ -93,59 +99,60 @@ export function createMetersService(deps: { store: MetersStore; clock: Clock; ke
     },
 
     /**
-     * Counts `quantity` of a metered feature on the license the runtime token names, in the period
-     * `consumed_at` falls in, once per idempotency key: a replay answers the first answer and counts
-     * nothing. Past the limit: 409 USAGE_LIMIT_EXCEEDED, nothing counted.
+     * Counts `quantity` of a metered feature on the license the runtime token names, in the meter's
+     * period current when the request arrives (`consumed_at` is recorded, never chooses it), once per
+     * idempotency key: a replay answers the first answer and counts nothing. The token may be expired
+     * (a refresh would renew it on the same conditions) but its device must still be on record for
+     * the license. Past the limit: 409 USAGE_LIMIT_EXCEEDED, nothing counted.
      */
     async consume(input: ConsumeInput): Promise<ConsumeResult> {
-      const { licenseId } = readRuntimeToken(keyring, input.token);
+      const { licenseId, device } = readRuntimeToken(keyring, input.token);
       const now = clock.now();
       const consumedAt = consumedAtOf(input, now);
       const counted = await store.findConsumption(licenseId, input.idempotency_key);
       if (counted) return replayOf(counted, input);
       const license = await store.findLicense(licenseId, now);
       assertUsable(license);
-      const meter = license.meters[input.feature];
+      assertThat(
+        await recordNamedBy(licenseId, device),
+        'DEVICE_NOT_ACTIVATED',
+        'This device is not activated on the license (its devices may have been reset); activate it again',
+      );
+      const meter = meterOf(license.meters, input.feature);
       assertThat(meter, 'METER_NOT_FOUND', `The license has no meter for ${input.feature}`);
-      const period: PeriodBounds = periodContaining(meter.period, consumedAt);
+      const period: PeriodBounds = periodContaining(meter.period, now);
       const at = { licenseId, feature: input.feature, period };
-      try {
-        return await store.transaction(async (trx) => {
-          const used = await store.addToCounter(trx, at, input.quantity, meter);
-          if (used === undefined) {
-            // A twin with this key may have taken the last units and committed while this waited on the counter.
-            const twin = await store.findConsumption(licenseId, input.idempotency_key, trx);
-            if (twin) return replayOf(twin, input);
-            const remaining = Math.max(0, meter.uses_per_period - (await store.usedInPeriod(trx, at)));
-            throw new RequestError(
-              'USAGE_LIMIT_EXCEEDED',
-              `${input.quantity} more of ${input.feature} would pass its ${meter.uses_per_period} per ${meter.period}; ${remaining} left`,
-              {
-                balance: { remaining, period_ends_at: iso(period.end) },
-              },
-            );
-          }
-          const row: ConsumptionRow = {
-            license_id: licenseId,
-            idempotency_key: input.idempotency_key,
-            feature: input.feature,
-            quantity: input.quantity,
-            consumed_at: consumedAt,
-            recorded_at: now,
-            period_start: period.start,
-            period_end: period.end,
-            used,
-            uses_per_period: meter.uses_per_period,
-          };
-          // Thrown, not returned: the counter's increment must roll back with it.
-          if (!(await store.recordConsumption(trx, row))) throw new CountedByTwin();
-          return answerOf(row, false);
-        });
-      } catch (err) {
-        if (!(err instanceof CountedByTwin)) throw err;
-        const twin = await store.findConsumption(licenseId, input.idempotency_key);
-        return replayOf(twin!, input);
-      }
+      return store.transaction(async (trx) => {
+        // Twins with this key wait here until the first commits, then answer its answer (or the key's reuse).
+        await store.lockIdempotencyKey(trx, licenseId, input.idempotency_key);
+        const twin = await store.findConsumption(licenseId, input.idempotency_key, trx);
+        if (twin) return replayOf(twin, input);
+        const used = await store.addToCounter(trx, at, input.quantity, meter);
+        if (used === undefined) {
+          const remaining = Math.max(0, meter.uses_per_period - (await store.usedInPeriod(trx, at)));
+          throw new RequestError(
+            'USAGE_LIMIT_EXCEEDED',
+            `${input.quantity} more of ${input.feature} would pass its ${meter.uses_per_period} per ${meter.period}; ${remaining} left`,
+            {
+              balance: { remaining, period_ends_at: iso(period.end) },
+            },
+          );
+        }
+        const row: ConsumptionRow = {
+          license_id: licenseId,
+          idempotency_key: input.idempotency_key,
+          feature: input.feature,
+          quantity: input.quantity,
+          consumed_at: consumedAt,
+          recorded_at: now,
+          period_start: period.start,
+          period_end: period.end,
+          used,
+          uses_per_period: meter.uses_per_period,
+        };
+        await store.recordConsumption(trx, row);
+        return answerOf(row, false);
+      });
     },
   };
 }

@@ -86,14 +86,14 @@ export function createMetersStore(db: Db) {
         .first<{ used: string } | undefined>('used')
         .then((r) => Number(r?.used ?? 0)),
 
-    /** Records the counted consumption; false when its key was recorded meanwhile (a concurrent twin committed first). */
-    recordConsumption: (trx: Knex.Transaction, row: ConsumptionRow) =>
-      trx('meter_consumptions')
-        .insert(row)
-        .onConflict(['license_id', 'idempotency_key'])
-        .ignore()
-        .returning('idempotency_key')
-        .then((r: unknown[]) => r.length > 0),
+    /**
+     * Serialises the consumptions of one idempotency key of the license until the transaction ends,
+     * so a twin sent concurrently finds the first's ledger row instead of racing it to the counter.
+     */
+    lockIdempotencyKey: (trx: Knex.Transaction, licenseId: string, key: string) => trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`consume:${licenseId}:${key}`]),
+
+    /** Records the counted consumption (its key is locked: no twin can have recorded it meanwhile). */
+    recordConsumption: (trx: Knex.Transaction, row: ConsumptionRow) => trx('meter_consumptions').insert(row),
   };
 }
 
