@@ -150,8 +150,9 @@ export class LicenseClient {
    * covers is queued (`queued: true`) in a sealed file beside the cache and reported, with its
    * idempotency key, before the next consumption and after each refresh: the authority counts it
    * once, even when a report's answer is lost. Rejects with USAGE_LIMIT_REACHED past the balance
-   * (`remaining`, `periodEndsAt`), FEATURE_NOT_METERED, NOT_ACTIVATED, or `OFFLINE` when offline with
-   * no balance known for the feature in its current period.
+   * (`remaining`, `periodEndsAt`), FEATURE_NOT_METERED, NOT_ACTIVATED, DEVICE_DEACTIVATED (the queue is
+   * kept until the device is activated again), or `OFFLINE` when offline with no balance known for the
+   * feature in its current period. A queued consumption counts in the period it is reported in.
    */
   async consume(feature: string, quantity = 1, options: ConsumeOptions = {}): Promise<ConsumeResult> {
     this.assertOpen();

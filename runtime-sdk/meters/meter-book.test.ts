@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { balanceOf, emptyBook, localRemaining, parseBook, type MeterBookState } from './meter-book.js';
+import { LicenseError } from '../errors.js';
+import { balanceOf, emptyBook, localRemaining, parseBook, whenRefused, type MeterBookState } from './meter-book.js';
 
 const T = Date.parse('2026-05-10T12:00:00.000Z');
 const book = (over: Partial<MeterBookState> = {}): MeterBookState => ({ ...emptyBook('lic_1'), ...over });
@@ -40,5 +41,33 @@ describe('the meter book', () => {
     expect(parseBook(undefined)).toBeUndefined();
     expect(parseBook({ ...good, pending: [{ ...good.pending[0], quantity: 0 }] })).toBeUndefined();
     expect(parseBook({ ...good, licenseId: 7 })).toBeUndefined();
+  });
+  it('knows no balance for a feature named like an Object.prototype key the authority never answered', () => {
+    for (const feature of ['constructor', 'toString', 'hasOwnProperty', 'valueOf']) expect(localRemaining(book(), feature, T)).toBeUndefined();
+    const b = book({ balances: { constructor: { remaining: 2, usesPerPeriod: 2, periodEndsAt: null } } });
+    expect(localRemaining(b, 'constructor', T)).toBe(2);
+  });
+
+  it('a consumption queued in a period that has since ended counts against the balance of the period it is reported in', () => {
+    // The authority answered for June; the consumption was made in May and is still to be reported: June pays for it.
+    const b = book({
+      balances: { export: { remaining: 4, usesPerPeriod: 10, periodEndsAt: Date.parse('2026-07-01T00:00:00.000Z') } },
+      pending: [{ idempotencyKey: 'k1-aaaaaaaa', feature: 'export', quantity: 3, consumedAt: '2026-05-31T23:00:00.000Z' }],
+    });
+    expect(localRemaining(b, 'export', Date.parse('2026-06-02T00:00:00.000Z'))).toBe(1);
+  });
+
+  it('drops a refused queued consumption only when the refusal is final', () => {
+    const refused = (code: ConstructorParameters<typeof LicenseError>[0], status?: number) => whenRefused(new LicenseError(code, 'x', { status }));
+    // The authority will never count it: over the limit, no meter any more, the license ended, the key spent on another consumption.
+    for (const code of ['USAGE_LIMIT_REACHED', 'FEATURE_NOT_METERED', 'LICENSE_EXPIRED', 'INVALID_LICENSE_KEY'] as const) expect(refused(code)).toBe('drop');
+    expect(refused('REQUEST_REJECTED', 409)).toBe('drop');
+    // It may count later: once reachable, once the device is activated again, with another token.
+    for (const code of ['OFFLINE', 'SERVER_UNAVAILABLE', 'TOO_MANY_ATTEMPTS', 'DEVICE_DEACTIVATED', 'TOKEN_NOT_RECOGNISED', 'INVALID_SERVER_RESPONSE', 'DISPOSED'] as const) {
+      expect(refused(code)).toBe('keep');
+    }
+    // A format the authority does not take (an older or newer SDK): kept for a later report, not blocking consumption.
+    expect(refused('REQUEST_REJECTED', 400)).toBe('set-aside');
+    expect(refused('REQUEST_REJECTED')).toBe('set-aside');
   });
 });

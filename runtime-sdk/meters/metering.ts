@@ -11,7 +11,7 @@ import { LicenseError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ConsumeAnswer } from '../protocol.js';
 import type { LicenseVault } from '../token-store/license-vault.js';
-import { balanceOf, emptyBook, localRemaining, parseBook, type MeterBookState, type PendingConsumption } from './meter-book.js';
+import { balanceFor, balanceOf, emptyBook, localRemaining, parseBook, whenRefused, type MeterBookState, type PendingConsumption } from './meter-book.js';
 
 /** The file beside the license cache that holds the meter book. */
 const BOOK_SUFFIX = '.meters';
@@ -74,9 +74,10 @@ export class Metering {
   }
 
   /**
-   * Reports the queued consumptions in order, each removed once the authority answered it (counted,
-   * or refused for good: then it is dropped with a warning). Stops, keeping the rest, at the first
-   * the authority cannot be reached for; rejects with that error.
+   * Reports the queued consumptions in order, each removed once the authority answered it: counted,
+   * or refused for good (dropped with a warning). Stops at the first it may count later (whenRefused):
+   * the authority unreachable, the device or token to be renewed (rejects with that error), or a form
+   * the authority refused (kept with a warning, resolves). The rest stays queued.
    */
   async report(grant: Pick<MeteringGrant, 'token' | 'licenseId'>): Promise<void> {
     const book = await this.load(grant.licenseId);
@@ -88,12 +89,20 @@ export class Metering {
           feature: item.feature,
           quantity: item.quantity,
           idempotency_key: item.idempotencyKey,
-          consumed_at: item.consumedAt,
+          // Never ahead of the authority's time as now reckoned (the clock may have been set back since): it would be refused.
+          consumed_at: new Date(Math.min(Date.parse(item.consumedAt), this.authorityNow())).toISOString(),
         });
         book.balances[item.feature] = balanceOf(answer);
       } catch (err) {
-        if (!(err instanceof LicenseError) || err.retryable || err.code === 'DISPOSED') throw err;
-        this.options.logger.warn('the authority refused a queued consumption; it is not counted', { feature: item.feature, quantity: item.quantity, code: err.code });
+        if (!(err instanceof LicenseError)) throw err;
+        const refusal = whenRefused(err);
+        const detail = { feature: item.feature, quantity: item.quantity, code: err.code, status: err.extra.status, reason: err.message };
+        if (refusal === 'keep') throw err;
+        if (refusal === 'set-aside') {
+          this.options.logger.warn('the authority refused the form of a queued consumption; it stays queued and is reported again later', detail);
+          return;
+        }
+        this.options.logger.warn('the authority refused a queued consumption for good; it is not counted', detail);
       }
       book.pending.shift();
       await this.save(book);
@@ -123,7 +132,7 @@ export class Metering {
    * license whose known balance covers it; otherwise refused with `unreached` or USAGE_LIMIT_REACHED.
    */
   private async queue(book: MeterBookState, grant: MeteringGrant, item: PendingConsumption, unreached: LicenseError, isNew: boolean): Promise<ConsumeResult> {
-    const balance = book.balances[item.feature];
+    const balance = balanceFor(book, item.feature);
     const left = localRemaining(book, item.feature, this.authorityNow());
     if (!grant.usable || !balance || left === undefined) throw unreached;
     const periodEndsAt = balance.periodEndsAt === null ? null : new Date(balance.periodEndsAt);

@@ -148,4 +148,80 @@ describe('license.consume()', () => {
     expect(await serverUsed(second.license_id, 'export')).toBe(1);
     expect(await serverUsed(first.created.license_id, 'export')).toBe(1);
   });
+  it('a feature named like an Object.prototype key is a feature like any other: offline with no balance known, it is not queued', async () => {
+    const { created, at, license } = await meteredInstall('ME1', { export: { uses_per_period: 5, period: 'month' }, constructor: { uses_per_period: 2, period: 'month' } });
+    expect((await license.consume('export', 1)).remaining).toBe(4);
+    await license.dispose();
+    const offline = await start(at, { serverUrl: UNREACHABLE });
+    for (const feature of ['constructor', 'toString', 'valueOf', 'hasOwnProperty']) expect((await licenseErrorOf(offline.consume(feature))).code).toBe('OFFLINE');
+    await offline.dispose();
+    const online = await start(at);
+    expect(await online.consume('constructor', 2)).toMatchObject({ queued: false, remaining: 0 });
+    expect((await licenseErrorOf(online.consume('toString'))).code).toBe('FEATURE_NOT_METERED');
+    expect(await serverUsed(created.license_id, 'constructor')).toBe(2);
+    expect(await serverUsed(created.license_id, 'export')).toBe(1);
+  });
+
+  it('a consumption queued before the period turned is counted in the period it is reported in', async () => {
+    const { created, at, license } = await meteredInstall('MF1', { export: { uses_per_period: 3, period: 'month' } });
+    expect((await license.consume('export', 2)).remaining).toBe(1);
+    await license.dispose();
+    const offline = await start(at, { serverUrl: UNREACHABLE });
+    expect(await offline.consume('export', 1)).toMatchObject({ queued: true, remaining: 0 });
+    await offline.dispose();
+    const now = new Date();
+    server.clock.offsetMs = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1, 0, 1) - now.getTime();
+    try {
+      const online = await start(at);
+      // The queued unit, reported now, and this one: 2 of the new month's 3.
+      expect(await online.consume('export', 1)).toMatchObject({ queued: false, remaining: 1 });
+      expect(await serverUsed(created.license_id, 'export')).toBe(2);
+      await online.dispose();
+    } finally {
+      server.clock.offsetMs = 0;
+    }
+  });
+
+  it('a queue whose device was reset meanwhile is kept, not dropped, and reported once the device is activated again', async () => {
+    const { created, at, license } = await meteredInstall('MG1', { export: { uses_per_period: 10, period: 'year' } });
+    expect((await license.consume('export', 1)).remaining).toBe(9);
+    await license.dispose();
+    const offline = await start(at, { serverUrl: UNREACHABLE });
+    expect((await offline.consume('export', 3)).queued).toBe(true);
+    await offline.dispose();
+    expect((await call('POST', `/v1/licenses/${created.license_id}/reset-devices`, { apiKey: dev.apiKey })).status).toBe(200);
+
+    const online = await start(at);
+    expect((await licenseErrorOf(online.consume('export', 1))).code).toBe('DEVICE_DEACTIVATED');
+    expect(await serverUsed(created.license_id, 'export')).toBe(1);
+    expect((await online.activate(created.license_key)).state).toBe('valid');
+    expect((await online.consume('export', 1)).remaining).toBe(5);
+    expect(await serverUsed(created.license_id, 'export')).toBe(5);
+  });
+
+  it('a queued consumption the authority refuses as malformed (400) is kept and reported later, not dropped; consumption goes on', async () => {
+    const proxy = await new RecordingProxy().start();
+    proxy.upstream = server.url;
+    try {
+      const created = await createLicense(call, dev, { app_id: app.id, meters: { export: { uses_per_period: 10, period: 'year' } } });
+      const at = install('MH1');
+      const license = await start(at, { serverUrl: proxy.url });
+      expect((await license.activate(created.license_key)).state).toBe('valid');
+      expect((await license.consume('export', 1)).remaining).toBe(9);
+      proxy.upstream = null;
+      expect((await license.consume('export', 2)).queued).toBe(true);
+
+      // An authority that does not take this SDK's report format.
+      proxy.upstream = server.url;
+      proxy.refuseConsume = { status: 400, body: { detail: 'body.consumed_at: not understood', error_code: 'VALIDATION_FAILED', status_code: 400 } };
+      expect((await licenseErrorOf(license.consume('export', 1))).code).toBe('REQUEST_REJECTED');
+      expect(await serverUsed(created.license_id, 'export')).toBe(1);
+
+      proxy.refuseConsume = null;
+      expect((await license.consume('export', 1)).remaining).toBe(6);
+      expect(await serverUsed(created.license_id, 'export')).toBe(4);
+    } finally {
+      await proxy.close();
+    }
+  });
 });

@@ -7,7 +7,7 @@ import { closeNow, listenOnLoopback } from '../../support/local-http.js';
  * port) while the SDK keeps one `serverUrl`. Records every request the SDK sends. With no upstream
  * it drops connections: to the SDK, the authority is unreachable. With `loseAnswers`, it forwards each
  * request and drops the connection instead of passing the answer back: the authority acted, its
- * answer was lost on the way.
+ * answer was lost on the way. With `refuseConsume`, consumptions get that answer instead.
  */
 export class RecordingProxy {
   readonly requests: RecordedRequest[] = [];
@@ -15,6 +15,8 @@ export class RecordingProxy {
   /** How long each request waits before it is forwarded: a slow network. */
   delayMs = 0;
   loseAnswers = false;
+  /** Answered to every consumption instead of forwarding it: an authority that refuses what this SDK sends. */
+  refuseConsume: { status: number; body: object } | null = null;
   url = '';
   private server = http.createServer((req, res) => void this.forward(req, res));
 
@@ -35,6 +37,11 @@ export class RecordingProxy {
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     if (!this.upstream) {
       req.socket.destroy();
+      return;
+    }
+    if (this.refuseConsume && req.url === '/v1/licenses/consume') {
+      res.writeHead(this.refuseConsume.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(this.refuseConsume.body));
       return;
     }
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<string, string>;
