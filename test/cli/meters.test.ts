@@ -2,15 +2,12 @@
  * Issue 22 item 4 in the CLI: `licenses create --meter`, `licenses set-meters` and `licenses usage`,
  * from the built executable against the real server.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import { runLatchkey } from '../support/cli.js';
-import { startTestServer } from '../support/server.js';
-import { tenant } from '../licensing/world.js';
+import { serverWithTenant, tenant } from '../licensing/world.js';
 
-const server = await startTestServer();
-afterAll(() => server.close());
-const t = await tenant(server);
+const { server, t } = await serverWithTenant();
 
 const latchkey = (args: string[]) => runLatchkey(server.url, t.dev.apiKey, args);
 

@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tenant, type Tenant } from '../licensing/world.js';
+import { describe, expect, it } from 'vitest';
+import { serverWithTenant } from '../licensing/world.js';
 import { CODE_FORMAT, redeem } from '../redemption/support.js';
 import { runLatchkey } from '../support/cli.js';
-import { startTestServer, type TestServer } from '../support/server.js';
 
-let server: TestServer;
-let t: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  t = await tenant(server);
-});
-afterAll(() => server.close());
+const { server, t } = await serverWithTenant();
 
 const latchkey = (args: string[]) => runLatchkey(server.url, t.dev.apiKey, args);
 const batchesOf = async () => (await t.call('GET', `/v1/apps/${t.app.id}/redemption-batches`, { apiKey: t.dev.apiKey })).body as Record<string, unknown>[];

@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { randomFingerprint } from '../support/fixtures.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { tenant, type Tenant } from './world.js';
+import { serverWithTenant, tenant } from './world.js';
 import { runLatchkey } from '../support/cli.js';
 
-let server: TestServer;
-let t: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  t = await tenant(server);
-});
-afterAll(() => server.close());
+const { server, t } = await serverWithTenant();
 
 const latchkey = (args: string[], env: Record<string, string> = {}) => runLatchkey(server.url, t.dev.apiKey, args, env);
 

@@ -1,18 +1,11 @@
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import type { ApiResponse } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { tenant, type Tenant } from './world.js';
+import { serverWithTenant, tenant } from './world.js';
 
-let server: TestServer;
-let t: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  t = await tenant(server);
-});
-afterAll(() => server.close());
+const { server, t } = await serverWithTenant();
 afterEach(() => {
   server.clock.offsetMs = 0;
 });

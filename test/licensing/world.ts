@@ -1,6 +1,7 @@
+import { afterAll } from 'vitest';
 import { createApp, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, type Call } from '../support/http.js';
-import type { TestServer } from '../support/server.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 
 export interface Tenant {
   call: Call;
@@ -19,3 +20,10 @@ export async function tenant(server: TestServer, options: { plan?: 'free' | 'pro
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
+
+/** A test server for the whole file (closed after it) with one tenant on it: the start of most files. */
+export async function serverWithTenant(options: Parameters<typeof tenant>[1] = {}): Promise<{ server: TestServer; t: Tenant }> {
+  const server = await startTestServer();
+  afterAll(() => server.close());
+  return { server, t: await tenant(server, options) };
+}
