@@ -2,7 +2,8 @@
  * The developer portal, served by the authority itself at /portal.
  *
  * Architecture: one HTML shell (strict CSP: scripts and styles from /portal/assets only, no inline
- * script, no innerHTML sink) loads plain ES modules from server/portal/assets; no build step. The
+ * script, no innerHTML sink) loads portal.js, the TypeScript of server/portal/client bundled by
+ * esbuild at `npm run build` (server/scripts/build.mjs) into server/portal/assets. The
  * browser never holds an API token: signing in creates a portal session (sessions.ts), and every
  * portal action is a same-origin call to /portal/api/v1/..., forwarded to the public /v1/... route
  * with the session's bearer token (upstream.ts), so it meets the API's own validation, rate limits
@@ -34,9 +35,12 @@ import { createUpstream, type JsonAnswer } from './upstream.js';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ASSETS_DIR = path.join(HERE, 'assets');
 const SHELL_FILE = path.join(HERE, 'shell.html');
+/** The portal's browser code, bundled (server/scripts/build.mjs). */
+const BUNDLE = 'portal.js';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
 };
@@ -77,6 +81,8 @@ function loadAssets(): Map<string, StaticAsset> {
     if (!type) continue;
     assets.set(name, staticAsset(fs.readFileSync(path.join(ASSETS_DIR, name)), type));
   }
+  // The page is nothing without its script: a server started from a tree never built says so at once.
+  if (!assets.has(BUNDLE)) throw new Error(`${path.join(ASSETS_DIR, BUNDLE)} is missing: run npm run build`);
   return assets;
 }
 

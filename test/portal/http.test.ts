@@ -39,12 +39,12 @@ describe('the shell and its files', () => {
   });
 
   it('serves the assets with their types, and 404 for anything else', async () => {
-    const js = await fetch(`${server.url}/portal/assets/app.js`);
+    const js = await fetch(`${server.url}/portal/assets/portal.js`);
     expect(js.status).toBe(200);
     expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(js.headers.get('x-content-type-options')).toBe('nosniff');
     const etag = js.headers.get('etag')!;
-    expect((await fetch(`${server.url}/portal/assets/app.js`, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    expect((await fetch(`${server.url}/portal/assets/portal.js`, { headers: { 'if-none-match': etag } })).status).toBe(304);
     expect((await fetch(`${server.url}/portal/assets/portal.css`)).headers.get('content-type')).toMatch(/^text\/css/);
     for (const missing of ['/portal/assets/nope.js', '/portal/assets/..%2Findex.ts', '/portal/assets/../index.ts', '/portal/nowhere']) {
       expect((await fetch(`${server.url}${missing}`)).status).toBe(404);

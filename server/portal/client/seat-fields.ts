@@ -3,10 +3,27 @@
 // (docs/protocol.md, Floating licenses). Used by the licenses, sales and app settings pages.
 import { h } from './dom.js';
 
-const LICENSE_FIELDS = { seat_model: 'seat_model', max_concurrent: 'max_concurrent', lease_ttl_minutes: 'lease_ttl_minutes' };
+export type SeatModel = 'node_locked' | 'floating';
+
+/** The API's names of the three seat fields (an app's sales defaults carry a prefix). */
+export interface SeatNames {
+  seat_model: string;
+  max_concurrent: string;
+  lease_ttl_minutes: string;
+}
+
+const LICENSE_FIELDS: SeatNames = { seat_model: 'seat_model', max_concurrent: 'max_concurrent', lease_ttl_minutes: 'lease_ttl_minutes' };
 
 /** A license's or batch's seats in a few words: "3 devices" or "floating, 5 seats". */
-export const seatsText = (x) => (x.seat_model === 'floating' ? `floating, ${x.max_concurrent} seats` : `${x.device_limit} devices`);
+export const seatsText = (x: { seat_model: SeatModel; max_concurrent?: number | null; device_limit: number }): string =>
+  x.seat_model === 'floating' ? `floating, ${x.max_concurrent} seats` : `${x.device_limit} devices`;
+
+/** The seat fields of a license or batch as the API takes them. */
+export interface SeatValues {
+  seat_model: SeatModel;
+  max_concurrent?: number;
+  lease_ttl_minutes?: number;
+}
 
 /**
  * The seat model select with its floating-only inputs (ids `<prefix>-seat-model`,
@@ -14,7 +31,10 @@ export const seatsText = (x) => (x.seat_model === 'floating' ? `floating, ${x.ma
  * elements (a device limit) are hidden for floating, as the API refuses them together. `values()`
  * answers the API's fields (named by `names`): the model, and for floating the seats given.
  */
-export function seatInputs(prefix, { names = LICENSE_FIELDS, current = {}, nodeLockedOnly = [] } = {}) {
+export function seatInputs(
+  prefix: string,
+  { names = LICENSE_FIELDS, current = {}, nodeLockedOnly = [] }: { names?: SeatNames; current?: Record<string, unknown>; nodeLockedOnly?: HTMLElement[] } = {},
+) {
   const floatingNow = current[names.seat_model] === 'floating';
   const model = h(
     'select',
@@ -44,8 +64,13 @@ export function seatInputs(prefix, { names = LICENSE_FIELDS, current = {}, nodeL
     element: h('div', null, h('label', { for: model.id }, 'Seat model'), model, floatingOnly),
     floating,
     names,
-    values() {
-      const v = { [names.seat_model]: model.value };
+    /** The license fields (seat_model, max_concurrent, lease_ttl_minutes). */
+    values(): SeatValues {
+      return this.named() as unknown as SeatValues;
+    },
+    /** The fields under `names` (an app's sales defaults). */
+    named(): Record<string, string | number> {
+      const v: Record<string, string | number> = { [names.seat_model]: model.value };
       if (!floating()) return v;
       if (seats.value.trim() !== '') v[names.max_concurrent] = Number(seats.value);
       if (ttl.value.trim() !== '') v[names.lease_ttl_minutes] = Number(ttl.value);

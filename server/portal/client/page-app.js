@@ -86,13 +86,13 @@ function settingsTab(body, app) {
           offline_grace_hours: Number(grace.value),
           app_deactivations_per_30_days: Number(deactivations.value),
           download_limit: numberOrNull(downloadLimit),
-          ...soldSeats.values(),
+          ...soldSeats.named(),
         };
         // Only what changed is sent: PUT changes the fields it names. The sold seat model goes
         // whole (the API takes its seats only with it).
         const changes = {};
         for (const [key, value] of Object.entries(wanted)) if (JSON.stringify(value) !== JSON.stringify(current[key])) changes[key] = value;
-        if (Object.values(soldSeats.names).some((key) => key in changes)) Object.assign(changes, soldSeats.values());
+        if (Object.values(soldSeats.names).some((key) => key in changes)) Object.assign(changes, soldSeats.named());
         if ('delivery_mode' in changes && releaseCurrent.checked) changes.release_current = true;
         if (Object.keys(changes).length === 0) {
           notice.textContent = 'Nothing changed.';

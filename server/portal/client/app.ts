@@ -1,20 +1,27 @@
-// Latchkey developer portal: one page, hash routing (#/apps/app_x/builds), plain ES modules served
-// from /portal/assets with no build step. Every action goes through the public API via the
-// same-origin proxy (api.js). See server/portal/index.ts for the server half.
-import { describeError, get, post, setCsrfToken, whenSignedOut } from './api.js';
+// Latchkey developer portal: one page, hash routing (#/apps/app_x/builds), TypeScript bundled by
+// esbuild into /portal/assets/portal.js. Every action goes through the public API via the
+// same-origin proxy (api.ts). See server/portal/index.ts for the server half.
+import { describeError, portal, setCsrfToken, whenSignedOut } from './api.js';
 import { h, mount } from './dom.js';
 import { appPage } from './page-app.js';
 import { appsPage } from './page-apps.js';
 import { dashboardPage } from './page-dashboard.js';
 import { licensePage, licensesPage } from './page-licenses.js';
+import { byId, type Page } from './page.js';
 import { settingsPage } from './page-settings.js';
 import { signInPage } from './page-signin.js';
 
-const main = document.getElementById('main');
-const nav = document.getElementById('nav');
+interface Session {
+  signed_in: boolean;
+  two_factor_pending?: boolean;
+  csrf_token: string;
+}
+
+const main = byId('main');
+const nav = byId('nav');
 let signedIn = false;
 
-const ROUTES = [
+const ROUTES: [RegExp, Page][] = [
   [/^\/$/, dashboardPage],
   [/^\/apps$/, appsPage],
   [/^\/apps\/([\w-]+)(?:\/(\w+))?$/, appPage],
@@ -23,17 +30,17 @@ const ROUTES = [
   [/^\/settings$/, settingsPage],
 ];
 
-async function refreshSession() {
-  const session = await get('/portal/session');
+async function refreshSession(): Promise<Session> {
+  const session = await portal.get<Session>('/portal/session');
   setCsrfToken(session.csrf_token);
   signedIn = session.signed_in;
   return session;
 }
 
 /** Renders the route of the current hash into a fresh view; a view replaced meanwhile is simply detached. */
-async function render() {
+async function render(): Promise<void> {
   const hash = location.hash.slice(1) || '/';
-  const [path, query] = hash.split('?');
+  const [path = '/', query] = hash.split('?');
   const view = h('div', { class: 'view' });
   mount(main, view);
   if (!signedIn) {
@@ -46,7 +53,7 @@ async function render() {
   }
   nav.hidden = false;
   for (const a of nav.querySelectorAll('a')) {
-    const target = a.getAttribute('href').slice(1);
+    const target = (a.getAttribute('href') ?? '#').slice(1);
     a.classList.toggle('active', target === '/' ? path === '/' : path.startsWith(target));
   }
   const route = ROUTES.find(([re]) => re.test(path));
@@ -56,13 +63,14 @@ async function render() {
   }
   mount(view, h('p', { class: 'muted' }, 'Loading…'));
   try {
-    await route[1](view, { params: route[0].exec(path).slice(1), query: new URLSearchParams(query ?? '') });
+    const [pattern, page] = route;
+    await page(view, { params: (pattern.exec(path) ?? []).slice(1), query: new URLSearchParams(query ?? '') });
   } catch (err) {
     if (view.isConnected) mount(view, h('p', { class: 'error', role: 'alert' }, describeError(err)));
   }
 }
 
-function onSignedIn(result) {
+function onSignedIn(result: { csrf_token: string }): void {
   setCsrfToken(result.csrf_token);
   signedIn = true;
   if (location.hash === '' || location.hash === '#/signin') location.hash = '#/';
@@ -75,9 +83,9 @@ whenSignedOut(() => {
   render();
 });
 
-document.getElementById('sign-out').addEventListener('click', async () => {
+byId('sign-out').addEventListener('click', async () => {
   try {
-    const result = await post('/portal/session/logout');
+    const result = await portal.post<{ csrf_token: string }>('/portal/session/logout');
     setCsrfToken(result.csrf_token);
   } finally {
     signedIn = false;
