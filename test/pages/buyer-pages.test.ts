@@ -8,15 +8,12 @@
  * keeps them as artifacts).
  */
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import type { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settled, uploadBuild } from '../builds/support.js';
 import { checkoutHelpers } from '../commerce/checkout.js';
 import { brokerOf, PRODUCT_KEY, type Merchant } from '../entitlements/support.js';
-import { chromiumMissingFor, chromiumWithClipboard, openPageRecordingErrors } from '../support/browser.js';
+import { chromiumMissingFor, chromiumWithClipboard, inspectPage, openPageRecordingErrors } from '../support/browser.js';
 import { connectAccount } from '../support/connect-account.js';
 import { newSessionId, startFakeStripe } from '../support/fake-stripe.js';
 import { createApp, createLicense, randomFingerprint, registerDeveloper, setPlan } from '../support/fixtures.js';
@@ -25,11 +22,6 @@ import { startTestServer } from '../support/server.js';
 
 const chromiumMissing = chromiumMissingFor('buyer page tests');
 
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const SCREENSHOTS = path.resolve('test/portal/screenshots');
-const WIDTHS = [390, 1280] as const;
-/** The issue's narrowest and widest layouts: checked for overflow only. */
-const EDGE_WIDTHS = [360, 1440] as const;
 const WINDOWS_UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /** Needs escaping, and is long enough to wrap on a phone. */
@@ -44,7 +36,6 @@ const { deliver, checkoutCompleted } = checkoutHelpers(call, stripe, server.admi
 let browser: Browser;
 let context: BrowserContext;
 beforeAll(async () => {
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
   if (chromiumMissing) return;
   ({ browser, context } = await chromiumWithClipboard(server.url));
 });
@@ -93,39 +84,6 @@ async function openPage(ctx: BrowserContext = context) {
 /** Chromium logs a 4xx document's status as a console error: the refusal pages answer those on purpose. */
 const pageErrors = (errors: string[]) => errors.filter((m) => !/the server responded with a status of 4\d\d/.test(m));
 
-/**
- * axe-core's serious and critical violations on the page as it is now. Its source is evaluated over
- * the DevTools protocol: `page.addScriptTag` adds an inline script, which the pages' own
- * Content-Security-Policy refuses (as it should), and the tests keep that policy on.
- */
-async function axeViolations(page: Page) {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (context: Document) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    return (await axe.run(document)).violations;
-  });
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
-}
-
-async function expectFits(page: Page, name: string, width: number) {
-  await page.setViewportSize({ width, height: 800 });
-  const fit = await page.evaluate(() => ({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth }));
-  expect(fit.scrollWidth, `${name} overflows at ${width}px`).toBeLessThanOrEqual(fit.clientWidth);
-}
-
-/**
- * The checks every page passes at both widths (and fits at 360 px and 1440 px too): nothing wider than the viewport, no serious or
- * critical axe violation; a full-page screenshot of each width as `<name>-<width>.png`.
- */
-async function inspect(page: Page, name: string) {
-  for (const width of EDGE_WIDTHS) await expectFits(page, name, width);
-  for (const width of WIDTHS) {
-    await expectFits(page, name, width);
-    expect(await axeViolations(page), `${name} at ${width}px`).toEqual([]);
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
-  }
-}
-
 /** The product line every page that knows the app shows above its heading. */
 async function expectProduct(page: Page) {
   expect(await page.textContent('#product-name')).toBe(APP_NAME);
@@ -148,7 +106,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect((await page.goto(url))!.status()).toBe(200);
     expect(await page.textContent('#pending')).toMatch(/being prepared/);
     await expectProduct(page);
-    await inspect(page, 'delivery-pending');
+    await inspectPage(page, 'delivery-pending');
 
     expect((await deliver(checkoutCompleted(world.account, sessionId))).body.outcome).toBe('fulfilled');
     expect((await page.goto(url))!.status()).toBe(200);
@@ -162,7 +120,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     await page.click('#copy-key');
     await page.waitForFunction(() => document.getElementById('copy-status')?.textContent === 'Copied.', undefined, { timeout: 5_000 });
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(license!.license_key);
-    await inspect(page, 'delivery');
+    await inspectPage(page, 'delivery');
     expect(pageErrors(errors)).toEqual([]);
     await page.close();
   });
@@ -213,7 +171,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect((await page.goto(landing))!.status()).toBe(200);
     await expectProduct(page);
     expect(await page.textContent('#license-key')).toBe(license.license_key);
-    await inspect(page, 'storefront-landing');
+    await inspectPage(page, 'storefront-landing');
 
     await server.database
       .db('licenses')
@@ -223,12 +181,12 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect(await page.textContent('#check-inbox')).toMatch(/Check your inbox/);
     await expectProduct(page);
     expect(await page.content()).not.toContain(license.license_key);
-    await inspect(page, 'storefront-check-inbox');
+    await inspectPage(page, 'storefront-check-inbox');
 
     expect((await page.goto(`${server.url}/download?app_id=app_nope&session_id=${newSessionId()}`))!.status()).toBe(404);
     expect(await page.textContent('#error-detail')).toMatch(/No such app/);
     expect(await page.textContent('#error-advice')).toMatch(/from your receipt or delivery email.*contact the seller/);
-    await inspect(page, 'delivery-not-found');
+    await inspectPage(page, 'delivery-not-found');
     expect(pageErrors(errors)).toEqual([]);
     await page.close();
   });
@@ -237,7 +195,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     const batch = (await call('POST', `/v1/apps/${world.app.id}/redemption-batches`, { apiKey: world.dev.apiKey, body: { channel: 'appsumo', quantity: 2 } })).body;
     const { page, errors } = await openPage();
     expect((await page.goto(`${server.url}/redeem`))!.status()).toBe(200);
-    await inspect(page, 'redeem-form');
+    await inspectPage(page, 'redeem-form');
 
     await page.fill('#code', 'LK-AAAAAAAA-AAAA');
     await page.fill('#email', 'code.buyer@example.com');
@@ -245,7 +203,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect(await page.textContent('#redeem-error')).toMatch(/Code not found[^]*Copy the code from your receipt/);
     // The values typed are kept.
     expect(await page.inputValue('#email')).toBe('code.buyer@example.com');
-    await inspect(page, 'redeem-error');
+    await inspectPage(page, 'redeem-error');
 
     await page.goto(`${server.url}/redeem`);
     await page.keyboard.press('Tab');
@@ -261,7 +219,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect(redeemed, 'the redeemed license, with the address typed').toBeDefined();
     expect(await page.textContent('#license-key')).toBe(redeemed!.license_key);
     expect(await page.getAttribute('#download', 'data-platform')).toBe('linux-x64');
-    await inspect(page, 'redeem-result');
+    await inspectPage(page, 'redeem-result');
     expect(pageErrors(errors)).toEqual([]);
     await page.close();
   });
@@ -288,7 +246,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     await expectProduct(page);
     expect(await page.$$eval('#downloads li', (items) => items.map((li) => li.getAttribute('data-platform')))).toEqual(['linux-x64', 'win-x64', 'mac-arm64']);
     expect(await page.textContent('#next-steps')).toMatch(/key from your delivery email/);
-    await inspect(page, 'store-delivery');
+    await inspectPage(page, 'store-delivery');
 
     const windows = await browser.newContext({ userAgent: WINDOWS_UA });
     const windowsPage = await windows.newPage();
@@ -300,7 +258,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect((await b.send(b.event({ entitled: false }))).status).toBe(200);
     expect((await page.goto(url))!.status()).toBe(403);
     expect(await page.textContent('#inactive')).toMatch(/contact the seller/);
-    await inspect(page, 'store-delivery-unavailable');
+    await inspectPage(page, 'store-delivery-unavailable');
     expect(pageErrors(errors)).toEqual([]);
     await page.close();
   });
@@ -322,7 +280,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     const downloads = await browser.newContext({ acceptDownloads: true });
     const { page, errors } = await openPage(downloads);
     expect((await page.goto(`${server.url}/activate-offline`))!.status()).toBe(200);
-    await inspect(page, 'offline-activation');
+    await inspectPage(page, 'offline-activation');
 
     await page.setInputFiles('#request', { name: 'activation-request.json', mimeType: 'application/json', buffer: requestFile() });
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#activate-offline')]);
@@ -335,7 +293,7 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     expect(await page.textContent('#offline-activation-error')).toMatch(/already active on 1 device[^]*Deactivate the app on a computer you no longer use/);
     // The key was valid: the page names the app it is for.
     await expectProduct(page);
-    await inspect(page, 'offline-activation-refused');
+    await inspectPage(page, 'offline-activation-refused');
 
     // A key that is not the app's: the file's app id alone does not make the page tell the app's name.
     await page.setInputFiles('#request', { name: 'guess.json', mimeType: 'application/json', buffer: requestFile('AAAA-BBBB-CCCC-DDDD') });
@@ -350,17 +308,17 @@ describe.skipIf(chromiumMissing)('buyer pages at 390 px and 1280 px', () => {
     const dev = await registerDeveloper(call);
     const { page, errors } = await openPage();
     expect((await page.goto(`${server.url}/reset-password`))!.status()).toBe(200);
-    await inspect(page, 'reset-password');
+    await inspectPage(page, 'reset-password');
     await page.fill('#email', dev.email);
     expect((await submit(page, '#send-link')).status()).toBe(200);
     expect(await page.textContent('#link-sent')).toMatch(/on its way/);
-    await inspect(page, 'reset-password-sent');
+    await inspectPage(page, 'reset-password-sent');
     const asked = await server.database.db('password_resets').where({ developer_id: dev.id }).count<{ count: string }[]>({ count: '*' });
     expect(Number(asked[0]!.count)).toBe(1);
 
     expect((await page.goto(`${server.url}/reset-password?token=pr_${'x'.repeat(43)}`))!.status()).toBe(401);
     expect(await page.textContent('#reset-notice')).toBeTruthy();
-    await inspect(page, 'reset-password-link-refused');
+    await inspectPage(page, 'reset-password-link-refused');
     expect(pageErrors(errors)).toEqual([]);
     await page.close();
   });

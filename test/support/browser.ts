@@ -1,5 +1,8 @@
-import { existsSync } from 'node:fs';
+import fs, { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 /** Debian's Chromium, which the hosted-page tests drive (`.ci/run` installs it). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -29,4 +32,47 @@ export async function openPageRecordingErrors(context: BrowserContext): Promise<
   page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
   page.on('pageerror', (err) => consoleErrors.push(err.message));
   return { page, consoleErrors };
+}
+
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** Where the page tests leave a screenshot of each page at each width for a reviewer (git-ignored; CI keeps them as artifacts). */
+export const SCREENSHOTS = path.resolve('test/portal/screenshots');
+/** A phone's width and a laptop's: every page is checked and photographed at both. */
+export const WIDTHS = [390, 1280] as const;
+/** The issue's narrowest and widest layouts: checked for overflow only. */
+export const EDGE_WIDTHS = [360, 1440] as const;
+
+/**
+ * axe-core's serious and critical violations on the page as it is now. Its source is evaluated over
+ * the DevTools protocol: `page.addScriptTag` adds an inline script, which the pages' own
+ * Content-Security-Policy refuses (as it should), and the tests keep that policy on.
+ */
+export async function axeViolations(page: Page) {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (context: Document) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    return (await axe.run(document)).violations;
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+}
+
+/** At `width`, nothing is wider than the viewport (the page never scrolls sideways). */
+export async function expectFits(page: Page, name: string, width: number) {
+  await page.setViewportSize({ width, height: 800 });
+  const fit = await page.evaluate(() => ({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth }));
+  expect(fit.scrollWidth, `${name} overflows at ${width}px`).toBeLessThanOrEqual(fit.clientWidth);
+}
+
+/**
+ * The checks every page passes at both widths (and fits at 360 px and 1440 px too): nothing wider than the viewport, no serious or
+ * critical axe violation; a full-page screenshot of each width as `<name>-<width>.png` in SCREENSHOTS.
+ */
+export async function inspectPage(page: Page, name: string) {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  for (const width of EDGE_WIDTHS) await expectFits(page, name, width);
+  for (const width of WIDTHS) {
+    await expectFits(page, name, width);
+    expect(await axeViolations(page), `${name} at ${width}px`).toEqual([]);
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+  }
 }

@@ -104,6 +104,9 @@ export function apiUrl(template: string, options?: unknown): string {
   return query.size ? `${path}?${query}` : path;
 }
 
+/** The most rows a list endpoint answers at once. */
+const LIST_PAGE = 100;
+
 /** The typed API: `api.get('/v1/licenses/{license_id}', { path: { license_id } })`. */
 export const api = {
   get: <P extends PathOf<'get'>>(path: P, ...[options]: OptionalIfEmpty<P, 'get'>): Promise<Answer<P, 'get'>> =>
@@ -111,6 +114,17 @@ export const api = {
   /** A page of a list: its rows and the X-Total-Count of all of them. */
   list: <P extends PathOf<'get'>>(path: P, ...[options]: OptionalIfEmpty<P, 'get'>): Promise<{ data: Answer<P, 'get'>; total: number }> =>
     request('GET', apiUrl(path, options)) as Promise<{ data: Answer<P, 'get'>; total: number }>,
+  /** Every row of a list endpoint, page by page (the API answers at most 100 a page). */
+  async all<P extends PathOf<'get'>>(path: P, ...[options]: OptionalIfEmpty<P, 'get'>): Promise<Answer<P, 'get'>> {
+    const given = (options ?? {}) as { path?: object; query?: object };
+    const rows: unknown[] = [];
+    for (let offset = 0; ; offset += LIST_PAGE) {
+      const page = await request('GET', apiUrl(path, { ...given, query: { ...given.query, limit: LIST_PAGE, offset } }));
+      const data = page.data as unknown[];
+      rows.push(...data);
+      if (data.length < LIST_PAGE || rows.length >= page.total) return rows as unknown as Answer<P, 'get'>;
+    }
+  },
   post: <P extends PathOf<'post'>>(path: P, body: Body<P, 'post'> | undefined, ...[options]: OptionalIfEmpty<P, 'post'>): Promise<Answer<P, 'post'>> =>
     request('POST', apiUrl(path, options), body).then((r) => r.data as Answer<P, 'post'>),
   put: <P extends PathOf<'put'>>(path: P, body: Body<P, 'put'>, ...[options]: OptionalIfEmpty<P, 'put'>): Promise<Answer<P, 'put'>> =>

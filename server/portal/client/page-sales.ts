@@ -1,53 +1,59 @@
 // Sales of one app: the processor account (account-wide), the payment link, redemption code
 // batches and the entitlement webhook. Secrets and codes are shown once, when the API answers them.
-import { ApiError, act, del, describeError, get, post, requestFile, saveBlob } from './api.js';
+import { ApiError, act, api, apiUrl, describeError, requestFile, saveBlob, type Answer, type Body } from './api.js';
 import { processorAccountSection } from './page-processor.js';
-import { confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
-import { listAll } from './page-apps.js';
+import { confirmButton, copyButton, facts, formatDate, h, mount, type Child } from './dom.js';
+import { featuresInput } from './features-field.js';
 import { seatInputs, seatsText } from './seat-fields.js';
 
+type App = Answer<'/v1/apps/{app_id}', 'get'>;
+type Plan = Answer<'/v1/auth/me', 'get'>['plan'];
+type PaymentLink = Answer<'/v1/apps/{app_id}/payment-link', 'get'>;
+type WebhookStatus = Answer<'/v1/apps/{app_id}/entitlement-webhook', 'get'>;
+
 /** A GET that may answer 404 for "none yet": null then. */
-async function optional(path) {
+async function optional<T>(read: () => Promise<T>): Promise<T | null> {
   try {
-    return await get(path);
+    return await read();
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) return null;
     throw err;
   }
 }
 
-export async function salesTab(body, app) {
+export async function salesTab(body: HTMLElement, app: App): Promise<void> {
   const account = h('section', { class: 'card', id: 'processor-account' });
   const link = h('section', { class: 'card', id: 'payment-link' });
   const batches = h('section', { class: 'card', id: 'redemption-batches' });
   const webhook = h('section', { class: 'card', id: 'entitlement-webhook' });
   mount(body, account, link, batches, webhook);
-  const failed = (card, title) => (err) => mount(card, h('h2', null, title), h('p', { class: 'error', role: 'alert' }, describeError(err)));
+  const { plan } = await api.get('/v1/auth/me');
+  const failed = (card: HTMLElement, title: string) => (err: unknown) => mount(card, h('h2', null, title), h('p', { class: 'error', role: 'alert' }, describeError(err)));
   await Promise.all([
     processorAccountSection(account).catch(failed(account, 'Payment processor')),
     linkSection(link, app).catch(failed(link, 'Payment link')),
-    batchesSection(batches, app).catch(failed(batches, 'Redemption codes')),
-    webhookSection(webhook, app).catch(failed(webhook, 'Entitlement webhook')),
+    batchesSection(batches, app, plan).catch(failed(batches, 'Redemption codes')),
+    webhookSection(webhook, app, plan).catch(failed(webhook, 'Entitlement webhook')),
   ]);
 }
 
-async function linkSection(card, app) {
-  const path = `/v1/apps/${app.id}/payment-link`;
+async function linkSection(card: HTMLElement, app: App): Promise<void> {
+  const where = { path: { app_id: app.id } };
   const error = h('p', { class: 'error', role: 'alert', id: 'payment-link-error' });
-  const render = (current) => {
+  const render = (current: PaymentLink | null) => {
     const generate = h(
       'button',
       {
         type: 'button',
         id: 'generate-link',
         onclick: async () => {
-          const res = await act(() => post(path), { button: generate, errorEl: error });
+          const res = await act(() => api.post('/v1/apps/{app_id}/payment-link', undefined, where), { button: generate, errorEl: error });
           if (res.ok) render(res.value);
         },
       },
       current ? 'Regenerate' : 'Generate payment link',
     );
-    const parts = [h('h2', null, 'Payment link')];
+    const parts: Child[] = [h('h2', null, 'Payment link')];
     if (current) {
       parts.push(
         h(
@@ -72,7 +78,7 @@ async function linkSection(card, app) {
           'Remove',
           'Remove the link? Sales pause until you generate a new one.',
           async () => {
-            const res = await act(() => del(path), { errorEl: error });
+            const res = await act(() => api.delete('/v1/apps/{app_id}/payment-link', where), { errorEl: error });
             if (res.ok) render(null);
           },
           { id: 'remove-link' },
@@ -82,14 +88,21 @@ async function linkSection(card, app) {
     parts.push(actions, error);
     mount(card, ...parts);
   };
-  render(await optional(path));
+  render(await optional(() => api.get('/v1/apps/{app_id}/payment-link', where)));
 }
 
-async function batchesSection(card, app) {
-  const path = `/v1/apps/${app.id}/redemption-batches`;
-  let list;
+/** What a plan may sell by code: the free plan creates trial batches only (the API refuses the rest with PLAN_REQUIRED). */
+const BATCH_TYPES: Record<Plan, Body<'/v1/apps/{app_id}/redemption-batches', 'post'>['license_type'][]> = {
+  pro: ['perpetual', 'trial', 'subscription'],
+  free: ['trial'],
+};
+
+async function batchesSection(card: HTMLElement, app: App, plan: Plan): Promise<void> {
+  const where = { path: { app_id: app.id } };
+  const listBatches = () => api.all('/v1/apps/{app_id}/redemption-batches', where);
+  let list: Answer<'/v1/apps/{app_id}/redemption-batches', 'get'>;
   try {
-    list = await listAll(path);
+    list = await listBatches();
   } catch (err) {
     if (err instanceof ApiError && err.status === 404 && err.code === 'NOT_FOUND') {
       mount(card, h('h2', null, 'Redemption codes'), h('p', { class: 'muted' }, 'Redemption codes are not available on this server yet.'));
@@ -104,10 +117,14 @@ async function batchesSection(card, app) {
   const type = h(
     'select',
     { id: 'batch-type' },
-    ['perpetual', 'trial', 'subscription'].map((t) => h('option', { value: t }, t)),
+    BATCH_TYPES[plan].map((t) => h('option', { value: t }, t)),
   );
   const expiry = h('input', { type: 'number', id: 'batch-expiry', min: 0, value: 0 });
-  const seats = seatInputs('batch');
+  const devices = h('input', { type: 'number', id: 'batch-devices', min: 1, placeholder: `app default (${app.default_device_limit})` });
+  const devicesField = h('div', null, h('label', { for: devices.id }, 'Device limit of each license'), devices);
+  const seats = seatInputs('batch', { nodeLockedOnly: [devicesField] });
+  const features = featuresInput('batch-features');
+  const codesExpire = h('input', { type: 'datetime-local', id: 'batch-codes-expire' });
   const error = h('p', { class: 'error', role: 'alert', id: 'batch-error' });
   const submit = h('button', { type: 'submit', id: 'batch-submit' }, 'Generate codes');
   const table = h('div', { id: 'batches-list' });
@@ -120,9 +137,9 @@ async function batchesSection(card, app) {
     'form',
     {
       id: 'revoke-code-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const res = await act(() => post(`/v1/redemption-codes/${encodeURIComponent(codeInput.value.trim())}/revoke`), {
+        const res = await act(() => api.post('/v1/redemption-codes/{code}/revoke', undefined, { path: { code: codeInput.value.trim() } }), {
           button: codeSubmit,
           errorEl: revokeError,
           noticeEl: codeNotice,
@@ -177,7 +194,7 @@ async function batchesSection(card, app) {
                     null,
                     b.counts.available > 0
                       ? confirmButton('Revoke all', 'Revoke every available code of this batch?', async () => {
-                          const res = await act(() => post(`/v1/redemption-batches/${b.id}/revoke-all`), {
+                          const res = await act(() => api.post('/v1/redemption-batches/{batch_id}/revoke-all', undefined, { path: { batch_id: b.id } }), {
                             errorEl: revokeError,
                             noticeEl: codeNotice,
                             notice: (r) => `${r.revoked} codes revoked.`,
@@ -194,7 +211,7 @@ async function batchesSection(card, app) {
   };
   mount(table, tableHolder, revokeError, revokeForm);
   const reload = async () => {
-    list = await listAll(path);
+    list = await listBatches();
     renderList();
   };
 
@@ -205,20 +222,25 @@ async function batchesSection(card, app) {
       'form',
       {
         id: 'batch-form',
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
-          const payload = {
+          const featureValues = features.parse(error);
+          if (!featureValues) return;
+          const payload: Body<'/v1/apps/{app_id}/redemption-batches', 'post'> = {
             channel: channel.value.trim(),
             quantity: Number(quantity.value),
             label: label.value,
-            license_type: type.value,
+            license_type: type.value as (typeof BATCH_TYPES)[Plan][number],
             license_expiry_days: Number(expiry.value || 0),
+            features: featureValues,
             ...seats.values(),
           };
+          if (devices.value && !seats.floating()) payload.device_limit = Number(devices.value);
+          if (codesExpire.value) payload.codes_expire_at = new Date(codesExpire.value).toISOString();
           // The codes come once, as the server's CSV export (Accept: text/csv): kept in memory until saved.
-          const res = await act(() => requestFile('POST', path, payload, 'text/csv'), { button: submit, errorEl: error });
+          const res = await act(() => requestFile('POST', apiUrl('/v1/apps/{app_id}/redemption-batches', where), payload, 'text/csv'), { button: submit, errorEl: error });
           if (!res.ok) return;
-          let file = res.value;
+          let file: { blob: Blob; name: string } | null = res.value;
           const count = (await file.blob.text()).trim().split(/\r?\n/).length - 1;
           const download = h(
             'button',
@@ -248,7 +270,11 @@ async function batchesSection(card, app) {
         h('div', null, h('label', { for: 'batch-type' }, 'License type'), type),
         h('div', null, h('label', { for: 'batch-expiry' }, 'License expiry (days after redemption, 0 = never)'), expiry),
         seats.element,
+        devicesField,
+        h('div', null, h('label', { for: codesExpire.id }, 'Unredeemed codes expire (optional)'), codesExpire),
+        features.element,
       ),
+      plan === 'free' ? h('p', { class: 'hint', id: 'batch-plan-hint' }, 'The free plan creates trial batches; paid codes need the Pro plan.') : null,
       h('div', { class: 'actions' }, submit),
       error,
     ),
@@ -259,11 +285,12 @@ async function batchesSection(card, app) {
   renderList();
 }
 
-async function webhookSection(card, app) {
-  const path = `/v1/apps/${app.id}/entitlement-webhook`;
-  let status;
+async function webhookSection(card: HTMLElement, app: App, plan: Plan): Promise<void> {
+  const where = { path: { app_id: app.id } };
+  const read = () => api.get('/v1/apps/{app_id}/entitlement-webhook', where);
+  let status: WebhookStatus;
   try {
-    status = await get(path);
+    status = await read();
   } catch (err) {
     if (err instanceof ApiError && err.status === 404 && err.code === 'NOT_FOUND') {
       mount(card, h('h2', null, 'Entitlement webhook'), h('p', { class: 'muted' }, 'The entitlement webhook is not available on this server yet.'));
@@ -273,7 +300,7 @@ async function webhookSection(card, app) {
   }
   const error = h('p', { class: 'error', role: 'alert', id: 'webhook-error' });
   const shown = h('div', { id: 'webhook-shown' });
-  const secretOnce = (label, value, id) => [
+  const secretOnce = (label: string, value: string, id: string) => [
     h('p', null, label),
     h(
       'p',
@@ -283,7 +310,7 @@ async function webhookSection(card, app) {
       copyButton(() => value),
     ),
   ];
-  const render = (s) => {
+  const render = (s: WebhookStatus) => {
     const actions = h('div', { class: 'actions' });
     if (!s.enabled) {
       const enable = h(
@@ -292,14 +319,14 @@ async function webhookSection(card, app) {
           type: 'button',
           id: 'enable-webhook',
           onclick: async () => {
-            const res = await act(() => post(path), { button: enable, errorEl: error });
+            const res = await act(() => api.post('/v1/apps/{app_id}/entitlement-webhook', undefined, where), { button: enable, errorEl: error });
             if (!res.ok) return;
             mount(
               shown,
               ...secretOnce('Webhook URL (shown once):', res.value.webhook_url, 'webhook-url'),
               ...secretOnce('Secret, sent as X-MerchantOps-Secret (shown once):', res.value.secret, 'webhook-secret'),
             );
-            render(await get(path));
+            render(await read());
           },
         },
         'Enable webhook',
@@ -310,14 +337,14 @@ async function webhookSection(card, app) {
         'Rotate secret',
         'Issue a new secret? The current one keeps working for 24 hours.',
         async () => {
-          const res = await act(() => post(`${path}/rotate-secret`), { errorEl: error });
+          const res = await act(() => api.post('/v1/apps/{app_id}/entitlement-webhook/rotate-secret', undefined, where), { errorEl: error });
           if (!res.ok) return;
           mount(
             shown,
             ...secretOnce('New secret (shown once):', res.value.secret, 'webhook-secret'),
             h('p', { class: 'hint' }, `The previous secret works until ${formatDate(res.value.previous_secret_expires_at)}.`),
           );
-          render(await get(path));
+          render(await read());
         },
         { danger: false, id: 'rotate-webhook' },
       );
@@ -325,10 +352,10 @@ async function webhookSection(card, app) {
         'Disable',
         'Disable the webhook? Its URL stops working; enabling again gives a new URL.',
         async () => {
-          const res = await act(() => del(path), { errorEl: error });
+          const res = await act(() => api.delete('/v1/apps/{app_id}/entitlement-webhook', where), { errorEl: error });
           if (!res.ok) return;
           mount(shown);
-          render(await get(path));
+          render(await read());
         },
         { id: 'disable-webhook' },
       );
@@ -345,7 +372,7 @@ async function webhookSection(card, app) {
             s.secret_rotated_at ? ['Secret rotated', formatDate(s.secret_rotated_at)] : null,
             s.previous_secret_expires_at ? ['Previous secret works until', formatDate(s.previous_secret_expires_at)] : null,
           ])
-        : h('p', { id: 'webhook-status' }, 'Disabled. Needs the Pro plan.'),
+        : h('p', { id: 'webhook-status' }, plan === 'pro' ? 'Disabled.' : 'Disabled. Needs the Pro plan.'),
       shown,
       actions,
       error,

@@ -1,0 +1,167 @@
+/**
+ * Issue 23, the developer portal: every portal page in headless Chromium at a phone's width (390 px)
+ * and a laptop's (1280 px), and fitting 360 px and 1440 px: no horizontal overflow, no console
+ * error, no serious or critical axe-core violation. Forms are submitted with every field their API
+ * takes and the result read back over the API; messages follow the developer's plan. Screenshots of
+ * each page at both widths go to test/portal/screenshots/ (git-ignored). One browser, one server.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumMissingFor, inspectPage, launchChromium } from '../support/browser.js';
+import { createApp, createLicense, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
+import { client } from '../support/http.js';
+import { startTestServer } from '../support/server.js';
+
+const chromiumMissing = chromiumMissingFor('portal page tests');
+
+const server = await startTestServer();
+const call = client(server.url);
+
+let browser: Browser;
+beforeAll(async () => {
+  if (chromiumMissing) return;
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server.close();
+});
+
+interface Portal {
+  page: Page;
+  context: BrowserContext;
+  errors: string[];
+}
+
+/** A fresh profile; console errors and uncaught exceptions are collected (a refused call's "Failed to load resource" is expected). */
+async function openPortal(): Promise<Portal> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
+  });
+  page.on('pageerror', (err) => errors.push(err.message));
+  return { page, context, errors };
+}
+
+async function signIn(portal: Portal, dev: TestDeveloper) {
+  await portal.page.goto(`${server.url}/portal`);
+  await portal.page.fill('#signin-email', dev.email);
+  await portal.page.fill('#signin-password', dev.password);
+  await portal.page.click('#signin-submit');
+  await portal.page.waitForSelector('#nav:not([hidden])');
+}
+
+/** Goes to a portal route and waits until its view has rendered (no "Loading…" left). */
+async function visit(page: Page, hash: string, ready: string) {
+  await page.evaluate((h) => {
+    location.hash = h;
+  }, hash);
+  await page.waitForSelector(ready);
+  await page.waitForFunction(() => !document.querySelector('#main .view > p.muted')?.textContent?.startsWith('Loading'));
+}
+
+async function proDeveloperWithApp() {
+  const dev = await registerDeveloper(call, { company_name: 'Northwind Tools, Makers of Remarkably Long Company Names Ltd' });
+  await setPlan(call, server.adminToken, dev.id, 'pro');
+  const app = await createApp(call, dev, { name: 'Notes Pro with a name long enough to wrap on a phone', platforms: ['linux-x64', 'win-x64', 'mac-arm64'] });
+  const license = await createLicense(call, dev, { app_id: app.id, email: 'someone.with.a.long.address@example.com', features: { tier: 'pro' } });
+  return { dev, app, license };
+}
+
+describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () => {
+  it('fit 360 to 1440 px, log no console error and have no serious or critical axe violation, signed out and in', async () => {
+    const { dev, app, license } = await proDeveloperWithApp();
+    const portal = await openPortal();
+    await portal.page.goto(`${server.url}/portal`);
+    await portal.page.waitForSelector('#signin-form');
+    await inspectPage(portal.page, 'portal-sign-in');
+    await signIn(portal, dev);
+    const pages: [string, string, string][] = [
+      ['portal-dashboard', '#/', 'h1'],
+      ['portal-apps', '#/apps', '#new-app-name'],
+      ['portal-app-settings', `#/apps/${app.id}/settings`, '#tab-settings'],
+      ['portal-app-builds', `#/apps/${app.id}/builds`, '#tab-builds'],
+      ['portal-app-updates', `#/apps/${app.id}/updates`, '#tab-updates'],
+      ['portal-app-sales', `#/apps/${app.id}/sales`, '#batch-form'],
+      ['portal-licenses', '#/licenses', '#new-license-form'],
+      ['portal-license', `#/licenses/${license.license_id}`, '#license-meters'],
+      ['portal-settings', '#/settings', 'h1'],
+    ];
+    for (const [name, hash, ready] of pages) {
+      await visit(portal.page, hash, ready);
+      await inspectPage(portal.page, name);
+    }
+    expect(portal.errors).toEqual([]);
+    await portal.context.close();
+  });
+
+  it('says on the Sales page what the developer’s plan allows: a Pro developer is not told to get Pro', async () => {
+    const pro = await proDeveloperWithApp();
+    const free = await registerDeveloper(call);
+    const freeApp = await createApp(call, free);
+    for (const [dev, app, plan] of [
+      [pro.dev, pro.app, 'pro'],
+      [free, freeApp, 'free'],
+    ] as const) {
+      const portal = await openPortal();
+      await signIn(portal, dev);
+      await visit(portal.page, `#/apps/${app.id}/sales`, '#webhook-status');
+      const sales = (await portal.page.textContent('#tab-sales')) ?? '';
+      const types = await portal.page.$$eval('#batch-type option', (options) => options.map((o) => (o as HTMLOptionElement).value));
+      if (plan === 'pro') {
+        expect(sales).not.toMatch(/Pro plan/);
+        expect(types).toEqual(['perpetual', 'trial', 'subscription']);
+      } else {
+        expect(await portal.page.textContent('#webhook-status')).toMatch(/Needs the Pro plan/);
+        expect(await portal.page.textContent('#batch-plan-hint')).toMatch(/trial/);
+        expect(types).toEqual(['trial']);
+      }
+      expect(portal.errors).toEqual([]);
+      await portal.context.close();
+    }
+  });
+
+  it('creates a redemption batch with every field the API takes, as the API then answers it', async () => {
+    const { dev, app } = await proDeveloperWithApp();
+    const portal = await openPortal();
+    await signIn(portal, dev);
+    const { page } = portal;
+    await visit(page, `#/apps/${app.id}/sales`, '#batch-form');
+    const codesExpire = new Date(Date.now() + 30 * 86_400_000);
+    codesExpire.setSeconds(0, 0);
+    const local = new Date(codesExpire.getTime() - codesExpire.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.fill('#batch-channel', 'appsumo');
+    await page.fill('#batch-quantity', '3');
+    await page.fill('#batch-label', 'Launch week');
+    await page.selectOption('#batch-type', 'subscription');
+    await page.fill('#batch-expiry', '365');
+    await page.fill('#batch-devices', '4');
+    await page.fill('#batch-codes-expire', local);
+    await page.fill('#batch-features', '{ "tier": "pro", "beta": true }');
+    await page.click('#batch-submit');
+    await page.waitForSelector('#batch-download');
+    const batches = (await call('GET', `/v1/apps/${app.id}/redemption-batches`, { apiKey: dev.apiKey })).body as Record<string, unknown>[];
+    expect(batches).toHaveLength(1);
+    expect(batches[0]).toMatchObject({
+      channel: 'appsumo',
+      quantity: 3,
+      label: 'Launch week',
+      license_type: 'subscription',
+      license_expiry_days: 365,
+      device_limit: 4,
+      seat_model: 'node_locked',
+      features: { tier: 'pro', beta: true },
+    });
+    expect(new Date(batches[0]!.codes_expire_at as string).getTime()).toBe(codesExpire.getTime());
+    // Features that are not a JSON object are refused in place, and nothing is created.
+    await page.fill('#batch-features', '["tier"]');
+    await page.click('#batch-submit');
+    await expect.poll(() => page.textContent('#batch-error')).toMatch(/JSON object/);
+    expect((await call('GET', `/v1/apps/${app.id}/redemption-batches`, { apiKey: dev.apiKey })).body).toHaveLength(1);
+    expect(portal.errors).toEqual([]);
+    await portal.context.close();
+  });
+});
