@@ -164,4 +164,49 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     expect(portal.errors).toEqual([]);
     await portal.context.close();
   });
+
+  it('creates a license with every field the API takes, as the API then answers it', async () => {
+    const { dev, app } = await proDeveloperWithApp();
+    const portal = await openPortal();
+    await signIn(portal, dev);
+    const { page } = portal;
+    await visit(page, `#/licenses?app_id=${app.id}`, '#new-license-form');
+    await page.selectOption('#new-license-app', app.id);
+    await page.selectOption('#new-license-type', 'subscription');
+    await page.fill('#new-license-email', 'buyer@example.com');
+    await page.selectOption('#new-license-seat-model', 'floating');
+    await page.fill('#new-license-max-concurrent', '3');
+    await page.fill('#new-license-lease-ttl', '30');
+    await page.fill('#new-license-expiry', '90');
+    await page.fill('#new-license-downloads', '7');
+    await page.fill('#new-license-features', '{ "tier": "team" }');
+    await page.click('#new-license-submit');
+    await page.waitForSelector('#new-license-key');
+    const key = await page.textContent('#new-license-key');
+    const listed = (await call('GET', `/v1/licenses?q=${key}`, { apiKey: dev.apiKey })).body as { license_id: string }[];
+    const license = (await call('GET', `/v1/licenses/${listed[0]!.license_id}`, { apiKey: dev.apiKey })).body;
+    expect(license).toMatchObject({
+      license_key: key,
+      app_id: app.id,
+      license_type: 'subscription',
+      email: 'buyer@example.com',
+      seat_model: 'floating',
+      max_concurrent: 3,
+      lease_ttl_minutes: 30,
+      download_limit: 7,
+      features: { tier: 'team' },
+    });
+    // Created and stamped in the same request: 90 days apart, to the day.
+    expect(Math.round((new Date(license.expires_at).getTime() - new Date(license.created_at).getTime()) / 86_400_000)).toBe(90);
+    // Node-locked, the device limit is sent instead of the floating seats.
+    await page.selectOption('#new-license-seat-model', 'node_locked');
+    await page.fill('#new-license-devices', '5');
+    await page.fill('#new-license-features', '');
+    await page.click('#new-license-submit');
+    await expect.poll(() => page.textContent('#new-license-key')).not.toBe(key);
+    const second = (await call('GET', `/v1/licenses?q=${await page.textContent('#new-license-key')}`, { apiKey: dev.apiKey })).body[0];
+    expect(second).toMatchObject({ seat_model: 'node_locked', device_limit: 5, download_limit: 7, features: {} });
+    expect(portal.errors).toEqual([]);
+    await portal.context.close();
+  });
 });

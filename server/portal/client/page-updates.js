@@ -1,6 +1,6 @@
 // Updates: the active push with its adoption as a chart, a form to push a build, and Clear.
 import { act, del, get, post } from './api.js';
-import { barChart } from './charts.js';
+import { barChart, chartFigure } from './charts.js';
 import { confirmButton, facts, formatDate, h, mount } from './dom.js';
 import { listAll } from './page-apps.js';
 
@@ -8,18 +8,21 @@ import { listAll } from './page-apps.js';
 export function adoptionChart(devices, id = 'adoption-chart') {
   const waiting = Math.max(0, devices.pending - devices.unable);
   const total = devices.installed + devices.skipped + devices.failed + devices.pending;
+  const rows = [
+    { key: 'installed', label: 'Installed', value: devices.installed, color: '#2e7d32' },
+    { key: 'skipped', label: 'Skipped', value: devices.skipped, color: '#b26a00' },
+    { key: 'failed', label: 'Failed', value: devices.failed, color: '#c62828' },
+    { key: 'pending', label: 'Pending', value: waiting, color: '#0b5fff' },
+    { key: 'unable', label: 'Unable (old engine)', value: devices.unable, color: '#9e9e9e' },
+  ];
   return h(
     'div',
     null,
-    barChart(
-      [
-        { key: 'installed', label: 'Installed', value: devices.installed, color: '#2e7d32' },
-        { key: 'skipped', label: 'Skipped', value: devices.skipped, color: '#b26a00' },
-        { key: 'failed', label: 'Failed', value: devices.failed, color: '#c62828' },
-        { key: 'pending', label: 'Pending', value: waiting, color: '#0b5fff' },
-        { key: 'unable', label: 'Unable (old engine)', value: devices.unable, color: '#9e9e9e' },
-      ],
-      { id, title: `Adoption of the push: ${total} devices` },
+    chartFigure(
+      barChart(rows, { id, title: `Adoption of the push: ${total} devices` }),
+      'Adoption of the push',
+      ['Devices', 'Count'],
+      rows.map((r) => [r.label, String(r.value)]),
     ),
     h(
       'p',

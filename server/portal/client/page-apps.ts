@@ -1,21 +1,23 @@
 // Apps: the list and the form that registers a new one.
-import { act, post, request } from './api.js';
+import { act, api, request, type Body } from './api.js';
 import { formatDate, h, mount } from './dom.js';
 
-export const PLATFORMS = ['win-x64', 'win-arm64', 'linux-x64', 'linux-arm64', 'mac-x64', 'mac-arm64'];
+type Platform = Body<'/v1/apps', 'post'>['platforms'][number];
+export const PLATFORMS: Platform[] = ['win-x64', 'win-arm64', 'linux-x64', 'linux-arm64', 'mac-x64', 'mac-arm64'];
 
-/** Every page of a list endpoint (the API answers at most 100 per page). */
-export async function listAll(path) {
-  const rows = [];
+/** Every page of a list endpoint, untyped, for the pages not yet in TypeScript (typed pages use `api.all`). */
+export async function listAll(path: string): Promise<unknown[]> {
+  const rows: unknown[] = [];
   for (let offset = 0; ; offset += 100) {
     const sep = path.includes('?') ? '&' : '?';
     const page = await request('GET', `${path}${sep}limit=100&offset=${offset}`);
-    rows.push(...page.data);
-    if (page.data.length < 100 || rows.length >= page.total) return rows;
+    const data = page.data as unknown[];
+    rows.push(...data);
+    if (data.length < 100 || rows.length >= page.total) return rows;
   }
 }
 
-export function platformBoxes(name, selected) {
+export function platformBoxes(name: string, selected: string[]): HTMLElement {
   return h(
     'div',
     { class: 'platforms' },
@@ -23,10 +25,10 @@ export function platformBoxes(name, selected) {
   );
 }
 
-export const checkedValues = (form, name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value);
+export const checkedValues = (form: HTMLElement, name: string): string[] => [...form.querySelectorAll<HTMLInputElement>(`input[name="${name}"]:checked`)].map((i) => i.value);
 
-export async function appsPage(view) {
-  const apps = await listAll('/v1/apps');
+export async function appsPage(view: HTMLElement): Promise<void> {
+  const apps = await api.all('/v1/apps');
   const name = h('input', { type: 'text', id: 'new-app-name', required: true, maxlength: 200 });
   const error = h('p', { class: 'error', role: 'alert', id: 'new-app-error' });
   const submit = h('button', { type: 'submit', id: 'new-app-submit' }, 'Create app');
@@ -34,9 +36,9 @@ export async function appsPage(view) {
     'form',
     {
       id: 'new-app-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const res = await act(() => post('/v1/apps', { name: name.value, platforms: checkedValues(form, 'platforms') }), { button: submit, errorEl: error });
+        const res = await act(() => api.post('/v1/apps', { name: name.value, platforms: checkedValues(form, 'platforms') as Platform[] }), { button: submit, errorEl: error });
         if (res.ok) location.hash = `#/apps/${res.value.id}`;
       },
     },

@@ -1,18 +1,32 @@
 // Dashboard: activations and licenses over time (GET /v1/stats), fees owed, and the apps.
-import { get } from './api.js';
-import { dayChart } from './charts.js';
+import { api, type Answer } from './api.js';
+import { chartFigure, dayChart } from './charts.js';
 import { h, mount } from './dom.js';
-import { listAll } from './page-apps.js';
+import type { PageContext } from './page.js';
 
+type DayCounts = Answer<'/v1/stats', 'get'>['activations'];
 const RANGES = [7, 30, 90];
-const money = (cents, currency) => `${(cents / 100).toLocaleString(undefined, { style: 'currency', currency: currency.toUpperCase() })}`;
-const sum = (days) => days.reduce((n, d) => n + d.count, 0);
+const money = (cents: number, currency: string) => `${(cents / 100).toLocaleString(undefined, { style: 'currency', currency: currency.toUpperCase() })}`;
+const sum = (days: DayCounts) => days.reduce((n, d) => n + d.count, 0);
 
-export async function dashboardPage(view, { query }) {
+/** A chart of counts per day with its numbers in a table (the days with a count; all zero says so). */
+function dayFigure(list: DayCounts, options: { id: string; title: string; color: string }): HTMLElement {
+  const counted = list.filter((d) => d.count > 0);
+  return chartFigure(
+    dayChart(
+      list.map((d) => ({ date: d.date, value: d.count })),
+      options,
+    ),
+    options.title,
+    ['Day (UTC)', 'Count'],
+    counted.length ? counted.map((d) => [d.date, String(d.count)]) : [['Every day of the period', '0']],
+  );
+}
+
+export async function dashboardPage(view: HTMLElement, { query }: PageContext): Promise<void> {
   const days = RANGES.includes(Number(query.get('days'))) ? Number(query.get('days')) : 30;
-  const [stats, apps] = await Promise.all([get(`/v1/stats?days=${days}`), listAll('/v1/apps')]);
+  const [stats, apps] = await Promise.all([api.get('/v1/stats', { query: { days } }), api.all('/v1/apps')]);
   const fees = stats.fees.length ? stats.fees : [{ currency: 'usd', period_cents: 0, period_licenses: 0, unbilled_cents: 0 }];
-  const series = (list) => list.map((d) => ({ date: d.date, value: d.count }));
   mount(
     view,
     h('h1', null, 'Dashboard'),
@@ -53,15 +67,15 @@ export async function dashboardPage(view, { query }) {
       'section',
       { class: 'card' },
       h('h2', null, 'Activations per day'),
-      dayChart(series(stats.activations), { id: 'chart-activations', title: 'Activations per day', color: '#0b5fff' }),
+      dayFigure(stats.activations, { id: 'chart-activations', title: 'Activations per day', color: '#0b5fff' }),
     ),
     h(
       'section',
       { class: 'card' },
       h('h2', null, 'Licenses sold per day'),
-      dayChart(series(stats.licenses_sold), { id: 'chart-sold', title: 'Licenses sold per day', color: '#2e7d32' }),
+      dayFigure(stats.licenses_sold, { id: 'chart-sold', title: 'Licenses sold per day', color: '#1b5e20' }),
       h('h3', null, 'Licenses created per day'),
-      dayChart(series(stats.licenses_created), { id: 'chart-created', title: 'Licenses created per day', color: '#7e57c2' }),
+      dayFigure(stats.licenses_created, { id: 'chart-created', title: 'Licenses created per day', color: '#7e57c2' }),
     ),
     h(
       'section',

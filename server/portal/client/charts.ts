@@ -1,11 +1,60 @@
 // Inline SVG charts, drawn element by element (no markup strings): readable at a glance, with
-// every number written next to its bar.
-import { svg } from './dom.js';
+// every number written next to its bar, and each one's numbers as a table beside it (`chartFigure`)
+// for screen readers and for reading exact values.
+import { h, svg } from './dom.js';
+
+export interface BarRow {
+  label: string;
+  value: number;
+  color?: string;
+  key?: string;
+}
+
+export interface DayPoint {
+  date: string;
+  value: number;
+}
+
+/** A chart with its text alternative: a caption, and the numbers in a table that opens under it. */
+export function chartFigure(chart: SVGSVGElement, caption: string, headers: [string, string], rows: [string, string][]): HTMLElement {
+  return h(
+    'figure',
+    { class: 'chart-figure' },
+    chart,
+    h(
+      'figcaption',
+      null,
+      h(
+        'details',
+        null,
+        h('summary', null, `${caption}: the numbers`),
+        h(
+          'table',
+          { class: 'chart-data' },
+          h(
+            'thead',
+            null,
+            h(
+              'tr',
+              null,
+              headers.map((t) => h('th', { scope: 'col' }, t)),
+            ),
+          ),
+          h(
+            'tbody',
+            null,
+            rows.map(([a, b]) => h('tr', null, h('td', null, a), h('td', null, b))),
+          ),
+        ),
+      ),
+    ),
+  );
+}
 
 /**
  * Horizontal bars, one per row: label, bar, "count (share %)". `rows`: [{ label, value, color, key }].
  */
-export function barChart(rows, { title, id } = {}) {
+export function barChart(rows: BarRow[], { title, id }: { title?: string; id?: string } = {}): SVGSVGElement {
   const labelWidth = 170;
   const barWidth = 320;
   const rowHeight = 30;
@@ -32,7 +81,10 @@ export function barChart(rows, { title, id } = {}) {
 }
 
 /** Vertical bars over days: `points` [{ date: 'YYYY-MM-DD', value }]. */
-export function dayChart(points, { title, color = '#0b5fff', id, format = (v) => String(v) } = {}) {
+export function dayChart(
+  points: DayPoint[],
+  { title, color = '#0b5fff', id, format = (v: number) => String(v) }: { title?: string; color?: string; id?: string; format?: (v: number) => string } = {},
+): SVGSVGElement {
   const width = 640;
   const height = 200;
   const left = 48;
@@ -63,7 +115,7 @@ export function dayChart(points, { title, color = '#0b5fff', id, format = (v) =>
   });
   const ticks = points.length > 1 ? [0, Math.floor((points.length - 1) / 2), points.length - 1] : points.length ? [0] : [];
   for (const i of ticks) {
-    chart.append(svg('text', { x: left + i * step + step / 2, y: height - 6, 'text-anchor': 'middle' }, points[i].date.slice(5)));
+    chart.append(svg('text', { x: left + i * step + step / 2, y: height - 6, 'text-anchor': 'middle' }, points[i]!.date.slice(5)));
   }
   return chart;
 }

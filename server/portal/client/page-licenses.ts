@@ -1,15 +1,22 @@
 // Licenses: a searchable, filterable, paginated list; creating one; one license with its devices,
 // revoke, reset devices, its metered features, its deactivation history and its own update push.
-import { act, del, get, post, put, request } from './api.js';
+import { act, api, type Answer, type Body } from './api.js';
 import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
+import { featuresInput } from './features-field.js';
 import { metersCard } from './license-meters.js';
-import { listAll } from './page-apps.js';
+import type { PageContext } from './page.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
 import { seatInputs, seatsText } from './seat-fields.js';
 
+type App = Answer<'/v1/apps', 'get'>[number];
+type License = Answer<'/v1/licenses/{license_id}', 'get'>;
+type LicenseStatus = NonNullable<NonNullable<Parameters<typeof api.list<'/v1/licenses'>>[1]>['query']>['status'];
+type Device = License['devices'][number];
+type LicensePush = Answer<'/v1/licenses/{license_id}/push-update', 'get'>['push'];
+
 const PAGE_SIZE = 20;
-const DEACTIVATION_SOURCES = { app: 'By the app', developer: 'Reset by you', store_reset: 'Reset by the store', revoked: 'License revoked by the store' };
-const STATUSES = [
+const DEACTIVATION_SOURCES: Record<string, string> = { app: 'By the app', developer: 'Reset by you', store_reset: 'Reset by the store', revoked: 'License revoked by the store' };
+const STATUSES: [LicenseStatus | '', string][] = [
   ['', 'Any status'],
   ['active', 'Active'],
   ['revoked', 'Revoked'],
@@ -17,7 +24,7 @@ const STATUSES = [
   ['demo', 'Demo'],
 ];
 
-function hashWith(query, changes) {
+function hashWith(query: URLSearchParams, changes: Record<string, string | number>): string {
   const next = new URLSearchParams(query);
   for (const [k, v] of Object.entries(changes)) {
     if (v === '' || v === null || v === undefined) next.delete(k);
@@ -27,11 +34,16 @@ function hashWith(query, changes) {
   return `#/licenses${qs ? `?${qs}` : ''}`;
 }
 
-export async function licensesPage(view, { query }) {
+export async function licensesPage(view: HTMLElement, { query }: PageContext): Promise<void> {
   const offset = Number(query.get('offset') ?? 0) || 0;
-  const apiQuery = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String(offset) });
-  for (const key of ['app_id', 'status', 'q']) if (query.get(key)) apiQuery.set(key, query.get(key));
-  const [apps, page] = await Promise.all([listAll('/v1/apps'), request('GET', `/v1/licenses?${apiQuery}`)]);
+  const apiQuery = {
+    limit: PAGE_SIZE,
+    offset,
+    app_id: query.get('app_id') || undefined,
+    status: (query.get('status') || undefined) as LicenseStatus,
+    q: query.get('q') || undefined,
+  };
+  const [apps, page] = await Promise.all([api.all('/v1/apps'), api.list('/v1/licenses', { query: apiQuery })]);
   const appName = new Map(apps.map((a) => [a.id, a.name]));
 
   const appFilter = h(
@@ -51,7 +63,7 @@ export async function licensesPage(view, { query }) {
     {
       class: 'filters',
       id: 'license-filters',
-      onsubmit: (e) => {
+      onsubmit: (e: SubmitEvent) => {
         e.preventDefault();
         location.hash = hashWith(query, { app_id: appFilter.value, status: statusFilter.value, q: search.value.trim(), offset: '' });
       },
@@ -119,7 +131,7 @@ export async function licensesPage(view, { query }) {
   );
 }
 
-function createCard(apps, preselected) {
+function createCard(apps: App[], preselected: string | null): HTMLElement {
   const app = h(
     'select',
     { id: 'new-license-app' },
@@ -135,6 +147,8 @@ function createCard(apps, preselected) {
   const devicesField = h('div', null, h('label', { for: 'new-license-devices' }, 'Device limit'), devices);
   const seats = seatInputs('new-license', { nodeLockedOnly: [devicesField] });
   const expiry = h('input', { type: 'number', id: 'new-license-expiry', min: 1, placeholder: 'never (trials: 14 days from first run)' });
+  const downloads = h('input', { type: 'number', id: 'new-license-downloads', min: 1, max: 1000000, placeholder: 'default allowance' });
+  const features = featuresInput('new-license-features');
   const error = h('p', { class: 'error', role: 'alert', id: 'new-license-error' });
   const created = h('div', { id: 'new-license-created' });
   const submit = h('button', { type: 'submit', id: 'new-license-submit', disabled: apps.length === 0 }, 'Create license');
@@ -147,13 +161,21 @@ function createCard(apps, preselected) {
       'form',
       {
         id: 'new-license-form',
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
-          const body = { app_id: app.value, license_type: type.value, ...seats.values() };
+          const featureValues = features.parse(error);
+          if (!featureValues) return;
+          const body: Body<'/v1/licenses', 'post'> = {
+            app_id: app.value,
+            license_type: type.value as NonNullable<Body<'/v1/licenses', 'post'>['license_type']>,
+            features: featureValues,
+            ...seats.values(),
+          };
           if (email.value.trim()) body.email = email.value.trim();
           if (devices.value && !seats.floating()) body.device_limit = Number(devices.value);
           if (expiry.value) body.expiry_days = Number(expiry.value);
-          const res = await act(() => post('/v1/licenses', body), { button: submit, errorEl: error });
+          if (downloads.value) body.download_limit = Number(downloads.value);
+          const res = await act(() => api.post('/v1/licenses', body), { button: submit, errorEl: error });
           if (!res.ok) return;
           const l = res.value;
           mount(
@@ -178,6 +200,8 @@ function createCard(apps, preselected) {
         seats.element,
         devicesField,
         h('div', null, h('label', { for: 'new-license-expiry' }, 'Expires after (days)'), expiry),
+        h('div', null, h('label', { for: downloads.id }, 'Download limit'), downloads),
+        features.element,
       ),
       h('p', { class: 'hint' }, 'The free plan may create trial licenses only; a trial is node-locked.'),
       h('div', { class: 'actions' }, submit),
@@ -188,7 +212,7 @@ function createCard(apps, preselected) {
 }
 
 /** A floating license's seats and lease TTL (PUT …/seats); fewer seats than leases in use wait for copies to stop. */
-function seatsForm(l, { errorEl, noticeEl, saved }) {
+function seatsForm(l: License, { errorEl, noticeEl, saved }: { errorEl: HTMLElement; noticeEl: HTMLElement; saved: (l: License) => void }): HTMLFormElement {
   const seats = h('input', { type: 'number', id: 'license-max-concurrent', min: 1, max: 10000, value: l.max_concurrent });
   const ttl = h('input', { type: 'number', id: 'license-lease-ttl', min: 3, max: 1440, value: l.lease_ttl_minutes });
   const save = h('button', { type: 'submit', id: 'license-seats-save' }, 'Save seats');
@@ -197,16 +221,17 @@ function seatsForm(l, { errorEl, noticeEl, saved }) {
     {
       id: 'license-seats-form',
       class: 'inline',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const res = await act(() => put(`/v1/licenses/${l.license_id}/seats`, { max_concurrent: Number(seats.value), lease_ttl_minutes: Number(ttl.value) }), {
+        const where = { path: { license_id: l.license_id } };
+        const res = await act(() => api.put('/v1/licenses/{license_id}/seats', { max_concurrent: Number(seats.value), lease_ttl_minutes: Number(ttl.value) }, where), {
           button: save,
           errorEl,
           noticeEl,
           notice: 'Seats saved.',
         });
         // The answer is the license without its seats in use: read it whole again.
-        if (res.ok) saved(await get(`/v1/licenses/${l.license_id}`));
+        if (res.ok) saved(await api.get('/v1/licenses/{license_id}', where));
       },
     },
     h('label', { for: 'license-max-concurrent' }, 'Seats (copies running at once)'),
@@ -217,13 +242,14 @@ function seatsForm(l, { errorEl, noticeEl, saved }) {
   );
 }
 
-export async function licensePage(view, { params }) {
-  const [licenseId] = params;
-  const license = await get(`/v1/licenses/${encodeURIComponent(licenseId)}`);
+export async function licensePage(view: HTMLElement, { params }: PageContext): Promise<void> {
+  const [licenseId = ''] = params;
+  const license = await api.get('/v1/licenses/{license_id}', { path: { license_id: licenseId } });
+  const where = { path: { license_id: license.license_id } };
   const [app, pushStatus, builds] = await Promise.all([
-    get(`/v1/apps/${license.app_id}`),
-    get(`/v1/licenses/${license.license_id}/push-update`),
-    listAll(`/v1/apps/${license.app_id}/builds`),
+    api.get('/v1/apps/{app_id}', { path: { app_id: license.app_id } }),
+    api.get('/v1/licenses/{license_id}/push-update', where),
+    api.all('/v1/apps/{app_id}/builds', { path: { app_id: license.app_id } }),
   ]);
   const detailCard = h('section', { class: 'card', id: 'license-detail' });
   const devicesCard = h('section', { class: 'card', id: 'license-devices' });
@@ -241,7 +267,7 @@ export async function licensePage(view, { params }) {
     pushCard,
   );
 
-  const renderDetail = (l) => {
+  const renderDetail = (l: License) => {
     const error = h('p', { class: 'error', role: 'alert', id: 'license-action-error' });
     const notice = h('p', { class: 'notice', role: 'status', id: 'license-action-notice' });
     const actions = h('div', { class: 'actions' });
@@ -251,8 +277,8 @@ export async function licensePage(view, { params }) {
           'Revoke',
           'Revoke this license? It stops working at the next start or token refresh.',
           async () => {
-            const res = await act(() => post(`/v1/licenses/${l.license_id}/revoke`), { errorEl: error });
-            if (res.ok) renderDetail(res.value);
+            const res = await act(() => api.post('/v1/licenses/{license_id}/revoke', undefined, where), { errorEl: error });
+            if (res.ok) renderDetail({ ...l, ...res.value });
           },
           { id: 'revoke-license' },
         ),
@@ -263,7 +289,7 @@ export async function licensePage(view, { params }) {
         'Reset devices',
         'Deactivate every computer of this license?',
         async () => {
-          const res = await act(() => post(`/v1/licenses/${l.license_id}/reset-devices`), {
+          const res = await act(() => api.post('/v1/licenses/{license_id}/reset-devices', undefined, where), {
             errorEl: error,
             noticeEl: notice,
             notice: (r) => `${r.devices_removed} device${r.devices_removed === 1 ? '' : 's'} removed.`,
@@ -284,16 +310,16 @@ export async function licensePage(view, { params }) {
       {
         id: 'license-download-limit-form',
         class: 'inline',
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
           const value = limitInput.value.trim() === '' ? null : Number(limitInput.value);
-          const res = await act(() => put(`/v1/licenses/${l.license_id}/download-limit`, { download_limit: value }), {
+          const res = await act(() => api.put('/v1/licenses/{license_id}/download-limit', { download_limit: value }, where), {
             button: limitSave,
             errorEl: error,
             noticeEl: notice,
             notice: 'Download limit saved.',
           });
-          if (res.ok) renderDetail(res.value);
+          if (res.ok) renderDetail({ ...l, ...res.value });
         },
       },
       h('label', { for: 'license-download-limit' }, 'Download limit (delivery page and installer; replaces the default allowance, empty: the default)'),
@@ -344,7 +370,7 @@ export async function licensePage(view, { params }) {
     );
   };
 
-  const renderDevices = (devices) => {
+  const renderDevices = (devices: Device[]) => {
     mount(
       devicesCard,
       // A floating license's devices are those that ever ran it; its seats are the leases (above).
@@ -385,7 +411,7 @@ export async function licensePage(view, { params }) {
 
   // The newest page of the history: devices the app deactivated itself and those a reset removed.
   const loadDeactivations = async () => {
-    const page = await request('GET', `/v1/licenses/${license.license_id}/deactivations?limit=${PAGE_SIZE}`);
+    const page = await api.list('/v1/licenses/{license_id}/deactivations', { ...where, query: { limit: PAGE_SIZE } });
     const rows = page.data;
     mount(
       deactivationsCard,
@@ -423,7 +449,7 @@ export async function licensePage(view, { params }) {
     );
   };
 
-  const renderPush = (push) => {
+  const renderPush = (push: LicensePush) => {
     const target = h('select', { id: 'license-push-target' }, buildOptions(builds));
     const notes = h('textarea', { id: 'license-push-notes', maxlength: 10000 });
     const error = h('p', { class: 'error', role: 'alert', id: 'license-push-error' });
@@ -432,11 +458,11 @@ export async function licensePage(view, { params }) {
       'form',
       {
         id: 'license-push-form',
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
-          const payload = { release_notes: notes.value };
+          const payload: Body<'/v1/licenses/{license_id}/push-update', 'post'> = { release_notes: notes.value };
           if (target.value) payload.target_build_id = target.value;
-          const res = await act(() => post(`/v1/licenses/${license.license_id}/push-update`, payload), { button: submit, errorEl: error });
+          const res = await act(() => api.post('/v1/licenses/{license_id}/push-update', payload, where), { button: submit, errorEl: error });
           if (res.ok) renderPush(res.value.push);
         },
       },
@@ -463,7 +489,7 @@ export async function licensePage(view, { params }) {
                 'Clear',
                 'Clear this license’s own push (the app push applies again)?',
                 async () => {
-                  const res = await act(() => del(`/v1/licenses/${license.license_id}/push-update`), { errorEl: clearError });
+                  const res = await act(() => api.delete('/v1/licenses/{license_id}/push-update', where), { errorEl: clearError });
                   if (res.ok) renderPush(null);
                 },
                 { id: 'clear-license-push' },
