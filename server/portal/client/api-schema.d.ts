@@ -2939,6 +2939,18 @@ export interface operations {
             sold_max_concurrent: number | null;
             /** @description Floating: the lease life of each license sold; null when node_locked */
             sold_lease_ttl_minutes: number | null;
+            /** @description The metered features each license sold carries; {} for none */
+            sold_meters: {
+              [key: string]: {
+                /** @description Units the license may consume per period */
+                uses_per_period: number;
+                /**
+                 * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+                 * @enum {string}
+                 */
+                period: 'day' | 'month' | 'year' | 'lifetime';
+              };
+            };
             /** @description Pass to the runtime SDK; it salts device fingerprints for this app */
             fingerprint_salt: string;
             /** Format: date-time */
@@ -3004,6 +3016,21 @@ export interface operations {
           sold_max_concurrent?: number | null;
           /** @description With sold_seat_model floating: the lease life of each license sold. Default 15 */
           sold_lease_ttl_minutes?: number | null;
+          /**
+           * @description The metered features of the licenses your sales create (checkout, the entitlement webhook, marketplace provisioning, trials included), as `meters` on POST /v1/licenses; replaced as a whole, {} for none. Copied at the sale: licenses already sold keep theirs
+           * @default {}
+           */
+          sold_meters?: {
+            [key: string]: {
+              /** @description Units the license may consume per period */
+              uses_per_period: number;
+              /**
+               * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+               * @enum {string}
+               */
+              period: 'day' | 'month' | 'year' | 'lifetime';
+            };
+          };
         };
       };
     };
@@ -3038,6 +3065,18 @@ export interface operations {
             sold_max_concurrent: number | null;
             /** @description Floating: the lease life of each license sold; null when node_locked */
             sold_lease_ttl_minutes: number | null;
+            /** @description The metered features each license sold carries; {} for none */
+            sold_meters: {
+              [key: string]: {
+                /** @description Units the license may consume per period */
+                uses_per_period: number;
+                /**
+                 * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+                 * @enum {string}
+                 */
+                period: 'day' | 'month' | 'year' | 'lifetime';
+              };
+            };
             /** @description Pass to the runtime SDK; it salts device fingerprints for this app */
             fingerprint_salt: string;
             /** Format: date-time */
@@ -3098,6 +3137,18 @@ export interface operations {
             sold_max_concurrent: number | null;
             /** @description Floating: the lease life of each license sold; null when node_locked */
             sold_lease_ttl_minutes: number | null;
+            /** @description The metered features each license sold carries; {} for none */
+            sold_meters: {
+              [key: string]: {
+                /** @description Units the license may consume per period */
+                uses_per_period: number;
+                /**
+                 * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+                 * @enum {string}
+                 */
+                period: 'day' | 'month' | 'year' | 'lifetime';
+              };
+            };
             /** @description Pass to the runtime SDK; it salts device fingerprints for this app */
             fingerprint_salt: string;
             /** Format: date-time */
@@ -3153,6 +3204,18 @@ export interface operations {
           sold_max_concurrent?: number | null;
           /** @description With sold_seat_model floating: the lease life of each license sold. Default 15 */
           sold_lease_ttl_minutes?: number | null;
+          /** @description The metered features of the licenses your sales create (checkout, the entitlement webhook, marketplace provisioning, trials included), as `meters` on POST /v1/licenses; replaced as a whole, {} for none. Copied at the sale: licenses already sold keep theirs */
+          sold_meters?: {
+            [key: string]: {
+              /** @description Units the license may consume per period */
+              uses_per_period: number;
+              /**
+               * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+               * @enum {string}
+               */
+              period: 'day' | 'month' | 'year' | 'lifetime';
+            };
+          };
           /** @description With delivery_mode released_only: also release the build of the active push if it is not released (else 409 push_target_not_released) */
           release_current?: boolean;
         };
@@ -3189,6 +3252,18 @@ export interface operations {
             sold_max_concurrent: number | null;
             /** @description Floating: the lease life of each license sold; null when node_locked */
             sold_lease_ttl_minutes: number | null;
+            /** @description The metered features each license sold carries; {} for none */
+            sold_meters: {
+              [key: string]: {
+                /** @description Units the license may consume per period */
+                uses_per_period: number;
+                /**
+                 * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+                 * @enum {string}
+                 */
+                period: 'day' | 'month' | 'year' | 'lifetime';
+              };
+            };
             /** @description Pass to the runtime SDK; it salts device fingerprints for this app */
             fingerprint_salt: string;
             /** Format: date-time */
@@ -6531,6 +6606,18 @@ export interface operations {
             features: {
               [key: string]: unknown;
             };
+            /** @description The metered features of each license; null: the app's sold_meters when each code is redeemed */
+            meters: {
+              [key: string]: {
+                /** @description Units the license may consume per period */
+                uses_per_period: number;
+                /**
+                 * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+                 * @enum {string}
+                 */
+                period: 'day' | 'month' | 'year' | 'lifetime';
+              };
+            } | null;
             codes_expire_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -6594,6 +6681,18 @@ export interface operations {
           features?: {
             [key: string]: components['schemas']['JsonValue'];
           };
+          /** @description Metered features of every license, as `meters` on POST /v1/licenses; {} for none. Default: the app's sold_meters when each code is redeemed */
+          meters?: {
+            [key: string]: {
+              /** @description Units the license may consume per period */
+              uses_per_period: number;
+              /**
+               * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+               * @enum {string}
+               */
+              period: 'day' | 'month' | 'year' | 'lifetime';
+            };
+          };
           /**
            * Format: date-time
            * @description Codes not redeemed by then become Expired; must be in the future; default: never
@@ -6642,6 +6741,18 @@ export interface operations {
             features: {
               [key: string]: unknown;
             };
+            /** @description The metered features of each license; null: the app's sold_meters when each code is redeemed */
+            meters: {
+              [key: string]: {
+                /** @description Units the license may consume per period */
+                uses_per_period: number;
+                /**
+                 * @description day, month, year: calendar periods in UTC (the balance resets at 00:00 UTC, on the 1st, on 1 January); lifetime: never resets
+                 * @enum {string}
+                 */
+                period: 'day' | 'month' | 'year' | 'lifetime';
+              };
+            } | null;
             codes_expire_at: string | null;
             /** Format: date-time */
             created_at: string;

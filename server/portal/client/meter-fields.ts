@@ -56,9 +56,12 @@ export function metersInput(prefix: string, current: { feature: string; uses_per
   };
 }
 
-/** A form field of meters with its label, for the forms that create licenses. */
-export function metersField(prefix: string, label = 'Metered features (optional)') {
-  const input = metersInput(prefix);
+/** A form field of meters with its label (the forms that create licenses, an app's sold meters), starting with `current`. */
+export function metersField(prefix: string, label = 'Metered features (optional)', current: Meters = {}) {
+  const input = metersInput(
+    prefix,
+    Object.entries(current).map(([feature, m]) => ({ feature, ...m })),
+  );
   return {
     element: h('div', { class: 'meters-field', role: 'group', 'aria-label': label }, h('p', { class: 'field-label' }, label), input.rows, input.add),
     values: () => input.values(),

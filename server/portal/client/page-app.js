@@ -4,6 +4,7 @@ import { copyButton, h, mount } from './dom.js';
 import { buildsTab } from './page-builds.js';
 import { checkedValues, platformBoxes } from './page-apps.js';
 import { salesTab } from './page-sales.js';
+import { metersField } from './meter-fields.js';
 import { seatInputs } from './seat-fields.js';
 import { updatesTab } from './page-updates.js';
 
@@ -64,6 +65,7 @@ function settingsTab(body, app) {
     names: { seat_model: 'sold_seat_model', max_concurrent: 'sold_max_concurrent', lease_ttl_minutes: 'sold_lease_ttl_minutes' },
     current: app,
   });
+  const soldMeters = metersField('app-sold', 'Metered features of each license sold', app.sold_meters ?? {});
   const error = h('p', { class: 'error', role: 'alert', id: 'app-settings-error' });
   const notice = h('p', { class: 'notice', role: 'status', id: 'app-settings-notice' });
   const submit = h('button', { type: 'submit', id: 'app-settings-save' }, 'Save settings');
@@ -87,6 +89,7 @@ function settingsTab(body, app) {
           app_deactivations_per_30_days: Number(deactivations.value),
           download_limit: numberOrNull(downloadLimit),
           ...soldSeats.named(),
+          sold_meters: soldMeters.values(),
         };
         // Only what changed is sent: PUT changes the fields it names. The sold seat model goes
         // whole (the API takes its seats only with it).
@@ -131,6 +134,7 @@ function settingsTab(body, app) {
         h('h3', null, 'Licenses sold'),
         h('p', { class: 'hint' }, 'What checkout, the entitlement webhook and marketplace provisioning mint; trials stay node-locked.'),
         soldSeats.element,
+        soldMeters.element,
         h('label', null, 'Fingerprint salt'),
         h(
           'p',

@@ -4,6 +4,7 @@ import { act, api, type Answer, type Body } from './api.js';
 import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
 import { featuresInput } from './features-field.js';
 import { metersCard } from './license-meters.js';
+import { metersField } from './meter-fields.js';
 import type { PageContext } from './page.js';
 import { adoptionChart, buildOptions, pushFacts } from './page-updates.js';
 import { seatInputs, seatsText } from './seat-fields.js';
@@ -149,6 +150,7 @@ function createCard(apps: App[], preselected: string | null): HTMLElement {
   const expiry = h('input', { type: 'number', id: 'new-license-expiry', min: 1, placeholder: 'never (trials: 14 days from first run)' });
   const downloads = h('input', { type: 'number', id: 'new-license-downloads', min: 1, max: 1000000, placeholder: 'default allowance' });
   const features = featuresInput('new-license-features');
+  const meters = metersField('new-license');
   const error = h('p', { class: 'error', role: 'alert', id: 'new-license-error' });
   const created = h('div', { id: 'new-license-created' });
   const submit = h('button', { type: 'submit', id: 'new-license-submit', disabled: apps.length === 0 }, 'Create license');
@@ -169,6 +171,7 @@ function createCard(apps: App[], preselected: string | null): HTMLElement {
             app_id: app.value,
             license_type: type.value as NonNullable<Body<'/v1/licenses', 'post'>['license_type']>,
             features: featureValues,
+            meters: meters.values(),
             ...seats.values(),
           };
           if (email.value.trim()) body.email = email.value.trim();
@@ -202,6 +205,7 @@ function createCard(apps: App[], preselected: string | null): HTMLElement {
         h('div', null, h('label', { for: 'new-license-expiry' }, 'Expires after (days)'), expiry),
         h('div', null, h('label', { for: downloads.id }, 'Download limit'), downloads),
         features.element,
+        meters.element,
       ),
       h('p', { class: 'hint' }, 'The free plan may create trial licenses only; a trial is node-locked.'),
       h('div', { class: 'actions' }, submit),

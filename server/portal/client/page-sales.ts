@@ -4,6 +4,7 @@ import { ApiError, act, api, apiUrl, describeError, requestFile, saveBlob, type 
 import { processorAccountSection } from './page-processor.js';
 import { confirmButton, copyButton, facts, formatDate, h, mount, type Child } from './dom.js';
 import { featuresInput } from './features-field.js';
+import { metersField } from './meter-fields.js';
 import { seatInputs, seatsText } from './seat-fields.js';
 
 type App = Answer<'/v1/apps/{app_id}', 'get'>;
@@ -125,6 +126,8 @@ async function batchesSection(card: HTMLElement, app: App, plan: Plan): Promise<
   const seats = seatInputs('batch', { nodeLockedOnly: [devicesField] });
   const features = featuresInput('batch-features');
   const codesExpire = h('input', { type: 'datetime-local', id: 'batch-codes-expire' });
+  // No rows: each license takes the app's sold meters when its code is redeemed.
+  const meters = metersField('batch', 'Metered features of each license (none: the app’s sold meters)');
   const error = h('p', { class: 'error', role: 'alert', id: 'batch-error' });
   const submit = h('button', { type: 'submit', id: 'batch-submit' }, 'Generate codes');
   const table = h('div', { id: 'batches-list' });
@@ -235,6 +238,8 @@ async function batchesSection(card: HTMLElement, app: App, plan: Plan): Promise<
             features: featureValues,
             ...seats.values(),
           };
+          const meterValues = meters.values();
+          if (Object.keys(meterValues).length) payload.meters = meterValues;
           if (devices.value && !seats.floating()) payload.device_limit = Number(devices.value);
           if (codesExpire.value) payload.codes_expire_at = new Date(codesExpire.value).toISOString();
           // The codes come once, as the server's CSV export (Accept: text/csv): kept in memory until saved.
@@ -273,6 +278,7 @@ async function batchesSection(card: HTMLElement, app: App, plan: Plan): Promise<
         devicesField,
         h('div', null, h('label', { for: codesExpire.id }, 'Unredeemed codes expire (optional)'), codesExpire),
         features.element,
+        meters.element,
       ),
       plan === 'free' ? h('p', { class: 'hint', id: 'batch-plan-hint' }, 'The free plan creates trial batches; paid codes need the Pro plan.') : null,
       h('div', { class: 'actions' }, submit),
