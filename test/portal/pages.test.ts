@@ -141,6 +141,10 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     await page.fill('#batch-devices', '4');
     await page.fill('#batch-codes-expire', local);
     await page.fill('#batch-features', '{ "tier": "pro", "beta": true }');
+    await page.click('#batch-meter-add');
+    await page.fill('#batch-meter-rows .meter-row:nth-child(1) .meter-feature', 'export');
+    await page.fill('#batch-meter-rows .meter-row:nth-child(1) .meter-uses', '50');
+    await page.selectOption('#batch-meter-rows .meter-row:nth-child(1) .meter-period', 'year');
     await page.click('#batch-submit');
     await page.waitForSelector('#batch-download');
     const batches = (await call('GET', `/v1/apps/${app.id}/redemption-batches`, { apiKey: dev.apiKey })).body as Record<string, unknown>[];
@@ -154,6 +158,7 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
       device_limit: 4,
       seat_model: 'node_locked',
       features: { tier: 'pro', beta: true },
+      meters: { export: { uses_per_period: 50, period: 'year' } },
     });
     expect(new Date(batches[0]!.codes_expire_at as string).getTime()).toBe(codesExpire.getTime());
     // Features that are not a JSON object are refused in place, and nothing is created.
@@ -180,6 +185,10 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     await page.fill('#new-license-expiry', '90');
     await page.fill('#new-license-downloads', '7');
     await page.fill('#new-license-features', '{ "tier": "team" }');
+    await page.click('#new-license-meter-add');
+    await page.fill('#new-license-meter-rows .meter-row:nth-child(1) .meter-feature', 'render');
+    await page.fill('#new-license-meter-rows .meter-row:nth-child(1) .meter-uses', '12');
+    await page.selectOption('#new-license-meter-rows .meter-row:nth-child(1) .meter-period', 'day');
     await page.click('#new-license-submit');
     await page.waitForSelector('#new-license-key');
     const key = await page.textContent('#new-license-key');
@@ -195,6 +204,7 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
       lease_ttl_minutes: 30,
       download_limit: 7,
       features: { tier: 'team' },
+      meters: { render: { uses_per_period: 12, period: 'day' } },
     });
     // Created and stamped in the same request: 90 days apart, to the day.
     expect(Math.round((new Date(license.expires_at).getTime() - new Date(license.created_at).getTime()) / 86_400_000)).toBe(90);
@@ -206,6 +216,70 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     await expect.poll(() => page.textContent('#new-license-key')).not.toBe(key);
     const second = (await call('GET', `/v1/licenses?q=${await page.textContent('#new-license-key')}`, { apiKey: dev.apiKey })).body[0];
     expect(second).toMatchObject({ seat_model: 'node_locked', device_limit: 5, download_limit: 7, features: {} });
+    expect(portal.errors).toEqual([]);
+    await portal.context.close();
+  });
+
+  it('saves an app’s sold seats and meters from its settings, as the API then answers them', async () => {
+    const { dev, app } = await proDeveloperWithApp();
+    const portal = await openPortal();
+    await signIn(portal, dev);
+    const { page } = portal;
+    await visit(page, `#/apps/${app.id}/settings`, '#app-settings-form');
+    await page.selectOption('#app-sold-seat-model', 'floating');
+    await page.fill('#app-sold-max-concurrent', '4');
+    await page.fill('#app-sold-lease-ttl', '20');
+    await page.click('#app-sold-meter-add');
+    await page.fill('#app-sold-meter-rows .meter-row:nth-child(1) .meter-feature', 'export');
+    await page.fill('#app-sold-meter-rows .meter-row:nth-child(1) .meter-uses', '100');
+    await page.selectOption('#app-sold-meter-rows .meter-row:nth-child(1) .meter-period', 'month');
+    await page.click('#app-settings-save');
+    await expect.poll(() => page.textContent('#app-settings-notice')).toBe('Saved.');
+    const saved = (await call('GET', `/v1/apps/${app.id}`, { apiKey: dev.apiKey })).body;
+    expect(saved).toMatchObject({
+      sold_seat_model: 'floating',
+      sold_max_concurrent: 4,
+      sold_lease_ttl_minutes: 20,
+      sold_meters: { export: { uses_per_period: 100, period: 'month' } },
+    });
+    expect(portal.errors).toEqual([]);
+    await portal.context.close();
+  });
+
+  it('works from the keyboard alone: sign-in, a visible focus, and a confirmation that takes the focus and gives it back', async () => {
+    const { dev, license } = await proDeveloperWithApp();
+    const portal = await openPortal();
+    const { page } = portal;
+    const focused = () => page.evaluate(() => ({ id: document.activeElement?.id ?? '', text: document.activeElement?.textContent ?? '' }));
+    /** Tabs forward until the element `id` has the focus (bounded: the page has fewer stops). */
+    const tabTo = async (id: string) => {
+      for (let i = 0; i < 80 && (await focused()).id !== id; i++) await page.keyboard.press('Tab');
+      expect((await focused()).id).toBe(id);
+    };
+    await page.goto(`${server.url}/portal`);
+    await page.waitForSelector('#signin-form');
+    await tabTo('signin-email');
+    await page.keyboard.type(dev.email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(dev.password);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#nav:not([hidden])');
+    await visit(page, `#/licenses/${license.license_id}`, '#revoke-license');
+    await tabTo('revoke-license');
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
+    expect(outline).not.toBe('none');
+    // The question takes the focus on No; No gives it back to the button, and nothing was revoked.
+    await page.keyboard.press('Enter');
+    expect((await focused()).text).toBe('No');
+    await page.keyboard.press('Enter');
+    expect((await focused()).id).toBe('revoke-license');
+    expect((await call('GET', `/v1/licenses/${license.license_id}`, { apiKey: dev.apiKey })).body.status).toBe('ACTIVE');
+    // Yes (Shift+Tab from No) revokes it.
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Shift+Tab');
+    expect((await focused()).text).toBe('Yes');
+    await page.keyboard.press('Enter');
+    await expect.poll(async () => (await call('GET', `/v1/licenses/${license.license_id}`, { apiKey: dev.apiKey })).body.status).toBe('REVOKED');
     expect(portal.errors).toEqual([]);
     await portal.context.close();
   });

@@ -79,10 +79,18 @@ export function facts(pairs: ([string, Child] | null | undefined | false)[]): HT
   );
 }
 
-/** A button that asks again in place ("Really …? Yes / No") before it acts. */
+/**
+ * A button that asks again in place ("Really …? Yes / No") before it acts. From the keyboard the
+ * question takes the focus (on No, the safe answer), and answering gives it back to the button.
+ */
 export function confirmButton(label: string, question: string, onConfirm: () => unknown, { danger = true, id }: { danger?: boolean; id?: string } = {}): HTMLSpanElement {
   const wrap = h('span', { class: 'confirm' });
   const first = h('button', { type: 'button', class: danger ? 'danger' : 'secondary', id, onclick: () => ask() }, label);
+  const back = () => {
+    const hadFocus = wrap.contains(document.activeElement);
+    mount(wrap, first);
+    if (hadFocus || document.activeElement === document.body) first.focus();
+  };
   const ask = () => {
     const yes = h(
       'button',
@@ -92,13 +100,14 @@ export function confirmButton(label: string, question: string, onConfirm: () => 
         'data-confirm': 'yes',
         onclick: () => {
           yes.disabled = true;
-          Promise.resolve(onConfirm()).finally(() => mount(wrap, first));
+          Promise.resolve(onConfirm()).finally(back);
         },
       },
       'Yes',
     );
-    const no = h('button', { type: 'button', class: 'secondary', onclick: () => mount(wrap, first) }, 'No');
-    mount(wrap, h('span', null, `${question} `), yes, ' ', no);
+    const no = h('button', { type: 'button', class: 'secondary', 'data-confirm': 'no', onclick: back }, 'No');
+    mount(wrap, h('span', { role: 'status' }, `${question} `), yes, ' ', no);
+    no.focus();
   };
   wrap.append(first);
   return wrap;
