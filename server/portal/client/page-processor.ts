@@ -2,19 +2,21 @@
 // Connecting is Stripe Connect OAuth: the API answers Stripe's authorize URL (and sets a cookie
 // binding the attempt to this browser), the browser goes there, the person approves on Stripe's own
 // page, and Stripe sends it back through the API's callback to Settings with `payments=<result>`.
-import { act, del, get, post } from './api.js';
+import { act, api, type Answer } from './api.js';
 import { confirmButton, formatDate, h, mount } from './dom.js';
 
-const RESULTS = {
+type Account = Answer<'/v1/payments/account', 'get'>;
+
+const RESULTS: Record<string, [string, string]> = {
   connected: ['hint', 'Your Stripe account is connected.'],
   access_denied: ['error', 'Connecting was cancelled on Stripe: nothing was connected.'],
   declined: ['error', 'Stripe did not authorize the connection: nothing was connected. Try again.'],
 };
 
 /** Renders the card into `card`; `result` is the callback's outcome when the browser just came back from Stripe. */
-export async function processorAccountSection(card, { result } = {}) {
-  const outcome = RESULTS[result];
-  const render = (acct) => {
+export async function processorAccountSection(card: HTMLElement, { result }: { result?: string | null } = {}): Promise<void> {
+  const outcome = result ? RESULTS[result] : undefined;
+  const render = (acct: Account) => {
     const error = h('p', { class: 'error', role: 'alert', id: 'account-error' });
     const notice = outcome ? h('p', { class: outcome[0], role: 'status', id: 'account-result' }, outcome[1]) : null;
     if (acct.connected) {
@@ -31,7 +33,7 @@ export async function processorAccountSection(card, { result } = {}) {
             'Disconnect',
             'Disconnect the account? Payment links stop selling.',
             async () => {
-              const res = await act(() => del('/v1/payments/account'), { errorEl: error });
+              const res = await act(() => api.delete('/v1/payments/account'), { errorEl: error });
               if (res.ok) render(res.value);
             },
             { id: 'disconnect-account' },
@@ -47,7 +49,7 @@ export async function processorAccountSection(card, { result } = {}) {
         type: 'button',
         id: 'connect-account',
         onclick: async () => {
-          const res = await act(() => post('/v1/payments/account/connect'), { button: connect, errorEl: error });
+          const res = await act(() => api.post('/v1/payments/account/connect', undefined), { button: connect, errorEl: error });
           if (res.ok) location.assign(res.value.authorize_url);
         },
       },
@@ -63,5 +65,5 @@ export async function processorAccountSection(card, { result } = {}) {
       error,
     );
   };
-  render(await get('/v1/payments/account'));
+  render(await api.get('/v1/payments/account'));
 }
