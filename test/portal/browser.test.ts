@@ -10,7 +10,7 @@ import { createApp, randomFingerprint, registerDeveloper, setPlan, type TestDeve
 import { startServerWithStripe } from '../support/stripe-server.js';
 import { activatedDevice, readyBuild, report } from '../updates/support.js';
 import type { Owner } from '../builds/support.js';
-import { SCREENSHOT_DIR } from './support.js';
+import { openPortalPage, SCREENSHOT_DIR } from './support.js';
 
 // The portal in headless Chromium: every page driven as a developer would, against a real server
 // and PostgreSQL. Screenshots of the main pages land in test-results/portal-screenshots/.
@@ -28,21 +28,7 @@ afterAll(async () => {
   await browser?.close();
 });
 
-/** A fresh browser profile; console errors (a CSP refusal, an exception) are collected. */
-async function newPage() {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
-  // A step that fails says which, well inside the test's own timeout.
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('console', (m) => {
-    // A refused API call (a 404 "none yet", a 409 shown to the user) is logged by Chromium as a failed resource: expected.
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
-  });
-  page.on('pageerror', (err) => errors.push(err.message));
-  return { page, errors, close: () => context.close() };
-}
+const newPage = () => openPortalPage(browser, server.url);
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Browser } from 'playwright-core';
 import { expect } from 'vitest';
 import { requestBody } from '../support/http.js';
 
@@ -84,4 +85,20 @@ export function cookieAttributes(line: string): { name: string; value: string; a
     attrs.set(k!.toLowerCase(), v.join('='));
   }
   return { name: pair!.slice(0, eq).trim(), value: pair!.slice(eq + 1).trim(), attrs };
+}
+
+/** A fresh browser profile on the portal at `origin`; console errors (a CSP refusal, an exception) are collected. */
+export async function openPortalPage(browser: Browser, origin: string) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+  // A step that fails says which, well inside the test's own timeout.
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    // A refused API call (a 404 "none yet", a 409 shown to the user) is logged by Chromium as a failed resource: expected.
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
+  });
+  page.on('pageerror', (err) => errors.push(err.message));
+  return { page, context, errors, close: () => context.close() };
 }
