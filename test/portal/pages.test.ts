@@ -5,12 +5,13 @@
  * takes and the result read back over the API; messages follow the developer's plan. Screenshots of
  * each page at both widths go to test/portal/screenshots/ (git-ignored). One browser, one server.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissingFor, inspectPage, launchChromium } from '../support/browser.js';
 import { createApp, createLicense, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
+import { openPortalPage } from './support.js';
 
 const chromiumMissing = chromiumMissingFor('portal page tests');
 
@@ -27,24 +28,8 @@ afterAll(async () => {
   await server.close();
 });
 
-interface Portal {
-  page: Page;
-  context: BrowserContext;
-  errors: string[];
-}
-
-/** A fresh profile; console errors and uncaught exceptions are collected (a refused call's "Failed to load resource" is expected). */
-async function openPortal(): Promise<Portal> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
-  });
-  page.on('pageerror', (err) => errors.push(err.message));
-  return { page, context, errors };
-}
+type Portal = Awaited<ReturnType<typeof openPortalPage>>;
+const openPortal = () => openPortalPage(browser, server.url);
 
 async function signIn(portal: Portal, dev: TestDeveloper) {
   await portal.page.goto(`${server.url}/portal`);
@@ -61,6 +46,20 @@ async function visit(page: Page, hash: string, ready: string) {
   }, hash);
   await page.waitForSelector(ready);
   await page.waitForFunction(() => !document.querySelector('#main .view > p.muted')?.textContent?.startsWith('Loading'));
+}
+
+/** A signed-in portal on `hash`, rendered. */
+async function openAs(dev: TestDeveloper, hash: string, ready: string): Promise<Portal> {
+  const portal = await openPortal();
+  await signIn(portal, dev);
+  await visit(portal.page, hash, ready);
+  return portal;
+}
+
+/** Nothing went wrong in the page meanwhile; its profile is closed. */
+async function expectNoErrors(portal: Portal) {
+  expect(portal.errors).toEqual([]);
+  await portal.close();
 }
 
 async function proDeveloperWithApp() {
@@ -94,11 +93,10 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
       await visit(portal.page, hash, ready);
       await inspectPage(portal.page, name);
     }
-    expect(portal.errors).toEqual([]);
-    await portal.context.close();
+    await expectNoErrors(portal);
   });
 
-  it('says on the Sales page what the developer’s plan allows: a Pro developer is not told to get Pro', async () => {
+  it('says on the Sales and Updates pages what the developer’s plan allows: a Pro developer is not told to get Pro', async () => {
     const pro = await proDeveloperWithApp();
     const free = await registerDeveloper(call);
     const freeApp = await createApp(call, free);
@@ -106,9 +104,7 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
       [pro.dev, pro.app, 'pro'],
       [free, freeApp, 'free'],
     ] as const) {
-      const portal = await openPortal();
-      await signIn(portal, dev);
-      await visit(portal.page, `#/apps/${app.id}/sales`, '#webhook-status');
+      const portal = await openAs(dev, `#/apps/${app.id}/sales`, '#webhook-status');
       const sales = (await portal.page.textContent('#tab-sales')) ?? '';
       const types = await portal.page.$$eval('#batch-type option', (options) => options.map((o) => (o as HTMLOptionElement).value));
       if (plan === 'pro') {
@@ -119,17 +115,17 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
         expect(await portal.page.textContent('#batch-plan-hint')).toMatch(/trial/);
         expect(types).toEqual(['trial']);
       }
-      expect(portal.errors).toEqual([]);
-      await portal.context.close();
+      // Pushing updates needs Pro too: said to the free developer only.
+      await visit(portal.page, `#/apps/${app.id}/updates`, '#push-form');
+      expect(await portal.page.textContent('#push-form')).toMatch(plan === 'pro' ? /^(?!.*Pro plan)/s : /Needs the Pro plan/);
+      await expectNoErrors(portal);
     }
   });
 
   it('creates a redemption batch with every field the API takes, as the API then answers it', async () => {
     const { dev, app } = await proDeveloperWithApp();
-    const portal = await openPortal();
-    await signIn(portal, dev);
+    const portal = await openAs(dev, `#/apps/${app.id}/sales`, '#batch-form');
     const { page } = portal;
-    await visit(page, `#/apps/${app.id}/sales`, '#batch-form');
     const codesExpire = new Date(Date.now() + 30 * 86_400_000);
     codesExpire.setSeconds(0, 0);
     const local = new Date(codesExpire.getTime() - codesExpire.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
@@ -166,16 +162,13 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     await page.click('#batch-submit');
     await expect.poll(() => page.textContent('#batch-error')).toMatch(/JSON object/);
     expect((await call('GET', `/v1/apps/${app.id}/redemption-batches`, { apiKey: dev.apiKey })).body).toHaveLength(1);
-    expect(portal.errors).toEqual([]);
-    await portal.context.close();
+    await expectNoErrors(portal);
   });
 
   it('creates a license with every field the API takes, as the API then answers it', async () => {
     const { dev, app } = await proDeveloperWithApp();
-    const portal = await openPortal();
-    await signIn(portal, dev);
+    const portal = await openAs(dev, `#/licenses?app_id=${app.id}`, '#new-license-form');
     const { page } = portal;
-    await visit(page, `#/licenses?app_id=${app.id}`, '#new-license-form');
     await page.selectOption('#new-license-app', app.id);
     await page.selectOption('#new-license-type', 'subscription');
     await page.fill('#new-license-email', 'buyer@example.com');
@@ -216,16 +209,13 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     await expect.poll(() => page.textContent('#new-license-key')).not.toBe(key);
     const second = (await call('GET', `/v1/licenses?q=${await page.textContent('#new-license-key')}`, { apiKey: dev.apiKey })).body[0];
     expect(second).toMatchObject({ seat_model: 'node_locked', device_limit: 5, download_limit: 7, features: {} });
-    expect(portal.errors).toEqual([]);
-    await portal.context.close();
+    await expectNoErrors(portal);
   });
 
   it('saves an app’s sold seats and meters from its settings, as the API then answers them', async () => {
     const { dev, app } = await proDeveloperWithApp();
-    const portal = await openPortal();
-    await signIn(portal, dev);
+    const portal = await openAs(dev, `#/apps/${app.id}/settings`, '#app-settings-form');
     const { page } = portal;
-    await visit(page, `#/apps/${app.id}/settings`, '#app-settings-form');
     await page.selectOption('#app-sold-seat-model', 'floating');
     await page.fill('#app-sold-max-concurrent', '4');
     await page.fill('#app-sold-lease-ttl', '20');
@@ -242,8 +232,7 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
       sold_lease_ttl_minutes: 20,
       sold_meters: { export: { uses_per_period: 100, period: 'month' } },
     });
-    expect(portal.errors).toEqual([]);
-    await portal.context.close();
+    await expectNoErrors(portal);
   });
 
   it('works from the keyboard alone: sign-in, a visible focus, and a confirmation that takes the focus and gives it back', async () => {
@@ -280,7 +269,6 @@ describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () =>
     expect((await focused()).text).toBe('Yes');
     await page.keyboard.press('Enter');
     await expect.poll(async () => (await call('GET', `/v1/licenses/${license.license_id}`, { apiKey: dev.apiKey })).body.status).toBe('REVOKED');
-    expect(portal.errors).toEqual([]);
-    await portal.context.close();
+    await expectNoErrors(portal);
   });
 });

@@ -1,11 +1,15 @@
 // Updates: the active push with its adoption as a chart, a form to push a build, and Clear.
-import { act, del, get, post } from './api.js';
+import { act, api, type Answer, type Body } from './api.js';
 import { barChart, chartFigure } from './charts.js';
 import { confirmButton, facts, formatDate, h, mount } from './dom.js';
-import { listAll } from './page-apps.js';
+
+type App = Answer<'/v1/apps/{app_id}', 'get'>;
+type Build = Answer<'/v1/apps/{app_id}/builds', 'get'>[number];
+/** The push of an app or of one license: both answer the same shape. */
+export type Push = NonNullable<Answer<'/v1/apps/{app_id}/push-update', 'get'>['push']>;
 
 /** Installed, Skipped, Failed, Pending (able to update) and Unable: together every device the push governs. */
-export function adoptionChart(devices, id = 'adoption-chart') {
+export function adoptionChart(devices: Push['devices'], id = 'adoption-chart'): HTMLElement {
   const waiting = Math.max(0, devices.pending - devices.unable);
   const total = devices.installed + devices.skipped + devices.failed + devices.pending;
   const rows = [
@@ -22,7 +26,7 @@ export function adoptionChart(devices, id = 'adoption-chart') {
       barChart(rows, { id, title: `Adoption of the push: ${total} devices` }),
       'Adoption of the push',
       ['Devices', 'Count'],
-      rows.map((r) => [r.label, String(r.value)]),
+      rows.map((r): [string, string] => [r.label, String(r.value)]),
     ),
     h(
       'p',
@@ -34,7 +38,7 @@ export function adoptionChart(devices, id = 'adoption-chart') {
   );
 }
 
-export function pushFacts(push) {
+export function pushFacts(push: Push): HTMLDListElement {
   return facts([
     ['Build', h('span', { class: 'mono' }, push.target_build_id)],
     ['Version', push.version ?? '—'],
@@ -47,7 +51,7 @@ export function pushFacts(push) {
 }
 
 /** Options of the READY builds a push may name; the first, empty one means "the newest READY build". */
-export function buildOptions(builds, { releasedOnly = false } = {}) {
+export function buildOptions(builds: Build[], { releasedOnly = false }: { releasedOnly?: boolean } = {}): HTMLOptionElement[] {
   const ready = builds.filter((b) => b.status === 'READY').reverse();
   return [
     h('option', { value: '' }, releasedOnly ? 'Newest released READY build' : 'Newest READY build'),
@@ -55,11 +59,12 @@ export function buildOptions(builds, { releasedOnly = false } = {}) {
   ];
 }
 
-export async function updatesTab(body, app) {
-  const [status, builds] = await Promise.all([get(`/v1/apps/${app.id}/push-update`), listAll(`/v1/apps/${app.id}/builds`)]);
+export async function updatesTab(body: HTMLElement, app: App): Promise<void> {
+  const where = { path: { app_id: app.id } };
+  const [status, builds, me] = await Promise.all([api.get('/v1/apps/{app_id}/push-update', where), api.all('/v1/apps/{app_id}/builds', where), api.get('/v1/auth/me')]);
   const activeCard = h('section', { class: 'card', id: 'active-push' });
   const clearError = h('p', { class: 'error', role: 'alert', id: 'clear-push-error' });
-  const render = (push) => {
+  const render = (push: Push | null) => {
     if (!push) {
       mount(activeCard, h('h2', null, 'Active push'), h('p', { class: 'muted', id: 'no-push' }, 'No active push. Customers are offered nothing until you push a build.'));
       return;
@@ -75,7 +80,7 @@ export async function updatesTab(body, app) {
           'Clear active push',
           'Stop offering this build?',
           async () => {
-            const res = await act(() => del(`/v1/apps/${app.id}/push-update`), { errorEl: clearError });
+            const res = await act(() => api.delete('/v1/apps/{app_id}/push-update', where), { errorEl: clearError });
             if (res.ok) render(null);
           },
           { id: 'clear-push' },
@@ -96,12 +101,12 @@ export async function updatesTab(body, app) {
     'form',
     {
       id: 'push-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const payload = { release_notes: notes.value };
+        const payload: Body<'/v1/apps/{app_id}/push-update', 'post'> = { release_notes: notes.value };
         if (target.value) payload.target_build_id = target.value;
         if (releaseCurrent.checked) payload.release_current = true;
-        const res = await act(() => post(`/v1/apps/${app.id}/push-update`, payload), {
+        const res = await act(() => api.post('/v1/apps/{app_id}/push-update', payload, where), {
           button: submit,
           errorEl: error,
           noticeEl: notice,
@@ -118,7 +123,8 @@ export async function updatesTab(body, app) {
     h(
       'p',
       { class: 'hint' },
-      'Needs the Pro plan. Windows and macOS builds must be replaced with your signed package before you push them. ' +
+      (me.plan === 'pro' ? '' : 'Needs the Pro plan. ') +
+        'Windows and macOS builds must be replaced with your signed package before you push them. ' +
         'Pushing replaces the active push and overrides per-license pushes.',
     ),
     h('div', { class: 'actions' }, submit),

@@ -1,15 +1,22 @@
 // Sign in (email and password, then a TOTP or backup code when 2FA is on), or create an account.
-import { act, post } from './api.js';
+import { act, ApiError, portal } from './api.js';
 import { h, mount } from './dom.js';
 
-export function signInPage(view, { twoFactorPending, onSignedIn }) {
+/** A portal sign-in step's answer: the session's CSRF token, or (after the password) that a code is needed. */
+export interface SignedIn {
+  csrf_token: string;
+  two_factor_required?: boolean;
+}
+type OnSignedIn = (result: SignedIn) => void;
+
+export function signInPage(view: HTMLElement, { twoFactorPending, onSignedIn }: { twoFactorPending?: boolean; onSignedIn: OnSignedIn }): void {
   const card = h('div', { class: 'card narrow' });
   mount(view, card);
   if (twoFactorPending) codeForm(card, onSignedIn);
   else passwordForm(card, onSignedIn);
 }
 
-function passwordForm(card, onSignedIn) {
+function passwordForm(card: HTMLElement, onSignedIn: OnSignedIn): void {
   const email = h('input', { type: 'email', id: 'signin-email', name: 'email', autocomplete: 'username', required: true });
   const password = h('input', { type: 'password', id: 'signin-password', name: 'password', autocomplete: 'current-password', required: true });
   const error = h('p', { class: 'error', role: 'alert', id: 'signin-error' });
@@ -18,9 +25,9 @@ function passwordForm(card, onSignedIn) {
     'form',
     {
       id: 'signin-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const res = await act(() => post('/portal/session/login', { email: email.value, password: password.value }), { button: submit, errorEl: error });
+        const res = await act(() => portal.post<SignedIn>('/portal/session/login', { email: email.value, password: password.value }), { button: submit, errorEl: error });
         if (!res.ok) return;
         if (res.value.two_factor_required) codeForm(card, onSignedIn);
         else onSignedIn(res.value);
@@ -43,7 +50,7 @@ function passwordForm(card, onSignedIn) {
   email.focus();
 }
 
-function codeForm(card, onSignedIn) {
+function codeForm(card: HTMLElement, onSignedIn: OnSignedIn): void {
   const code = h('input', { type: 'text', id: 'signin-code', name: 'code', autocomplete: 'one-time-code', inputmode: 'text', required: true });
   const error = h('p', { class: 'error', role: 'alert', id: 'signin-code-error' });
   const submit = h('button', { type: 'submit', id: 'signin-code-submit' }, 'Verify');
@@ -51,11 +58,11 @@ function codeForm(card, onSignedIn) {
     'form',
     {
       id: 'signin-code-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const res = await act(() => post('/portal/session/verify-2fa', { code: code.value }), { button: submit, errorEl: error });
+        const res = await act(() => portal.post<SignedIn>('/portal/session/verify-2fa', { code: code.value }), { button: submit, errorEl: error });
         if (res.ok) onSignedIn(res.value);
-        else if (res.error?.code === 'INVALID_CREDENTIALS') {
+        else if (res.error instanceof ApiError && res.error.code === 'INVALID_CREDENTIALS') {
           error.append(h('br'), h('button', { type: 'button', class: 'link', onclick: () => passwordForm(card, onSignedIn) }, 'Start again'));
         }
       },
@@ -75,7 +82,7 @@ function codeForm(card, onSignedIn) {
   code.focus();
 }
 
-function registerForm(card, onSignedIn) {
+function registerForm(card: HTMLElement, onSignedIn: OnSignedIn): void {
   const email = h('input', { type: 'email', id: 'register-email', autocomplete: 'username', required: true });
   const company = h('input', { type: 'text', id: 'register-company', autocomplete: 'organization', required: true });
   const password = h('input', { type: 'password', id: 'register-password', autocomplete: 'new-password', required: true, minlength: 10 });
@@ -85,10 +92,10 @@ function registerForm(card, onSignedIn) {
     'form',
     {
       id: 'register-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
         const body = { email: email.value, company_name: company.value, password: password.value };
-        const res = await act(() => post('/portal/session/register', body), { button: submit, errorEl: error });
+        const res = await act(() => portal.post<SignedIn>('/portal/session/register', body), { button: submit, errorEl: error });
         if (res.ok) onSignedIn(res.value);
       },
     },
