@@ -1,11 +1,15 @@
 // One app: its settings (and deletion), builds, update push and sales, as tabs.
-import { act, del, get, put } from './api.js';
-import { copyButton, h, mount } from './dom.js';
+import { act, api, type Answer, type Body } from './api.js';
+import { copyButton, h, mount, type Child } from './dom.js';
 import { buildsTab } from './page-builds.js';
 import { checkedValues, platformBoxes } from './page-apps.js';
 import { salesTab } from './page-sales.js';
 import { metersField } from './meter-fields.js';
+import type { PageContext } from './page.js';
 import { seatInputs } from './seat-fields.js';
+
+type App = Answer<'/v1/apps/{app_id}', 'get'>;
+type AppChanges = Body<'/v1/apps/{app_id}', 'put'>;
 import { updatesTab } from './page-updates.js';
 
 const TABS = [
@@ -15,9 +19,9 @@ const TABS = [
   ['sales', 'Sales'],
 ];
 
-export async function appPage(view, { params }) {
-  const [appId, tab = 'settings'] = params;
-  const app = await get(`/v1/apps/${encodeURIComponent(appId)}`);
+export async function appPage(view: HTMLElement, { params }: PageContext): Promise<void> {
+  const [appId = '', tab = 'settings'] = params;
+  const app = await api.get('/v1/apps/{app_id}', { path: { app_id: appId } });
   const body = h('div', { id: `tab-${tab}` });
   mount(
     view,
@@ -37,10 +41,10 @@ export async function appPage(view, { params }) {
   else settingsTab(body, app);
 }
 
-const numberOrNull = (input) => (input.value.trim() === '' ? null : Number(input.value));
+const numberOrNull = (input: HTMLInputElement) => (input.value.trim() === '' ? null : Number(input.value));
 
-function settingsTab(body, app) {
-  const field = (id, label, input, hint) => [h('label', { for: id }, label), input, hint ? h('p', { class: 'hint' }, hint) : null];
+function settingsTab(body: HTMLElement, app: App): void {
+  const field = (id: string, label: string, input: HTMLElement, hint?: string): Child[] => [h('label', { for: id }, label), input, hint ? h('p', { class: 'hint' }, hint) : null];
   const name = h('input', { type: 'text', id: 'app-name-input', value: app.name });
   const protection = h(
     'select',
@@ -74,14 +78,14 @@ function settingsTab(body, app) {
     'form',
     {
       id: 'app-settings-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const wanted = {
+        const wanted: AppChanges = {
           name: name.value.trim(),
-          platforms: checkedValues(form, 'app-platforms'),
-          protection_level: protection.value,
+          platforms: checkedValues(form, 'app-platforms') as AppChanges['platforms'],
+          protection_level: protection.value as AppChanges['protection_level'],
           price_id: priceId.value.trim() === '' ? null : priceId.value.trim(),
-          delivery_mode: delivery.value,
+          delivery_mode: delivery.value as AppChanges['delivery_mode'],
           product_key: productKey.value.trim() === '' ? null : productKey.value.trim(),
           trials_per_computer: Number(trials.value),
           default_device_limit: Number(deviceLimit.value),
@@ -93,18 +97,24 @@ function settingsTab(body, app) {
         };
         // Only what changed is sent: PUT changes the fields it names. The sold seat model goes
         // whole (the API takes its seats only with it).
-        const changes = {};
-        for (const [key, value] of Object.entries(wanted)) if (JSON.stringify(value) !== JSON.stringify(current[key])) changes[key] = value;
+        const changes: Record<string, unknown> = {};
+        const before = current as Record<string, unknown>;
+        for (const [key, value] of Object.entries(wanted)) if (JSON.stringify(value) !== JSON.stringify(before[key])) changes[key] = value;
         if (Object.values(soldSeats.names).some((key) => key in changes)) Object.assign(changes, soldSeats.named());
         if ('delivery_mode' in changes && releaseCurrent.checked) changes.release_current = true;
         if (Object.keys(changes).length === 0) {
           notice.textContent = 'Nothing changed.';
           return;
         }
-        const res = await act(() => put(`/v1/apps/${app.id}`, changes), { button: submit, errorEl: error, noticeEl: notice, notice: 'Saved.' });
+        const res = await act(() => api.put('/v1/apps/{app_id}', changes as AppChanges, { path: { app_id: app.id } }), {
+          button: submit,
+          errorEl: error,
+          noticeEl: notice,
+          notice: 'Saved.',
+        });
         if (res.ok) {
           current = res.value;
-          document.getElementById('app-name').textContent = current.name;
+          document.getElementById('app-name')!.textContent = current.name;
         }
       },
     },
@@ -156,7 +166,7 @@ function settingsTab(body, app) {
   mount(body, h('section', { class: 'card' }, form), deleteCard(app));
 }
 
-function deleteCard(app) {
+function deleteCard(app: App): HTMLElement {
   const typed = h('input', { type: 'text', id: 'delete-app-confirm', autocomplete: 'off' });
   const error = h('p', { class: 'error', role: 'alert', id: 'delete-app-error' });
   const submit = h('button', { type: 'submit', class: 'danger', id: 'delete-app', disabled: true }, 'Delete this app');
@@ -171,10 +181,10 @@ function deleteCard(app) {
     h(
       'form',
       {
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
           if (typed.value !== app.name) return;
-          const res = await act(() => del(`/v1/apps/${app.id}`), { button: submit, errorEl: error });
+          const res = await act(() => api.delete('/v1/apps/{app_id}', { path: { app_id: app.id } }), { button: submit, errorEl: error });
           if (res.ok) location.hash = '#/apps';
           else submit.disabled = typed.value !== app.name;
         },
