@@ -12,31 +12,6 @@ export default tseslint.config(
     },
   },
   {
-    // The developer portal's browser modules not yet in TypeScript (bundled by esbuild): browser globals only.
-    files: ['server/portal/client/**/*.js'],
-    languageOptions: {
-      sourceType: 'module',
-      globals: Object.fromEntries(
-        [
-          'window',
-          'document',
-          'location',
-          'navigator',
-          'fetch',
-          'FormData',
-          'XMLHttpRequest',
-          'URL',
-          'URLSearchParams',
-          'Blob',
-          'Node',
-          'setTimeout',
-          'clearTimeout',
-          'console',
-        ].map((name) => [name, 'readonly']),
-      ),
-    },
-  },
-  {
     // Build scripts: plain ES modules run by node.
     files: ['**/scripts/**/*.mjs'],
     languageOptions: { sourceType: 'module', globals: { process: 'readonly', console: 'readonly' } },

@@ -141,13 +141,6 @@ export const portal = {
   post: <T>(path: `/portal/${string}`, body?: unknown): Promise<T> => request('POST', path, body).then((r) => r.data as T),
 };
 
-/** Untyped calls, for the pages not yet converted to the typed `api`. */
-export const get = (path: string) => request('GET', path).then((r) => r.data);
-export const post = (path: string, body?: unknown) => request('POST', path, body).then((r) => r.data);
-export const put = (path: string, body?: unknown) => request('PUT', path, body).then((r) => r.data);
-export const del = (path: string) => request('DELETE', path).then((r) => r.data);
-export { request };
-
 /**
  * A multipart upload through the proxy with upload progress (fetch has none): `onProgress(sent,
  * total)`. The server streams the body on to the API without buffering it.

@@ -1,21 +1,9 @@
 // Apps: the list and the form that registers a new one.
-import { act, api, request, type Body } from './api.js';
+import { act, api, type Body } from './api.js';
 import { formatDate, h, mount } from './dom.js';
 
 type Platform = Body<'/v1/apps', 'post'>['platforms'][number];
 export const PLATFORMS: Platform[] = ['win-x64', 'win-arm64', 'linux-x64', 'linux-arm64', 'mac-x64', 'mac-arm64'];
-
-/** Every page of a list endpoint, untyped, for the pages not yet in TypeScript (typed pages use `api.all`). */
-export async function listAll(path: string): Promise<unknown[]> {
-  const rows: unknown[] = [];
-  for (let offset = 0; ; offset += 100) {
-    const sep = path.includes('?') ? '&' : '?';
-    const page = await request('GET', `${path}${sep}limit=100&offset=${offset}`);
-    const data = page.data as unknown[];
-    rows.push(...data);
-    if (data.length < 100 || rows.length >= page.total) return rows;
-  }
-}
 
 export function platformBoxes(name: string, selected: string[]): HTMLElement {
   return h(

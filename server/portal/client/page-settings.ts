@@ -2,19 +2,24 @@
 // codes shown once, disable) and API keys (listed with their scopes and last use; created, revoked
 // or all replaced, a new key shown once). Every change to these asks for the password again: the
 // API refuses them without it (and refuses API keys outright).
-import { act, describeError, get, post } from './api.js';
+import { act, api, describeError, portal, type Answer } from './api.js';
 import { confirmButton, copyButton, facts, formatDate, h, mount, svg } from './dom.js';
+import type { PageContext } from './page.js';
 import { processorAccountSection } from './page-processor.js';
 
-const SCOPES = [
+type TwoFactorStatus = Answer<'/v1/auth/2fa/status', 'get'>;
+type TwoFactorSetup = Answer<'/v1/auth/2fa/setup', 'post'>;
+type ApiKeyScope = Answer<'/v1/auth/api-keys', 'get'>[number]['scopes'][number];
+
+const SCOPES: [ApiKeyScope, string][] = [
   ['read', 'read: every GET'],
   ['licenses', 'licenses: licenses, redemption codes, marketplace'],
   ['builds', 'builds: uploads, releases, update pushes'],
   ['admin', 'admin: everything an API key may do'],
 ];
 
-export async function settingsPage(view, { query } = {}) {
-  const [me, twoFactor] = await Promise.all([get('/v1/auth/me'), get('/v1/auth/2fa/status')]);
+export async function settingsPage(view: HTMLElement, { query }: PageContext): Promise<void> {
+  const [me, twoFactor] = await Promise.all([api.get('/v1/auth/me'), api.get('/v1/auth/2fa/status')]);
   const twoFactorCard = h('section', { class: 'card', id: 'two-factor' });
   const apiKeyCard = h('section', { class: 'card', id: 'api-key-card' });
   const processorCard = h('section', { class: 'card', id: 'processor-account' });
@@ -41,15 +46,15 @@ export async function settingsPage(view, { query } = {}) {
   renderTwoFactor(twoFactorCard, twoFactor);
   await Promise.all([
     renderApiKeys(apiKeyCard),
-    processorAccountSection(processorCard, { result: query?.get('payments') ?? undefined }).catch((err) =>
+    processorAccountSection(processorCard, { result: query.get('payments') }).catch((err) =>
       mount(processorCard, h('h2', null, 'Payment processor'), h('p', { class: 'error', role: 'alert' }, describeError(err))),
     ),
   ]);
 }
 
-const passwordInput = (id, autocomplete = 'current-password') => h('input', { type: 'password', id, autocomplete, required: true });
+const passwordInput = (id: string, autocomplete = 'current-password') => h('input', { type: 'password', id, autocomplete, required: true });
 
-function passwordChange() {
+function passwordChange(): HTMLElement {
   const current = passwordInput('current-password');
   const next = passwordInput('new-password', 'new-password');
   next.minLength = 10;
@@ -63,15 +68,15 @@ function passwordChange() {
     h(
       'form',
       {
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
-          const res = await act(() => post('/v1/auth/password', { password: current.value, new_password: next.value }), {
+          const res = await act(() => api.post('/v1/auth/password', { password: current.value, new_password: next.value }), {
             button: submit,
             errorEl: error,
             noticeEl: notice,
             notice: 'Password changed. Every other session was signed out.',
           });
-          if (res.ok) e.target.reset();
+          if (res.ok) (e.target as HTMLFormElement).reset();
         },
       },
       h('label', { for: 'current-password' }, 'Current password'),
@@ -85,7 +90,7 @@ function passwordChange() {
   );
 }
 
-function renderTwoFactor(card, status) {
+function renderTwoFactor(card: HTMLElement, status: TwoFactorStatus): void {
   const error = h('p', { class: 'error', role: 'alert' });
   if (status.two_factor_enabled) {
     const password = passwordInput('disable-2fa-password');
@@ -102,9 +107,9 @@ function renderTwoFactor(card, status) {
         h(
           'form',
           {
-            onsubmit: async (e) => {
+            onsubmit: async (e: SubmitEvent) => {
               e.preventDefault();
-              const res = await act(() => post('/v1/auth/2fa/disable', { password: password.value, code: code.value }), { button: submit, errorEl: error });
+              const res = await act(() => api.post('/v1/auth/2fa/disable', { password: password.value, code: code.value }), { button: submit, errorEl: error });
               if (res.ok) renderTwoFactor(card, res.value);
             },
           },
@@ -128,9 +133,9 @@ function renderTwoFactor(card, status) {
     h(
       'form',
       {
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
-          const res = await act(() => post('/v1/auth/2fa/setup', { password: password.value }), { button: start, errorEl: error });
+          const res = await act(() => api.post('/v1/auth/2fa/setup', { password: password.value }), { button: start, errorEl: error });
           if (res.ok) await renderSetup(card, res.value);
         },
       },
@@ -143,8 +148,8 @@ function renderTwoFactor(card, status) {
 }
 
 /** The QR code of the provisioning URI, drawn from the module matrix the server computes. */
-async function qrCode(text) {
-  const { size, modules } = await post('/portal/qr', { text });
+async function qrCode(text: string): Promise<SVGSVGElement> {
+  const { size, modules } = await portal.post<{ size: number; modules: string }>('/portal/qr', { text });
   const quiet = 4;
   let d = '';
   for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) if (modules[y * size + x] === '1') d += `M${x + quiet} ${y + quiet}h1v1h-1z`;
@@ -157,7 +162,7 @@ async function qrCode(text) {
   );
 }
 
-async function renderSetup(card, setup) {
+async function renderSetup(card: HTMLElement, setup: TwoFactorSetup): Promise<void> {
   const secret = new URL(setup.provisioning_uri).searchParams.get('secret') ?? '';
   const code = h('input', { type: 'text', id: 'confirm-2fa-code', autocomplete: 'one-time-code', inputmode: 'numeric' });
   const error = h('p', { class: 'error', role: 'alert', id: 'confirm-2fa-error' });
@@ -180,9 +185,9 @@ async function renderSetup(card, setup) {
       'form',
       {
         id: 'confirm-2fa-form',
-        onsubmit: async (e) => {
+        onsubmit: async (e: SubmitEvent) => {
           e.preventDefault();
-          const res = await act(() => post('/v1/auth/2fa/confirm', { code: code.value }), { button: submit, errorEl: error });
+          const res = await act(() => api.post('/v1/auth/2fa/confirm', { code: code.value }), { button: submit, errorEl: error });
           if (res.ok) renderTwoFactor(card, res.value);
         },
       },
@@ -195,18 +200,18 @@ async function renderSetup(card, setup) {
   );
 }
 
-async function renderApiKeys(card) {
-  const keys = await get('/v1/auth/api-keys?limit=100');
+async function renderApiKeys(card: HTMLElement): Promise<void> {
+  const keys = await api.get('/v1/auth/api-keys', { query: { limit: 100 } });
   const error = h('p', { class: 'error', role: 'alert', id: 'api-key-error' });
   const shown = h('div', { id: 'api-key-shown' });
   const password = passwordInput('api-key-password');
   const proof = () => ({ password: password.value });
 
   /** The new key, shown once, above the refreshed list. */
-  const showKey = async (created) => {
+  const showKey = async (created: Answer<'/v1/auth/api-keys', 'post'>) => {
     await renderApiKeys(card);
     mount(
-      card.querySelector('#api-key-shown'),
+      card.querySelector<HTMLElement>('#api-key-shown')!,
       h('p', null, `Your new API key "${created.name}". It is shown only now: copy it into your build scripts or secrets store.`),
       h('p', null, h('span', { class: 'secret', id: 'api-key' }, created.api_key)),
       copyButton(() => created.api_key, 'Copy key'),
@@ -220,10 +225,10 @@ async function renderApiKeys(card) {
     'form',
     {
       id: 'new-api-key-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
-        const scopes = [...createForm.querySelectorAll('input[name="scopes"]:checked')].map((i) => i.value);
-        const res = await act(() => post('/v1/auth/api-keys', { ...proof(), name: name.value || undefined, scopes }), { button: create, errorEl: error });
+        const scopes = [...createForm.querySelectorAll<HTMLInputElement>('input[name="scopes"]:checked')].map((i) => i.value as ApiKeyScope);
+        const res = await act(() => api.post('/v1/auth/api-keys', { ...proof(), name: name.value || undefined, scopes }), { button: create, errorEl: error });
         if (res.ok) await showKey(res.value);
       },
     },
@@ -237,7 +242,7 @@ async function renderApiKeys(card) {
     'Replace every key with a new one',
     'Every current key stops working at once. Continue?',
     async () => {
-      const res = await act(() => post('/v1/auth/api-keys/rotate', proof()), { errorEl: error });
+      const res = await act(() => api.post('/v1/auth/api-keys/rotate', proof()), { errorEl: error });
       if (res.ok) await showKey(res.value);
     },
     { id: 'rotate-api-key' },
@@ -274,7 +279,7 @@ async function renderApiKeys(card) {
                   'td',
                   null,
                   confirmButton('Revoke', `Revoke "${k.name}" now?`, async () => {
-                    const res = await act(() => post(`/v1/auth/api-keys/${k.id}/revoke`, proof()), { errorEl: error });
+                    const res = await act(() => api.post('/v1/auth/api-keys/{key_id}/revoke', proof(), { path: { key_id: k.id } }), { errorEl: error });
                     if (res.ok) await renderApiKeys(card);
                   }),
                 ),

@@ -1,34 +1,38 @@
 // Builds: upload with progress, a list that follows QUEUED/PROCESSING builds until READY or
 // FAILED, release and unrelease, replace with a signed package, download, delete.
-import { act, del, describeError, get, post, upload } from './api.js';
+import { act, api, apiUrl, describeError, upload, type Answer } from './api.js';
 import { badge, confirmButton, formatBytes, formatDate, h, mount } from './dom.js';
-import { listAll } from './page-apps.js';
+
+type App = Answer<'/v1/apps/{app_id}', 'get'>;
+type Build = Answer<'/v1/apps/{app_id}/builds', 'get'>[number];
+type BuildPath = { path: { app_id: string; build_id: string } };
 
 const POLL_MS = 1500;
-const settled = (b) => b.status === 'READY' || b.status === 'FAILED';
+const settled = (b: Build) => b.status === 'READY' || b.status === 'FAILED';
 
 /** A file input plus a progress bar; `send(file, onProgress)` does the upload. */
-function uploadControls(idPrefix, label) {
+function uploadControls(idPrefix: string, label: string) {
   const progress = h('progress', { id: `${idPrefix}-progress`, max: 100, value: 0, hidden: true });
   const progressText = h('span', { class: 'hint', id: `${idPrefix}-progress-text` });
   return {
     progress,
     progressText,
-    show(sent, total) {
+    show(sent: number, total: number | null) {
       progress.hidden = false;
       if (total) {
         progress.value = Math.round((sent / total) * 100);
         progressText.textContent = ` ${label} ${formatBytes(sent)} of ${formatBytes(total)} (${progress.value}%)`;
       } else progressText.textContent = ` ${label} ${formatBytes(sent)}`;
     },
-    done(text) {
+    done(text: string) {
       progress.hidden = true;
       progressText.textContent = text ? ` ${text}` : '';
     },
   };
 }
 
-export async function buildsTab(body, app) {
+export async function buildsTab(body: HTMLElement, app: App): Promise<void> {
+  const where = { path: { app_id: app.id } };
   const error = h('p', { class: 'error', role: 'alert', id: 'build-upload-error' });
   const file = h('input', { type: 'file', id: 'build-file', name: 'artifact', required: true });
   const platform = h(
@@ -46,7 +50,7 @@ export async function buildsTab(body, app) {
     'form',
     {
       id: 'build-upload-form',
-      onsubmit: async (e) => {
+      onsubmit: async (e: SubmitEvent) => {
         e.preventDefault();
         if (!file.files?.[0]) {
           error.textContent = 'Choose the file to upload.';
@@ -56,7 +60,7 @@ export async function buildsTab(body, app) {
         data.append('platform', platform.value);
         if (version.value.trim()) data.append('version', version.value.trim());
         data.append('artifact', file.files[0]);
-        const res = await act(() => upload('POST', `/v1/apps/${app.id}/builds`, data, controls.show), { button: submit, errorEl: error });
+        const res = await act(() => upload('POST', apiUrl('/v1/apps/{app_id}/builds', where), data, controls.show), { button: submit, errorEl: error });
         controls.done(res.ok ? 'Uploaded: it is being scanned and protected.' : '');
         if (res.ok) refresh();
       },
@@ -74,13 +78,13 @@ export async function buildsTab(body, app) {
 
   mount(body, h('section', { class: 'card' }, h('h2', null, 'Upload a build'), form), listCard);
 
-  let timer = null;
-  async function refresh() {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  async function refresh(): Promise<void> {
     clearTimeout(timer);
     if (!body.isConnected) return;
-    let builds;
+    let builds: Build[];
     try {
-      builds = await listAll(`/v1/apps/${app.id}/builds`);
+      builds = await api.all('/v1/apps/{app_id}/builds', where);
     } catch (err) {
       listError.textContent = describeError(err);
       return;
@@ -91,7 +95,7 @@ export async function buildsTab(body, app) {
     if (builds.some((b) => !settled(b))) timer = setTimeout(refresh, POLL_MS);
   }
 
-  function renderList(builds) {
+  function renderList(builds: Build[]) {
     const rows = [...builds].reverse().map((b) => buildRow(app, b, refresh));
     mount(
       listCard,
@@ -119,10 +123,10 @@ export async function buildsTab(body, app) {
   await refresh();
 }
 
-function buildRow(app, b, refresh) {
+function buildRow(app: App, b: Build, refresh: () => Promise<void>): HTMLTableRowElement {
   const error = h('p', { class: 'error', role: 'alert' });
-  const path = `/v1/apps/${app.id}/builds/${b.id}`;
-  const run = (action) => async () => {
+  const where: BuildPath = { path: { app_id: app.id, build_id: b.id } };
+  const run = (action: () => Promise<unknown>) => async () => {
     const res = await act(action, { errorEl: error });
     if (res.ok) refresh();
   };
@@ -130,8 +134,12 @@ function buildRow(app, b, refresh) {
   if (b.status === 'READY') {
     actions.append(
       b.released
-        ? h('button', { type: 'button', class: 'secondary', 'data-action': 'unrelease', onclick: run(() => del(`${path}/release`)) }, 'Unrelease')
-        : h('button', { type: 'button', 'data-action': 'release', onclick: run(() => post(`${path}/release`)) }, 'Release'),
+        ? h(
+            'button',
+            { type: 'button', class: 'secondary', 'data-action': 'unrelease', onclick: run(() => api.delete('/v1/apps/{app_id}/builds/{build_id}/release', where)) },
+            'Unrelease',
+          )
+        : h('button', { type: 'button', 'data-action': 'release', onclick: run(() => api.post('/v1/apps/{app_id}/builds/{build_id}/release', undefined, where)) }, 'Release'),
       h(
         'button',
         {
@@ -139,7 +147,7 @@ function buildRow(app, b, refresh) {
           class: 'secondary',
           'data-action': 'download',
           onclick: async () => {
-            const res = await act(() => get(`${path}/download`), { errorEl: error });
+            const res = await act(() => api.get('/v1/apps/{app_id}/builds/{build_id}/download', where), { errorEl: error });
             if (res.ok) location.assign(res.value.download_url);
           },
         },
@@ -147,13 +155,13 @@ function buildRow(app, b, refresh) {
       ),
     );
     // Windows and macOS builds are pushed once signed (Replace with Signed Package); the API says which take one.
-    if (b.signature_format) actions.append(signedPackageControl(path, b.signature_format, error, refresh));
+    if (b.signature_format) actions.append(signedPackageControl(where, b.signature_format, error, refresh));
   }
   actions.append(
     confirmButton(
       'Delete',
       'Delete this build?',
-      run(() => del(path)),
+      run(() => api.delete('/v1/apps/{app_id}/builds/{build_id}', where)),
     ),
   );
   const status = h('td', null, badge(b.status));
@@ -174,7 +182,7 @@ function buildRow(app, b, refresh) {
 }
 
 /** Replace with Signed Package: picks the file (the build's download, signed), uploads it with progress. */
-function signedPackageControl(path, format, error, refresh) {
+function signedPackageControl(where: BuildPath, format: string, error: HTMLElement, refresh: () => Promise<void>): HTMLElement {
   const controls = uploadControls('signed', 'Sent');
   const input = h('input', { type: 'file', hidden: true, 'data-action': 'signed-package-file' });
   const title = format === 'pe' ? 'Signed with signtool: an Authenticode signature' : 'Signed with codesign: LC_CODE_SIGNATURE';
@@ -184,7 +192,7 @@ function signedPackageControl(path, format, error, refresh) {
     if (!chosen) return;
     const data = new FormData();
     data.append('package', chosen);
-    const res = await act(() => upload('PUT', `${path}/signed-package`, data, controls.show), { button, errorEl: error });
+    const res = await act(() => upload('PUT', apiUrl('/v1/apps/{app_id}/builds/{build_id}/signed-package', where), data, controls.show), { button, errorEl: error });
     controls.done(res.ok ? 'Replaced.' : '');
     input.value = '';
     if (res.ok) refresh();
