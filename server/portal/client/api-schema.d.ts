@@ -765,7 +765,7 @@ export interface paths {
     put?: never;
     /**
      * Count units of a metered feature on the license the runtime token names; answers the balance left
-     * @description Counted once per `idempotency_key`: a replay (a retry after a lost answer, an offline queue reported twice) answers the first answer with `replayed: true` and counts nothing; the key already counted for another feature or quantity: 409 IDEMPOTENCY_KEY_REUSED. Counted in the meter's period that `consumed_at` (default now) falls in. Past `uses_per_period`: 409 USAGE_LIMIT_EXCEEDED with `remaining` and `period_ends_at`, nothing counted; concurrent consumptions never pass the limit together. A feature without a meter: 404 METER_NOT_FOUND. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign (an expired one is accepted if genuine), 401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED once it expired. 400 for a `consumed_at` in the future or over 30 days old.
+     * @description Counted once per `idempotency_key`: a replay (a retry after a lost answer, an offline queue reported twice) answers the first answer with `replayed: true` and counts nothing; the key already counted for another feature or quantity: 409 IDEMPOTENCY_KEY_REUSED. Counted in the meter's period current when the request arrives: a late report (an offline queue) counts in the period it arrives in, `consumed_at` (default now, any past date, at most 5 minutes ahead) is recorded and never chooses the period. Past `uses_per_period`: 409 USAGE_LIMIT_EXCEEDED with `remaining` and `period_ends_at`, nothing counted; concurrent consumptions never pass the limit together. A feature without a meter: 404 METER_NOT_FOUND. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign (an expired one is accepted if genuine: a refresh would renew it on the same conditions), 401 INVALID_LICENSE_KEY once the license is revoked, 403 LICENSE_EXPIRED once it expired, 403 DEVICE_NOT_ACTIVATED once the token's device is no longer on record for the license (reset or deactivated; a fingerprint another installation of the machine renamed still stands for its record). 400 for a `consumed_at` in the future.
      */
     post: operations['consumeMeteredFeature'];
     delete?: never;
@@ -3946,7 +3946,7 @@ export interface operations {
           'application/octet-stream': string;
         };
       };
-      /** @description With LATCHKEY_S3_PRESIGN=true: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there) */
+      /** @description With LATCHKEY_S3_PRESIGN=true, for a signed link no download allowance counts: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there) */
       302: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -5029,7 +5029,7 @@ export interface operations {
           idempotency_key: string;
           /**
            * Format: date-time
-           * @description When the app consumed it (an offline consumption reported later); default now. Counted in the period it falls in; at most 30 days old
+           * @description When the app consumed it (an offline consumption reported later); default now. Recorded only: the units count in the period current when the authority receives them, however old this is; not more than 5 minutes in the future
            */
           consumed_at?: string;
         };
@@ -7751,7 +7751,7 @@ export interface operations {
           'application/octet-stream': string;
         };
       };
-      /** @description With LATCHKEY_S3_PRESIGN=true: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there) */
+      /** @description With LATCHKEY_S3_PRESIGN=true, for a signed link no download allowance counts: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there) */
       302: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -7832,7 +7832,7 @@ export interface operations {
           'application/octet-stream': string;
         };
       };
-      /** @description With LATCHKEY_S3_PRESIGN=true: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there) */
+      /** @description With LATCHKEY_S3_PRESIGN=true, for a signed link no download allowance counts: the request was checked; the file is at `Location`, a presigned URL valid 60 seconds (send the Range there) */
       302: {
         headers: {
           'RateLimit-Limit': components['headers']['RateLimit-Limit'];
