@@ -64,9 +64,9 @@ describe('[Rate limits] the RateLimit headers', () => {
     const page = await fetch(`${server.url}/portal`);
     expect(page.status).toBe(200);
     expectRateLimitHeaders(page, 'the page', 1200);
-    const asset = await fetch(`${server.url}/portal/assets/app.js`);
+    const asset = await fetch(`${server.url}/portal/assets/portal.js`);
     expectRateLimitHeaders(asset, 'a file', 1200);
-    expect((await fetch(`${server.url}/portal/assets/app.js`, { headers: { 'if-none-match': asset.headers.get('etag')! } })).status).toBe(304);
+    expect((await fetch(`${server.url}/portal/assets/portal.js`, { headers: { 'if-none-match': asset.headers.get('etag')! } })).status).toBe(304);
     expectRateLimitHeaders(await fetch(`${server.url}/portal/assets/nope.js`), 'a missing file', 1200);
     expectRateLimitHeaders(await portal.refresh(), 'the session', 1200);
     const wrongPassword = await portal.send('POST', '/portal/session/login', { body: { email: dev.email, password: 'not the password' } });
