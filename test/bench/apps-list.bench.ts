@@ -1,4 +1,4 @@
-import { defineBench } from './lib.js';
+import { HOT_PATH_GOALS, defineBench } from './lib.js';
 import { seedApp, seedDeveloper } from './seed.js';
 
 const APPS = 5;
@@ -18,6 +18,6 @@ export default defineBench({
 
     const request = { path: '/v1/apps', headers: { 'x-api-key': dev.apiKey } };
     const [ours, base] = await ctx.measure('GET /v1/apps', [latchkey, baseline], request);
-    ctx.expectRatio('GET /v1/apps throughput vs baseline', ours!, base!, 0.6);
+    ctx.expectRatio('GET /v1/apps throughput vs baseline', ours!, base!, HOT_PATH_GOALS.runtimeRatio);
   },
 });

@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { defineBench, expectStatus, type RequestSpec } from './lib.js';
+import { HOT_PATH_GOALS, defineBench, expectStatus, type RequestSpec } from './lib.js';
 import { seedLicensedApp } from './seed.js';
 
 /**
@@ -50,11 +50,11 @@ export default defineBench({
     ];
     for (const [name, request] of cases) {
       const [ours, base] = await ctx.measure(name, [latchkey, baseline], request);
-      ctx.expectRatio(`${name} throughput vs baseline`, ours!, base!, 0.6);
+      ctx.expectRatio(`${name} throughput vs baseline`, ours!, base!, HOT_PATH_GOALS.runtimeRatio);
       // The baseline at the same rate too, no goal attached: on a shared machine, its p99 shows how
       // much of Latchkey's is the machine's (other processes, PostgreSQL's own flushes).
       const [paced] = await ctx.measure(name, [latchkey, baseline], request, { overallRate: ours!.requestsPerSecond / 2 });
-      ctx.expectP99Below(`${name} p99 at half the peak rate`, paced!, 50);
+      ctx.expectP99Below(`${name} p99 at half the peak rate`, paced!, HOT_PATH_GOALS.halfPeakP99Ms);
     }
   },
 });
