@@ -1,43 +1,32 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { generate } from 'otplib';
-import type { Browser, Page } from 'playwright-core';
-import { chromiumMissingFor, launchChromium } from '../support/browser.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { chromiumForFile, chromiumMissingFor, SCREENSHOTS } from '../support/browser.js';
+import { describe, expect, it } from 'vitest';
 import { ENGINE_VERSION } from '../../runtime-sdk/engine/version.js';
 import { peFile } from '../support/executables.js';
 import { createApp, randomFingerprint, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 import { activatedDevice, readyBuild, report } from '../updates/support.js';
 import type { Owner } from '../builds/support.js';
-import { openPortalPage, SCREENSHOT_DIR } from './support.js';
+import { drawnChart, openPortalPage, submitSignIn } from './support.js';
 
 // The portal in headless Chromium: every page driven as a developer would, against a real server
-// and PostgreSQL. Screenshots of the main pages land in test-results/portal-screenshots/.
+// and PostgreSQL. Screenshots of the main steps land in test/portal/screenshots/ (flow-*.png).
 const chromiumMissing = chromiumMissingFor('portal browser tests');
 
 const { stripe, server, call } = await startServerWithStripe();
 const TOTP_STEP_MS = 30_000;
 
-let browser: Browser;
-beforeAll(async () => {
-  if (chromiumMissing) return;
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = chromiumForFile(chromiumMissing);
 
-const newPage = () => openPortalPage(browser, server.url);
+const newPage = () => openPortalPage(browser(), server.url);
 
-const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
+fs.mkdirSync(SCREENSHOTS, { recursive: true });
+const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `flow-${name}.png`), fullPage: true });
 
-async function signInThroughPage(page: Page, dev: { email: string; password: string }) {
-  await page.goto(`${server.url}/portal`);
-  await page.fill('#signin-email', dev.email);
-  await page.fill('#signin-password', dev.password);
-  await page.click('#signin-submit');
-}
+const signInThroughPage = (page: Page, dev: { email: string; password: string }) => submitSignIn(page, server.url, dev);
 
 async function signedInPage(dev: TestDeveloper) {
   const p = await newPage();
@@ -327,13 +316,15 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     expect((await report(o, devices[3]!, 'skipped', build.id)).status).toBe(204);
     await page.reload();
     await page.waitForSelector('#adoption-chart');
-    const value = (key: string) => page.getAttribute(`#adoption-chart g[data-key="${key}"]`, 'data-value');
-    expect(await value('installed')).toBe('3');
-    expect(await value('skipped')).toBe('1');
-    expect(await value('failed')).toBe('0');
-    expect(await value('pending')).toBe('1');
-    expect(await value('unable')).toBe('1');
-    expect(await page.textContent('#adoption-chart')).toContain('3 (50%)');
+    const adoption = await drawnChart(page, 'adoption-chart');
+    expect(adoption.rows).toEqual([
+      ['Installed', '3'],
+      ['Skipped', '1'],
+      ['Failed', '0'],
+      ['Pending', '1'],
+      ['Unable (old engine)', '1'],
+    ]);
+    expect(adoption.label).toContain('Installed 3 (50%)');
     expect(await page.textContent('#active-push')).toContain('Faster sync <and> fewer bugs');
     await shot(page, '08-update-push');
 
@@ -614,7 +605,7 @@ describe.skipIf(chromiumMissing)('the portal in Chromium', { timeout: 60_000 }, 
     expect(await page.textContent('#stat-sold')).toBe('1');
     expect(await page.textContent('#fees-owed-usd')).toBe('$4.00');
     const today = server.clock.now().toISOString().slice(0, 10);
-    expect(await page.getAttribute(`#chart-activations rect[data-date="${today}"]`, 'data-value')).toBe('3');
+    expect((await drawnChart(page, 'chart-activations')).rows).toEqual([[today, '3']]);
     await shot(page, '00-dashboard');
     expect(errors).toEqual([]);
     await close();

@@ -1,41 +1,34 @@
 /**
  * Issue 23, the developer portal: every portal page in headless Chromium at a phone's width (390 px)
  * and a laptop's (1280 px), and fitting 360 px and 1440 px: no horizontal overflow, no console
- * error, no serious or critical axe-core violation. Forms are submitted with every field their API
- * takes and the result read back over the API; messages follow the developer's plan. Screenshots of
- * each page at both widths go to test/portal/screenshots/ (git-ignored). One browser, one server.
+ * error, no serious or critical axe-core violation, with data in every table and chart (seed.ts) and
+ * the charts' numbers tables open. Each chart is drawn and shows the API's numbers. Forms are
+ * submitted with every field their API takes and the result read back over the API; messages follow
+ * the developer's plan. Screenshots of each page at both widths go to test/portal/screenshots/
+ * (git-ignored). One browser, one server.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissingFor, inspectPage, launchChromium } from '../support/browser.js';
+import type { Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { chromiumForFile, chromiumMissingFor, inspectPage } from '../support/browser.js';
 import { createApp, createLicense, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
-import { openPortalPage } from './support.js';
+import { seededPortal } from './seed.js';
+import { drawnChart, openPortalPage, submitSignIn } from './support.js';
 
 const chromiumMissing = chromiumMissingFor('portal page tests');
 
 const server = await startTestServer();
 const call = client(server.url);
 
-let browser: Browser;
-beforeAll(async () => {
-  if (chromiumMissing) return;
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server.close();
-});
+const browser = chromiumForFile(chromiumMissing);
+afterAll(() => server.close());
 
 type Portal = Awaited<ReturnType<typeof openPortalPage>>;
-const openPortal = () => openPortalPage(browser, server.url);
+const openPortal = () => openPortalPage(browser(), server.url);
 
 async function signIn(portal: Portal, dev: TestDeveloper) {
-  await portal.page.goto(`${server.url}/portal`);
-  await portal.page.fill('#signin-email', dev.email);
-  await portal.page.fill('#signin-password', dev.password);
-  await portal.page.click('#signin-submit');
+  await submitSignIn(portal.page, server.url, dev);
   await portal.page.waitForSelector('#nav:not([hidden])');
 }
 
@@ -71,28 +64,86 @@ async function proDeveloperWithApp() {
 }
 
 describe.skipIf(chromiumMissing)('the portal pages', { timeout: 120_000 }, () => {
-  it('fit 360 to 1440 px, log no console error and have no serious or critical axe violation, signed out and in', async () => {
-    const { dev, app, license } = await proDeveloperWithApp();
+  it('fit 360 to 1440 px, log no console error and have no serious or critical axe violation, signed out and in, every table and chart filled', async () => {
+    const { dev, app, license } = await seededPortal(server, call);
     const portal = await openPortal();
     await portal.page.goto(`${server.url}/portal`);
     await portal.page.waitForSelector('#signin-form');
     await inspectPage(portal.page, 'portal-sign-in');
     await signIn(portal, dev);
-    const pages: [string, string, string][] = [
-      ['portal-dashboard', '#/', 'h1'],
-      ['portal-apps', '#/apps', '#new-app-name'],
-      ['portal-app-settings', `#/apps/${app.id}/settings`, '#tab-settings'],
-      ['portal-app-builds', `#/apps/${app.id}/builds`, '#tab-builds'],
-      ['portal-app-updates', `#/apps/${app.id}/updates`, '#tab-updates'],
-      ['portal-app-sales', `#/apps/${app.id}/sales`, '#batch-form'],
-      ['portal-licenses', '#/licenses', '#new-license-form'],
-      ['portal-license', `#/licenses/${license.license_id}`, '#license-meters'],
-      ['portal-settings', '#/settings', 'h1'],
+    // Each page with the tables and charts it shows: each has rows, and is checked at every width like the rest of its page.
+    const pages: [string, string, string, string[]][] = [
+      ['portal-dashboard', '#/', '#chart-fees', ['chart-activations', 'chart-sold', 'chart-created', 'chart-fees']],
+      ['portal-apps', '#/apps', '#new-app-name', ['apps-table']],
+      ['portal-app-settings', `#/apps/${app.id}/settings`, '#tab-settings', []],
+      ['portal-app-builds', `#/apps/${app.id}/builds`, '#builds-table', ['builds-table']],
+      ['portal-app-updates', `#/apps/${app.id}/updates`, '#adoption-chart', ['adoption-chart']],
+      ['portal-app-sales', `#/apps/${app.id}/sales`, '#batches-table', ['batches-table']],
+      ['portal-licenses', '#/licenses', '#licenses-table', ['licenses-table']],
+      ['portal-license', `#/licenses/${license.license_id}`, '#license-adoption-chart', ['devices-table', 'deactivations-table', 'meters-table', 'license-adoption-chart']],
+      ['portal-settings', '#/settings', '#api-keys-table', ['api-keys-table']],
     ];
-    for (const [name, hash, ready] of pages) {
+    for (const [name, hash, ready, shown] of pages) {
       await visit(portal.page, hash, ready);
+      const charts = shown.filter((id) => id.includes('chart'));
+      for (const id of charts) expect((await drawnChart(portal.page, id)).rows.length, id).toBeGreaterThan(0);
+      for (const id of shown.filter((t) => !charts.includes(t))) expect(await portal.page.locator(`#${id} tbody tr`).count(), id).toBeGreaterThan(0);
+      // The charts' numbers tables open, so that they too must fit a phone.
+      await portal.page.$$eval('figure.chart-figure details', (all) => all.forEach((d) => ((d as HTMLDetailsElement).open = true)));
       await inspectPage(portal.page, name);
+      // A chart's box never widens the page, so the plot itself must narrow with it: on the narrowest phone too.
+      await portal.page.setViewportSize({ width: 360, height: 800 });
+      for (const id of charts) await drawnChart(portal.page, id);
+      await portal.page.setViewportSize({ width: 1280, height: 900 });
     }
+    await expectNoErrors(portal);
+  });
+
+  it('draws each chart with the API’s numbers, named by them for a screen reader', async () => {
+    const { dev, app, license } = await seededPortal(server, call);
+    const portal = await openAs(dev, '#/', '#chart-fees');
+    const { page } = portal;
+    const stats = (await call('GET', '/v1/stats?days=30', { apiKey: dev.apiKey })).body;
+    const daysCounted = (days: { date: string; count: number }[]) => days.filter((d) => d.count > 0).map((d) => [d.date, String(d.count)]);
+    expect(daysCounted(stats.activations)).toHaveLength(3);
+    for (const [id, days] of [
+      ['chart-activations', stats.activations],
+      ['chart-sold', stats.licenses_sold],
+      ['chart-created', stats.licenses_created],
+    ] as const) {
+      const chart = await drawnChart(page, id);
+      expect(chart.rows, id).toEqual(daysCounted(days));
+      const total = days.reduce((n: number, d: { count: number }) => n + d.count, 0);
+      expect(chart.label, id).toContain(`${stats.from} to ${stats.to} (UTC): ${total} in all`);
+    }
+    const usd = (cents: number) => (cents / 100).toLocaleString('en-US', { style: 'currency', currency: 'USD' });
+    const [fees] = stats.fees;
+    expect(fees.period_cents).toBeGreaterThan(0);
+    const feeRows = [
+      ['USD charged, 30 days', usd(fees.period_cents)],
+      ['USD not yet billed', usd(fees.unbilled_cents)],
+    ];
+    const feesChart = await drawnChart(page, 'chart-fees');
+    expect(feesChart.rows).toEqual(feeRows);
+    expect(feesChart.label).toBe(`Platform fees: ${feeRows.map(([label, amount]) => `${label} ${amount}`).join(', ')}`);
+
+    /** Installed, Skipped, Failed, Pending (able to update) and Unable, as the API counts a push's devices. */
+    const adoptionRows = (devices: Record<string, number>) => [
+      ['Installed', String(devices.installed)],
+      ['Skipped', String(devices.skipped)],
+      ['Failed', String(devices.failed)],
+      ['Pending', String(devices.pending! - devices.unable!)],
+      ['Unable (old engine)', String(devices.unable)],
+    ];
+    const appPush = (await call('GET', `/v1/apps/${app.id}/push-update`, { apiKey: dev.apiKey })).body.push;
+    expect(appPush.devices).toMatchObject({ installed: 2, skipped: 1, failed: 1 });
+    await visit(page, `#/apps/${app.id}/updates`, '#adoption-chart');
+    const adoption = await drawnChart(page, 'adoption-chart');
+    expect(adoption.rows).toEqual(adoptionRows(appPush.devices));
+    expect(adoption.label).toMatch(/^Adoption of the push: \d+ devices: Installed 2 \(\d+%\), Skipped 1 \(\d+%\), Failed 1 \(\d+%\)/);
+    const licensePush = (await call('GET', `/v1/licenses/${license.license_id}/push-update`, { apiKey: dev.apiKey })).body.push;
+    await visit(page, `#/licenses/${license.license_id}`, '#license-adoption-chart');
+    expect((await drawnChart(page, 'license-adoption-chart')).rows).toEqual(adoptionRows(licensePush.devices));
     await expectNoErrors(portal);
   });
 

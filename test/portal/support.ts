@@ -1,12 +1,14 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { requestBody } from '../support/http.js';
 
-/** Where the browser tests leave screenshots of the main pages for a reviewer (git-ignored). */
-export const SCREENSHOT_DIR = path.resolve('test-results/portal-screenshots');
-fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+/** Fills in the portal's sign-in form at `baseUrl` and submits it (what follows depends on the account: 2FA asks for a code). */
+export async function submitSignIn(page: Page, baseUrl: string, dev: { email: string; password: string }) {
+  await page.goto(`${baseUrl}/portal`);
+  await page.fill('#signin-email', dev.email);
+  await page.fill('#signin-password', dev.password);
+  await page.click('#signin-submit');
+}
 
 export interface PortalAnswer<T = any> {
   status: number;
@@ -101,4 +103,37 @@ export async function openPortalPage(browser: Browser, origin: string) {
   });
   page.on('pageerror', (err) => errors.push(err.message));
   return { page, context, errors, close: () => context.close() };
+}
+
+export interface DrawnChart {
+  /** The canvas's accessible name. */
+  label: string;
+  /** The rows of the chart's numbers table, cell by cell. */
+  rows: string[][];
+}
+
+/**
+ * The chart `id` as the page shows it at its current width: drawn (a canvas that is an image with a
+ * name, a size, and no wider than the figure it is in), with its numbers table.
+ */
+export async function drawnChart(page: Page, id: string): Promise<DrawnChart> {
+  await page.waitForSelector(`#${id} canvas[role="img"]`);
+  // A chart takes a new width in the frame after its container changed: two frames on, it has.
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+  const chart = await page.evaluate((chartId) => {
+    const canvas = document.querySelector(`#${chartId} canvas`)!;
+    const figure = canvas.closest('figure')!;
+    return {
+      label: canvas.getAttribute('aria-label') ?? '',
+      width: canvas.getBoundingClientRect().width,
+      height: canvas.getBoundingClientRect().height,
+      figureWidth: figure.getBoundingClientRect().width,
+      rows: [...figure.querySelectorAll('table.chart-data tbody tr')].map((tr) => [...(tr as HTMLTableRowElement).cells].map((cell) => cell.textContent ?? '')),
+    };
+  }, id);
+  expect(chart.width, `${id} width`).toBeGreaterThan(0);
+  expect(chart.height, `${id} height`).toBeGreaterThan(0);
+  expect(chart.width, `${id} fits its figure`).toBeLessThanOrEqual(chart.figureWidth);
+  expect(chart.label, `${id} name`).not.toBe('');
+  return { label: chart.label, rows: chart.rows };
 }

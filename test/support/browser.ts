@@ -2,7 +2,7 @@ import fs, { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 
 /** Debian's Chromium, which the hosted-page tests drive (`.ci/run` installs it). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -16,6 +16,21 @@ export function chromiumMissingFor(what: string): boolean {
 
 /** Headless, without the sandbox (CI runs as root, which Chromium's sandbox refuses). */
 export const launchChromium = (): Promise<Browser> => chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+
+/**
+ * One Chromium for the test file, launched before its tests and closed after them (neither when
+ * `missing`: its browser tests are skipped). Answers the browser, for use inside tests.
+ */
+export function chromiumForFile(missing: boolean): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    if (!missing) browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => browser!;
+}
 
 /** A browser and a context that may use the clipboard at `origin` (the pages' copy buttons). */
 export async function chromiumWithClipboard(origin: string): Promise<{ browser: Browser; context: BrowserContext }> {

@@ -34,6 +34,14 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs, 
   return el;
 }
 
+/**
+ * A table of data. On a phone it scrolls sideways inside its card (portal.css), so it takes the
+ * focus, for the keyboard to scroll it too.
+ */
+export function dataTable(attrs: Attrs, ...children: Child[]): HTMLTableElement {
+  return h('table', { tabindex: 0, ...attrs }, ...children);
+}
+
 export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs?: Attrs, ...children: Child[]): SVGElementTagNameMap[K] {
   const el = document.createElementNS(SVG_NS, tag);
   for (const [name, value] of Object.entries(attrs ?? {})) if (value !== undefined && value !== null) el.setAttribute(name, String(value));

@@ -1,7 +1,7 @@
 // A license's metered features: each meter's usage in its current period, and a form that replaces
 // the meters as a whole (PUT /v1/licenses/{id}/meters; usage already counted stays with its feature).
 import { act, api, type Answer } from './api.js';
-import { formatDate, h, mount } from './dom.js';
+import { dataTable, formatDate, h, mount } from './dom.js';
 import { metersInput, PERIODS } from './meter-fields.js';
 
 type Usage = Answer<'/v1/licenses/{license_id}/usage', 'get'>;
@@ -34,8 +34,7 @@ export function metersCard(licenseId: string) {
       h('h2', null, 'Metered features'),
       usage.meters.length === 0
         ? h('p', { class: 'muted', id: 'no-meters' }, 'No metered feature: the app’s consume() calls are refused.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'meters-table' },
             h(
               'thead',

@@ -1,6 +1,6 @@
 // Apps: the list and the form that registers a new one.
 import { act, api, type Body } from './api.js';
-import { formatDate, h, mount } from './dom.js';
+import { dataTable, formatDate, h, mount } from './dom.js';
 
 type Platform = Body<'/v1/apps', 'post'>['platforms'][number];
 export const PLATFORMS: Platform[] = ['win-x64', 'win-arm64', 'linux-x64', 'linux-arm64', 'mac-x64', 'mac-arm64'];
@@ -46,8 +46,7 @@ export async function appsPage(view: HTMLElement): Promise<void> {
       { class: 'card' },
       apps.length === 0
         ? h('p', { class: 'muted' }, 'No apps yet. Register your first one below.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'apps-table' },
             h(
               'thead',

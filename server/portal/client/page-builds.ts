@@ -1,7 +1,7 @@
 // Builds: upload with progress, a list that follows QUEUED/PROCESSING builds until READY or
 // FAILED, release and unrelease, replace with a signed package, download, delete.
 import { act, api, apiUrl, describeError, upload, type Answer } from './api.js';
-import { badge, confirmButton, formatBytes, formatDate, h, mount } from './dom.js';
+import { badge, confirmButton, dataTable, formatBytes, formatDate, h, mount } from './dom.js';
 
 type App = Answer<'/v1/apps/{app_id}', 'get'>;
 type Build = Answer<'/v1/apps/{app_id}/builds', 'get'>[number];
@@ -103,8 +103,7 @@ export async function buildsTab(body: HTMLElement, app: App): Promise<void> {
       listError,
       builds.length === 0
         ? h('p', { class: 'muted' }, 'No builds yet.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'builds-table' },
             h(
               'thead',

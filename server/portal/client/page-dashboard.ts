@@ -1,10 +1,11 @@
 // Dashboard: activations and licenses over time (GET /v1/stats), fees owed, and the apps.
 import { api, type Answer } from './api.js';
-import { chartFigure, dayChart } from './charts.js';
+import { barChart, chartFigure, dayChart } from './charts.js';
 import { h, mount } from './dom.js';
 import type { PageContext } from './page.js';
 
 type DayCounts = Answer<'/v1/stats', 'get'>['activations'];
+type Fees = Answer<'/v1/stats', 'get'>['fees'];
 const RANGES = [7, 30, 90];
 const money = (cents: number, currency: string) => `${(cents / 100).toLocaleString(undefined, { style: 'currency', currency: currency.toUpperCase() })}`;
 const sum = (days: DayCounts) => days.reduce((n, d) => n + d.count, 0);
@@ -20,6 +21,25 @@ function dayFigure(list: DayCounts, options: { id: string; title: string; color:
     options.title,
     ['Day (UTC)', 'Count'],
     counted.length ? counted.map((d) => [d.date, String(d.count)]) : [['Every day of the period', '0']],
+  );
+}
+
+/** Per currency, the fees charged in the period beside those not yet billed (what is owed). */
+function feesFigure(fees: Fees, days: number): HTMLElement {
+  const rows = fees.flatMap((f) => {
+    const currency = f.currency.toUpperCase();
+    return [
+      { label: `${currency} charged, ${days} days`, value: f.period_cents, color: '#1b5e20', format: (cents: number) => money(cents, f.currency) },
+      { label: `${currency} not yet billed`, value: f.unbilled_cents, color: '#9a5b00', format: (cents: number) => money(cents, f.currency) },
+    ];
+  });
+  // One currency (the usual case) writes its values as money; several, as amounts in their labels' currency.
+  const format = fees.length === 1 ? rows[0]!.format : (cents: number) => (cents / 100).toFixed(2);
+  return chartFigure(
+    barChart(rows, { id: 'chart-fees', title: 'Platform fees', format }),
+    'Platform fees',
+    ['Fees', 'Amount'],
+    rows.map((r): [string, string] => [r.label, r.format(r.value)]),
   );
 }
 
@@ -77,6 +97,7 @@ export async function dashboardPage(view: HTMLElement, { query }: PageContext): 
       h('h3', null, 'Licenses created per day'),
       dayFigure(stats.licenses_created, { id: 'chart-created', title: 'Licenses created per day', color: '#7e57c2' }),
     ),
+    h('section', { class: 'card' }, h('h2', null, 'Platform fees'), feesFigure(fees, days)),
     h(
       'section',
       { class: 'card' },

@@ -1,7 +1,7 @@
 // Licenses: a searchable, filterable, paginated list; creating one; one license with its devices,
 // revoke, reset devices, its metered features, its deactivation history and its own update push.
 import { act, api, type Answer, type Body } from './api.js';
-import { badge, confirmButton, copyButton, facts, formatDate, h, mount } from './dom.js';
+import { badge, confirmButton, copyButton, dataTable, facts, formatDate, h, mount } from './dom.js';
 import { featuresInput } from './features-field.js';
 import { metersCard } from './license-meters.js';
 import { metersField } from './meter-fields.js';
@@ -95,8 +95,7 @@ export async function licensesPage(view: HTMLElement, { query }: PageContext): P
       { class: 'card' },
       rows.length === 0
         ? h('p', { class: 'muted' }, 'No license matches.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'licenses-table' },
             h(
               'thead',
@@ -381,8 +380,7 @@ export async function licensePage(view: HTMLElement, { params }: PageContext): P
       h('h2', null, license.seat_model === 'floating' ? `Devices (${devices.length})` : `Devices (${devices.length} of ${license.device_limit})`),
       devices.length === 0
         ? h('p', { class: 'muted', id: 'no-devices' }, 'No device is activated.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'devices-table' },
             h(
               'thead',
@@ -423,8 +421,7 @@ export async function licensePage(view: HTMLElement, { params }: PageContext): P
       h('p', { class: 'hint' }, `Deactivations from the app count against the app’s ${app.app_deactivations_per_30_days} per license in any 30 days; your resets do not.`),
       rows.length === 0
         ? h('p', { class: 'muted', id: 'no-deactivations' }, 'No device has been deactivated.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'deactivations-table' },
             h(
               'thead',

@@ -2,7 +2,7 @@
 // batches and the entitlement webhook. Secrets and codes are shown once, when the API answers them.
 import { ApiError, act, api, apiUrl, describeError, requestFile, saveBlob, type Answer, type Body } from './api.js';
 import { processorAccountSection } from './page-processor.js';
-import { confirmButton, copyButton, facts, formatDate, h, mount, type Child } from './dom.js';
+import { confirmButton, copyButton, dataTable, facts, formatDate, h, mount, type Child } from './dom.js';
 import { featuresInput } from './features-field.js';
 import { metersField } from './meter-fields.js';
 import { seatInputs, seatsText } from './seat-fields.js';
@@ -164,8 +164,7 @@ async function batchesSection(card: HTMLElement, app: App, plan: Plan): Promise<
       tableHolder,
       list.length === 0
         ? h('p', { class: 'muted' }, 'No batches yet.')
-        : h(
-            'table',
+        : dataTable(
             { id: 'batches-table' },
             h(
               'thead',

@@ -3,7 +3,7 @@
 // or all replaced, a new key shown once). Every change to these asks for the password again: the
 // API refuses them without it (and refuses API keys outright).
 import { act, api, describeError, portal, type Answer } from './api.js';
-import { confirmButton, copyButton, facts, formatDate, h, mount, svg } from './dom.js';
+import { confirmButton, copyButton, dataTable, facts, formatDate, h, mount, svg } from './dom.js';
 import type { PageContext } from './page.js';
 import { processorAccountSection } from './page-processor.js';
 
@@ -251,8 +251,7 @@ async function renderApiKeys(card: HTMLElement): Promise<void> {
   const list =
     keys.length === 0
       ? h('p', { class: 'muted', id: 'no-api-keys' }, 'No API keys.')
-      : h(
-          'table',
+      : dataTable(
           { id: 'api-keys-table' },
           h(
             'thead',

@@ -13,17 +13,17 @@ export function adoptionChart(devices: Push['devices'], id = 'adoption-chart'): 
   const waiting = Math.max(0, devices.pending - devices.unable);
   const total = devices.installed + devices.skipped + devices.failed + devices.pending;
   const rows = [
-    { key: 'installed', label: 'Installed', value: devices.installed, color: '#2e7d32' },
-    { key: 'skipped', label: 'Skipped', value: devices.skipped, color: '#b26a00' },
-    { key: 'failed', label: 'Failed', value: devices.failed, color: '#c62828' },
-    { key: 'pending', label: 'Pending', value: waiting, color: '#0b5fff' },
-    { key: 'unable', label: 'Unable (old engine)', value: devices.unable, color: '#9e9e9e' },
+    { label: 'Installed', value: devices.installed, color: '#2e7d32' },
+    { label: 'Skipped', value: devices.skipped, color: '#9a5b00' },
+    { label: 'Failed', value: devices.failed, color: '#c62828' },
+    { label: 'Pending', value: waiting, color: '#0b5fff' },
+    { label: 'Unable (old engine)', value: devices.unable, color: '#757575' },
   ];
   return h(
     'div',
     null,
     chartFigure(
-      barChart(rows, { id, title: `Adoption of the push: ${total} devices` }),
+      barChart(rows, { id, title: `Adoption of the push: ${total} devices`, shares: true }),
       'Adoption of the push',
       ['Devices', 'Count'],
       rows.map((r): [string, string] => [r.label, String(r.value)]),
