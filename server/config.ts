@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { parseTrustedProxies, type TrustedProxies } from './http/client-address.js';
 import type { RequestLimits } from './http/http-server.js';
 import { parseSigningKeys } from './signing/keyring.js';
-import type { S3StorageOptions } from './storage/s3.js';
+import { S3_MAX_OBJECT_BYTES, type S3StorageOptions } from './storage/s3.js';
 
 /** Per-tenant quotas (server/quotas). */
 export interface TenantQuotas {
@@ -22,9 +22,6 @@ export interface NodeRuntimeSource {
   dir: string;
   registry: string;
 }
-
-/** A staged upload becomes its object by one CopyObject, which S3 limits to 5 GiB. */
-const S3_MAX_OBJECT_COPY_BYTES = 5 * 1024 ** 3;
 
 const HOST_PORT = /^(?<host>[\w.-]+|\[[0-9a-fA-F:]+\]):(?<port>\d{1,5})$/;
 
@@ -206,8 +203,8 @@ const ConfigSchema = z.object({
 const CheckedConfigSchema = ConfigSchema.superRefine((c, ctx) => {
   if (c.LATCHKEY_STORAGE !== 's3') return;
   if (!c.LATCHKEY_S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['LATCHKEY_S3_BUCKET'], message: 'is required with LATCHKEY_STORAGE=s3' });
-  if (c.LATCHKEY_MAX_ARTIFACT_BYTES > S3_MAX_OBJECT_COPY_BYTES) {
-    ctx.addIssue({ code: 'custom', path: ['LATCHKEY_MAX_ARTIFACT_BYTES'], message: `must be at most ${S3_MAX_OBJECT_COPY_BYTES} with LATCHKEY_STORAGE=s3` });
+  if (c.LATCHKEY_MAX_ARTIFACT_BYTES > S3_MAX_OBJECT_BYTES) {
+    ctx.addIssue({ code: 'custom', path: ['LATCHKEY_MAX_ARTIFACT_BYTES'], message: `must be at most ${S3_MAX_OBJECT_BYTES} with LATCHKEY_STORAGE=s3` });
   }
 });
 

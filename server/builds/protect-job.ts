@@ -71,9 +71,8 @@ export function protectBuildJob(deps: ProtectJobDeps): JobHandler<'protect_build
     let { size, sha256 } = artifact;
     if (outcome.package.format !== 'as_uploaded') {
       ({ size, sha256 } = await digestFile(outcome.package.file));
-      const staged = await storage.stage(readLocalFile(outcome.package.file));
       key = buildFiles.newPackage(build);
-      await staged.commit(key);
+      await (await storage.stage(readLocalFile(outcome.package.file), key)).commit();
     }
     const ready = await store.markReady(build.id, {
       version: outcome.version,

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { setPageHeaders } from '../http/pagination.js';
 import { defineRoute, type RouteDef } from '../http/route.js';
-import type { FileReceiver } from '../http/multipart.js';
+import { newId } from '../crypto/secrets.js';
+import type { RequestFileReceiver } from '../http/multipart.js';
 import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
 import { AppIdParams } from '../apps/schemas.js';
+import { buildFiles } from './files.js';
 import * as s from './schemas.js';
 import type { BuildsService } from './service.js';
 import { awaitsSignedPackage, signatureKindOf } from './signed-package.js';
@@ -40,8 +42,24 @@ export const buildView = (b: BuildRow): z.input<typeof s.Build> => ({
 
 export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage; maxArtifactBytes: number }): RouteDef[] {
   const tag = 'Builds';
-  const receiver: FileReceiver<StagedBlob> = { receive: (stream) => deps.storage.stage(stream), discard: (staged) => staged.discard() };
-  const upload = (fileField: string, fileDescription: string) => ({ fileField, fileDescription, maxFileBytes: deps.maxArtifactBytes, receiver });
+  // Both routes' prechecks found the app (and the build) before the body is read: the ids make keys.
+  const artifacts: RequestFileReceiver<s.StagedArtifact> = {
+    async receive(stream, params) {
+      const buildId = newId('bld');
+      return { buildId, blob: await deps.storage.stage(stream, buildFiles.artifact({ id: buildId, app_id: params.app_id! })) };
+    },
+    discard: (staged) => staged.blob.discard(),
+  };
+  const packages: RequestFileReceiver<StagedBlob> = {
+    receive: (stream, params) => deps.storage.stage(stream, buildFiles.newPackage({ id: params.build_id!, app_id: params.app_id! })),
+    discard: (staged) => staged.discard(),
+  };
+  const upload = <T>(fileField: string, fileDescription: string, receiver: RequestFileReceiver<T>) => ({
+    fileField,
+    fileDescription,
+    maxFileBytes: deps.maxArtifactBytes,
+    receiver,
+  });
   const common = { tag, auth: 'developer', rateLimit: 'builds' } as const;
   return [
     defineRoute({
@@ -63,7 +81,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       response: s.Build,
       status: 201,
       errors: [403, 404, 413, 415, 422],
-      multipart: upload('artifact', 'The file to protect'),
+      multipart: upload('artifact', 'The file to protect', artifacts),
       precheck: async ({ actor, params }) => void (await builds.assertApp(actor.developerId, params.app_id)),
       handler: async ({ actor, params, body }) => buildView(await builds.upload(actor.developerId, params.app_id, body)),
     }),
@@ -171,7 +189,7 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
       body: s.SignedPackageBody,
       response: s.Build,
       errors: [404, 409, 413, 415, 422],
-      multipart: upload('package', 'The signed package'),
+      multipart: upload('package', 'The signed package', packages),
       precheck: ({ actor, params }) => builds.assertReplaceable(actor.developerId, params.app_id, params.build_id),
       handler: async ({ actor, params, body }) => buildView(await builds.replacePackage(actor.developerId, params.app_id, params.build_id, body.package)),
     }),

@@ -37,10 +37,16 @@ export type BuildProtectionLevel = (typeof BUILD_PROTECTION_LEVELS)[number];
 /** A version label as developers write them; also what the runtime reports as the installed version. */
 export const Version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version such as 1.4.2');
 
-const uploadedFile = (field: string) =>
+/** An artifact received for a new build: the build's id comes first, so the bytes stream straight to its key. */
+export interface StagedArtifact {
+  buildId: string;
+  blob: StagedBlob;
+}
+
+const uploadedFile = <T>(field: string, sizeOf: (stored: T) => number) =>
   z
-    .custom<UploadedFile<StagedBlob>>((v) => typeof v === 'object' && v !== null && 'stored' in v, `required: the ${field} as a file part`)
-    .refine((f) => f.stored.size > 0, 'must not be empty');
+    .custom<UploadedFile<T>>((v) => typeof v === 'object' && v !== null && 'stored' in v, `required: the ${field} as a file part`)
+    .refine((f) => sizeOf(f.stored) > 0, 'must not be empty');
 
 /**
  * The file the app starts from, when npm's rules (`bin`, `main`, `exports`, `index.js`) do not pick
@@ -67,7 +73,7 @@ export const AppEntry = z
   );
 
 export const UploadBuildBody = z.strictObject({
-  artifact: uploadedFile('artifact'),
+  artifact: uploadedFile<StagedArtifact>('artifact', (a) => a.blob.size),
   platform: z.enum(BUILD_PLATFORMS, { error: `must be one of ${BUILD_PLATFORMS.join(', ')}` }),
   python_version: z
     .string()
@@ -79,7 +85,7 @@ export const UploadBuildBody = z.strictObject({
 });
 export type UploadBuildInput = z.infer<typeof UploadBuildBody>;
 
-export const SignedPackageBody = z.strictObject({ package: uploadedFile('package') });
+export const SignedPackageBody = z.strictObject({ package: uploadedFile<StagedBlob>('package', (b) => b.size) });
 
 export const ListBuildsQuery = PageQuery.extend({
   status: z

@@ -1,7 +1,7 @@
 import path from 'node:path';
+import type { Knex } from 'knex';
 import type Koa from 'koa';
 import type { Clock } from '../clock.js';
-import { newId } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import type { UploadedFile } from '../http/multipart.js';
@@ -95,11 +95,12 @@ export function createBuildsService(deps: BuildsServiceDeps) {
     },
 
     /**
-     * Records the build and its protection job in one transaction, once the artifact is at its key
-     * and passed the upload's quick check (`upload-check.ts`): a committed build always has its
-     * artifact, and a refused or failed one leaves no file behind.
+     * Records the build and its protection job in one transaction, once the artifact (staged for the
+     * build's id and key) is committed and passed the upload's quick check (`upload-check.ts`): a committed build always has its
+     * artifact, and a refused or failed one leaves no file behind. `claim` runs first in that
+     * transaction, for what must end exactly when the build is made (an upload session).
      */
-    async upload(developerId: string, appId: string, input: UploadBuildInput): Promise<BuildRow> {
+    async upload(developerId: string, appId: string, input: UploadBuildInput, claim?: (trx: Knex.Transaction) => Promise<void>): Promise<BuildRow> {
       const app = await assertApp(developerId, appId);
       if (input.platform !== 'cross_platform' && !app.platforms.includes(input.platform)) {
         throw new RequestError(
@@ -107,19 +108,19 @@ export function createBuildsService(deps: BuildsServiceDeps) {
           `body.platform: ${input.platform} is not one of the app's platforms (${app.platforms.join(', ')}); add it to the app, or upload for cross_platform`,
         );
       }
-      const { stored } = input.artifact;
-      const id = newId('bld');
-      const key = buildFiles.artifact({ id, app_id: appId });
+      const { buildId: id, blob: stored } = input.artifact.stored;
+      const { key } = stored;
       let build: BuildRow;
       try {
         // Kept under its key first, so the quick check reads it as the job will.
-        await stored.commit(key);
+        await stored.commit();
         await deps.scratch.withWorkDir('upload', async (workDir) => {
           const file = path.join(workDir, 'artifact');
           await storage.copyToFile(key, file);
           await checkUpload(file, { protectsApps: app.protection_level !== 'none', entry: input.entry });
         });
         build = await db.transaction(async (trx) => {
+          await claim?.(trx);
           await deps.quotas.assertStorage(trx, developerId, stored.size, clock.now());
           const row = await store.insert(trx, {
             id,
@@ -184,8 +185,8 @@ export function createBuildsService(deps: BuildsServiceDeps) {
      * its own protected package with a signature added, nothing else is accepted.
      */
     async replacePackage(developerId: string, appId: string, buildId: string, file: UploadedFile<StagedBlob>): Promise<BuildRow> {
-      const key = buildFiles.newPackage({ id: buildId, app_id: appId });
-      await file.stored.commit(key);
+      const { key } = file.stored;
+      await file.stored.commit();
       let replaced;
       try {
         const build = await get(developerId, appId, buildId);

@@ -1,10 +1,12 @@
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { PassThrough, Transform, pipeline, type Readable } from 'node:stream';
+import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { newId } from '../crypto/secrets.js';
+import { newId, randomHex } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
-import type { BlobStorage, StagedBlob } from '../storage/blob-storage.js';
+import { BlobNotFoundError, type BlobStorage, type StagedBlob } from '../storage/blob-storage.js';
 import { digestingStream } from '../storage/digest.js';
+import { buildFiles } from './files.js';
 import type { BuildPlatform } from './schemas.js';
 import type { BuildsService } from './service.js';
 import type { BuildRow } from './store.js';
@@ -24,7 +26,8 @@ export interface UploadSessionRow {
   size_bytes: number;
   sha256: string;
   received_bytes: number;
-  part_offsets: number[];
+  /** The stored chunks' keys, in order. */
+  part_keys: string[];
   created_at: Date;
   expires_at: Date;
 }
@@ -39,14 +42,14 @@ export interface CreateUploadInput {
   entry?: string | undefined;
 }
 
-const partKey = (id: string, offset: number) => `uploads/${id}/${String(offset).padStart(15, '0')}`;
+/** A chunk attempt's own key: two attempts at one offset never write one object. */
+const newPartKey = (id: string, offset: number) => `uploads/${id}/${String(offset).padStart(15, '0')}-${randomHex(6)}`;
 const prefixOf = (id: string) => `uploads/${id}`;
 
 const fromDb = (row: Record<string, unknown>): UploadSessionRow => ({
   ...(row as unknown as UploadSessionRow),
   size_bytes: Number(row.size_bytes),
   received_bytes: Number(row.received_bytes),
-  part_offsets: ((row.part_offsets as (string | number)[]) ?? []).map(Number),
 });
 
 /** Passes at most `max` bytes on; one more fails the stream with 413. */
@@ -69,14 +72,20 @@ function capped(max: number): Transform {
  * Sessions belong to the developer and app that created them; unfinished ones expire after a day.
  * Only the BlobStorage operations are used (stage, commit, read, removeAll), so an object store works too.
  */
-export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock: Clock; builds: BuildsService; maxArtifactBytes: number }) {
-  const { db, storage, clock, builds } = deps;
+export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock: Clock; log: Logger; builds: BuildsService; maxArtifactBytes: number }) {
+  const { db, storage, clock, log, builds } = deps;
   const table = () => db<Record<string, unknown>>('upload_sessions');
 
   async function find(developerId: string, appId: string, id: string): Promise<UploadSessionRow> {
     const row = await table().where({ id, developer_id: developerId, app_id: appId }).where('expires_at', '>', clock.now()).first();
     assertThat(row, 'UPLOAD_NOT_FOUND', 'No such upload session for this app (never started, completed, deleted or expired)');
     return fromDb(row);
+  }
+
+  /** Ends a session at its completion, once: 404 for whoever comes second. */
+  async function endSession(trx: Db, developerId: string, id: string): Promise<void> {
+    const ended = await trx('upload_sessions').where({ id, developer_id: developerId }).delete();
+    assertThat(ended === 1, 'UPLOAD_NOT_FOUND', 'This upload session was completed or deleted meanwhile');
   }
 
   async function discardSession(id: string): Promise<void> {
@@ -98,8 +107,8 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
     const out = new PassThrough({ highWaterMark: 1024 * 1024 });
     void (async () => {
       try {
-        for (const offset of session.part_offsets) {
-          const part = await storage.read(partKey(session.id, offset));
+        for (const key of session.part_keys) {
+          const part = await storage.read(key);
           for await (const chunk of part) if (!out.write(chunk)) await new Promise((resolve) => out.once('drain', resolve));
         }
         out.end();
@@ -162,7 +171,7 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
       // A client gone mid-chunk: the chunk fails and nothing of it is kept.
       body.on('error', (err) => limit.destroy(err));
       body.on('aborted', () => limit.destroy(new Error('the request was aborted')));
-      const staged: StagedBlob = await storage.stage(body.pipe(limit));
+      const staged: StagedBlob = await storage.stage(body.pipe(limit), newPartKey(id, offset));
       if (staged.size === 0) {
         await staged.discard();
         return session;
@@ -171,10 +180,10 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
         return await db.transaction(async (trx) => {
           const [row] = await trx('upload_sessions')
             .where({ id, received_bytes: offset })
-            .update({ received_bytes: trx.raw('received_bytes + ?', [staged.size]), part_offsets: trx.raw('array_append(part_offsets, ?::bigint)', [offset]) })
+            .update({ received_bytes: trx.raw('received_bytes + ?', [staged.size]), part_keys: trx.raw('array_append(part_keys, ?::text)', [staged.key]) })
             .returning('*');
           if (!row) throw new RequestError('UPLOAD_OFFSET_MISMATCH', 'Another chunk at this offset was stored first; ask where the upload stands');
-          await staged.commit(partKey(id, offset));
+          await staged.commit();
           return fromDb(row);
         });
       } catch (err) {
@@ -183,7 +192,12 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
       }
     },
 
-    /** Joins the chunks, checks their SHA-256 and makes the build (201, QUEUED); the session ends either way once the bytes are all there. */
+    /**
+     * Joins the chunks, checks their SHA-256 and makes the build (201, QUEUED). The session ends in
+     * the build's own transaction, so it ends exactly when the build is made: a failure or a crash
+     * before that commit leaves it to be completed again. Bytes that do not hash to the declared
+     * SHA-256 end it too (no retry can fix them).
+     */
     async complete(developerId: string, appId: string, id: string): Promise<BuildRow> {
       const session = await find(developerId, appId, id);
       if (session.received_bytes !== session.size_bytes) {
@@ -193,28 +207,49 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
       }
       const hashing = digestingStream();
       const source = joined(session);
-      source.on('error', (err) => hashing.stream.destroy(err));
-      const staged = await storage.stage(source.pipe(hashing.stream));
+      // pipeline, not pipe: a chunk that fails to read fails the staging, never an 'error' nobody listens to.
+      pipeline(source, hashing.stream, () => undefined);
+      const buildId = newId('bld');
+      let staged: StagedBlob;
       try {
-        // Claimed once: a second complete of the same session finds it gone.
-        const claimed = await table().where({ id, developer_id: developerId }).delete();
-        assertThat(claimed === 1, 'UPLOAD_NOT_FOUND', 'This upload session was completed or deleted meanwhile');
-        await discardSession(id);
+        staged = await storage.stage(hashing.stream, buildFiles.artifact({ id: buildId, app_id: appId }));
+      } catch (err) {
+        // The store refused before reading it all: the chunks' reader stops too, not held open.
+        source.destroy();
+        // A chunk removed while it was read: the session was completed or deleted meanwhile.
+        if (err instanceof BlobNotFoundError) throw new RequestError('UPLOAD_NOT_FOUND', 'This upload session was completed or deleted meanwhile');
+        throw err;
+      }
+      let build: BuildRow;
+      try {
         const { sha256 } = hashing.digest();
         if (sha256 !== session.sha256 || staged.size !== session.size_bytes) {
+          await endSession(db, developerId, id);
+          await discardSession(id);
           throw new RequestError('UPLOAD_CHECKSUM_MISMATCH', `The bytes received hash to ${sha256}, not the declared ${session.sha256}: start a new upload`);
         }
-        return await builds.upload(developerId, appId, {
-          platform: session.platform,
-          ...(session.python_version ? { python_version: session.python_version } : {}),
-          ...(session.version ? { version: session.version } : {}),
-          ...(session.entry ? { entry: session.entry } : {}),
-          artifact: { filename: session.filename, stored: staged },
-        });
+        build = await builds.upload(
+          developerId,
+          appId,
+          {
+            platform: session.platform,
+            ...(session.python_version ? { python_version: session.python_version } : {}),
+            ...(session.version ? { version: session.version } : {}),
+            ...(session.entry ? { entry: session.entry } : {}),
+            artifact: { filename: session.filename, stored: { buildId, blob: staged } },
+          },
+          // The delete locks the row until the build commits: a second complete of this session
+          // waits here, then finds it gone; a rollback (or a crash) leaves it as it was.
+          (trx) => endSession(trx, developerId, id),
+        );
       } catch (err) {
         await staged.discard();
         throw err;
       }
+      // The build is made: the answer is 201 whatever happens to the chunks now. Chunks that cannot be
+      // removed are named for the operator (nothing else refers to them once the session ended).
+      await discardSession(id).catch((err: unknown) => log.warn({ err, upload: id, prefix: prefixOf(id) }, 'chunks of a completed upload were not removed'));
+      return build;
     },
 
     async remove(developerId: string, appId: string, id: string): Promise<void> {

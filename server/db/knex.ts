@@ -42,3 +42,21 @@ export async function hotQuery<T>(db: Db, sql: string, values: unknown[], prepar
     await db.client.releaseConnection(connection);
   }
 }
+
+/**
+ * Several statements in one string, sent at once by the simple query protocol: one round trip,
+ * answered with one result per statement. The protocol takes no parameters, so `sql` holds no
+ * value from a request, only literals its caller made (pg's escapeLiteral). A statement that fails
+ * stops the rest: an explicit transaction it was in is rolled back before the connection goes back.
+ */
+export async function simpleQueryBatch<T extends pg.QueryResultRow>(db: Db, sql: string): Promise<pg.QueryResult<T>[]> {
+  const connection: pg.ClientBase = await db.client.acquireConnection();
+  try {
+    return (await connection.query<T>(sql)) as unknown as pg.QueryResult<T>[];
+  } catch (err) {
+    await connection.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}

@@ -1,8 +1,13 @@
+import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { RequestError } from '../errors.js';
 import { boundaryOf, parseMultipart, type FileReceiver } from './multipart-parser.js';
 
-export type { FileReceiver } from './multipart-parser.js';
+/** Where a request's file part goes; the request's path parameters may name its place (a new build of this app). */
+export interface RequestFileReceiver<T> {
+  receive(stream: Readable, params: Record<string, string>): Promise<T>;
+  discard(stored: T): Promise<void>;
+}
 
 /** A file part as a handler receives it: its name as the client gave it, and where it was streamed. */
 export interface UploadedFile<T> {
@@ -15,7 +20,7 @@ export interface MultipartSpec<T = unknown> {
   fileField: string;
   fileDescription: string;
   maxFileBytes: number;
-  receiver: FileReceiver<T>;
+  receiver: RequestFileReceiver<T>;
 }
 
 /** Room for the text fields and part headers around the file. */
@@ -28,7 +33,7 @@ const MAX_FIELD_BYTES = 1024;
  * `spec.receiver` (never whole in memory) up to `maxFileBytes`, 413 beyond, with whatever was
  * received removed again. Answers `{ ...fields, [fileField]: UploadedFile }`.
  */
-export async function readMultipart<T>(ctx: Koa.Context, spec: MultipartSpec<T>): Promise<Record<string, unknown>> {
+export async function readMultipart<T>(ctx: Koa.Context, spec: MultipartSpec<T>, params: Record<string, string>): Promise<Record<string, unknown>> {
   const boundary = ctx.is('multipart/form-data') ? boundaryOf(ctx.get('content-type')) : null;
   if (!ctx.is('multipart/form-data')) throw new RequestError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be multipart/form-data');
   if (!boundary) throw new RequestError('VALIDATION_FAILED', 'body: multipart/form-data without a boundary');
@@ -43,7 +48,7 @@ export async function readMultipart<T>(ctx: Koa.Context, spec: MultipartSpec<T>)
       ctx.req,
       boundary,
       { fileField: spec.fileField, maxFileBytes: spec.maxFileBytes, maxFields: MAX_FIELDS, maxFieldBytes: MAX_FIELD_BYTES },
-      spec.receiver,
+      { receive: (stream) => spec.receiver.receive(stream, params), discard: (stored) => spec.receiver.discard(stored) } satisfies FileReceiver<T>,
     );
     return file ? { ...fields, [spec.fileField]: file satisfies UploadedFile<T> } : fields;
   } catch (err) {

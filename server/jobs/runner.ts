@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { hotQuery, type Db } from '../db/knex.js';
+import { escapeLiteral } from 'pg';
+import { hotQuery, simpleQueryBatch, type Db } from '../db/knex.js';
 import type { JobKind, JobPayloads, JobQueue } from './queue.js';
 
 /**
@@ -51,28 +52,28 @@ const CLAIM_LOCK = 'latchkey.jobs.claim';
  * first, then the one served longest ago (job_tenant_turns), so a tenant with a thousand queued
  * jobs and one with a single job alternate instead of queueing behind each other. Within a tenant,
  * oldest first. Jobs without a tenant (null) share one turn. Answers one row: the job (id null when
- * none) and how many tenants had due jobs, capped ones included. $1 the runner, $2 the lease in
- * seconds, $3 the kinds it runs, $4 the per-tenant cap.
+ * none) and how many tenants had due jobs, capped ones included. `runner` (its id), `leaseSeconds`,
+ * `kinds` (text[]) and `perTenant` are SQL literals: the claim runs as a simple query (below).
  */
-const CLAIM_SQL = `
+const claimSql = ({ runner, leaseSeconds, kinds, perTenant }: Record<'runner' | 'leaseSeconds' | 'kinds' | 'perTenant', string>) => `
   WITH due AS (
     SELECT DISTINCT coalesce(developer_id, '') AS tenant FROM jobs
-    WHERE kind = ANY ($3::text[]) AND run_after <= now() AND (locked_until IS NULL OR locked_until < now())
+    WHERE kind = ANY (${kinds}) AND run_after <= now() AND (locked_until IS NULL OR locked_until < now())
   ), busy AS (
     SELECT coalesce(developer_id, '') AS tenant, count(*) AS running FROM jobs WHERE locked_until >= now() GROUP BY 1
   ), turn AS (
     SELECT due.tenant, coalesce(busy.running, 0) AS running, t.served_at
     FROM due LEFT JOIN busy ON busy.tenant = due.tenant LEFT JOIN job_tenant_turns t ON t.developer_id = due.tenant
-    WHERE coalesce(busy.running, 0) < $4
+    WHERE coalesce(busy.running, 0) < ${perTenant}
   ), next AS (
     SELECT j.id, turn.tenant FROM turn
     JOIN jobs j ON coalesce(j.developer_id, '') = turn.tenant
-    WHERE j.kind = ANY ($3::text[]) AND j.run_after <= now() AND (j.locked_until IS NULL OR j.locked_until < now())
+    WHERE j.kind = ANY (${kinds}) AND j.run_after <= now() AND (j.locked_until IS NULL OR j.locked_until < now())
     ORDER BY turn.running, turn.served_at NULLS FIRST, j.run_after, j.id
     LIMIT 1
     FOR UPDATE OF j SKIP LOCKED
   ), claimed AS (
-    UPDATE jobs SET attempts = attempts + 1, locked_by = $1, locked_until = now() + make_interval(secs => $2)
+    UPDATE jobs SET attempts = attempts + 1, locked_by = ${runner}, locked_until = now() + make_interval(secs => ${leaseSeconds})
     FROM next WHERE jobs.id = next.id
     RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.last_error, next.tenant
   ), served AS (
@@ -81,6 +82,17 @@ const CLAIM_SQL = `
   )
   SELECT claimed.id, kind, payload, attempts, max_attempts, last_error, (SELECT count(*) FROM due)::int AS due_tenants
   FROM (SELECT 1) one LEFT JOIN claimed ON true`;
+
+/**
+ * A claim in one round trip (four as a knex transaction: BEGIN, lock, claim, COMMIT), and one runs
+ * after every job enqueued, so every sale pays for it. Claims of every process take turns under one
+ * transaction-scoped advisory lock: taken by its own statement, before the claim's statement takes
+ * its snapshot, so the claim sees the leases the previous claims committed and no two claims
+ * together take a tenant past its cap. The simple protocol that sends several statements at once
+ * takes no parameters: the claim's values are literals, all the runner's own (none from a request).
+ */
+const claimBatchSql = (values: Parameters<typeof claimSql>[0]) => `BEGIN; SELECT pg_advisory_xact_lock(hashtext(${escapeLiteral(CLAIM_LOCK)})); ${claimSql(values)}; COMMIT`;
+
 const MAX_RETRY_DELAY_SECONDS = 300;
 
 /**
@@ -97,6 +109,12 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
   const perTenant = options.perTenant ?? DEFAULT_PER_TENANT;
   const runnerId = `runner_${randomUUID()}`;
+  const claimBatch = claimBatchSql({
+    runner: escapeLiteral(runnerId),
+    leaseSeconds: String(Math.trunc(leaseSeconds)),
+    kinds: `ARRAY[${kinds.map(escapeLiteral).join(', ')}]::text[]`,
+    perTenant: String(Math.trunc(perTenant)),
+  });
   const running = new Map<number, { abort: AbortController; done: Promise<void> }>();
   let stopped = true;
   let timer: NodeJS.Timeout | undefined;
@@ -111,17 +129,11 @@ export function createJobRunner(deps: { db: Db; queue: JobQueue; log: Logger; ha
 
   /** A job, or none: `waiting` when due jobs were left (their tenants at their cap, their rows locked). */
   async function claim(): Promise<{ job?: ClaimedJob; waiting: boolean }> {
-    // Claims of every process take turns under one transaction-scoped advisory lock: each one's
-    // statement then sees the leases the previous claims committed, so no two claims together take
-    // a tenant past its cap. A claim is one short statement; lease times are the database's clock.
-    // Both run after every job enqueued, so straight through pg (hotQuery). The claim is not a
-    // prepared statement: a generic plan, blind to the backlog and the kinds, could be a worse one.
-    return db.transaction(async (trx) => {
-      await hotQuery(trx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [CLAIM_LOCK], 'jobs.claim_lock');
-      const rows = await hotQuery<Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number }>(trx, CLAIM_SQL, [runnerId, leaseSeconds, kinds, perTenant]);
-      const { due_tenants, ...row } = rows[0]!;
-      return row.id === null ? { waiting: due_tenants > 0 } : { job: row as ClaimedJob, waiting: false };
-    });
+    // Lease times are the database's clock. Not a prepared statement (the simple protocol has none):
+    // a generic plan, blind to the backlog, could be a worse one anyway.
+    const results = await simpleQueryBatch<Omit<ClaimedJob, 'id'> & { id: number | null; due_tenants: number }>(db, claimBatch);
+    const { due_tenants, ...row } = results[2]!.rows[0]!;
+    return row.id === null ? { waiting: due_tenants > 0 } : { job: row as ClaimedJob, waiting: false };
   }
 
   /** Only while this runner still holds the job: a runner that lost its lease changes nothing. */

@@ -9,12 +9,14 @@ import type { Digest } from './digest.js';
  */
 export interface BlobStorage {
   /**
-   * Streams `source` into a new object that no key names yet (never whole in memory). It is not
-   * hashed on the way: hashing would cost a request path a fifth of its throughput, and whoever
-   * reads the object next (`copyToFile`) hashes it anyway. Nothing reads a staged object until it
-   * is committed; one neither committed nor discarded (a crash) is swept after a day.
+   * Streams `source` (never whole in memory) into the object `key` names once committed. The key
+   * is one no other write uses (a new build's, a fresh package's, one attempt's chunk): an object
+   * store writes the bytes there at once, so a commit copies nothing whatever the size. Nothing
+   * reads the key before the caller records it, after the commit. It is not hashed on the way:
+   * hashing would cost a request path a fifth of its throughput, and whoever reads the object next
+   * (`copyToFile`) hashes it anyway. One neither committed nor discarded (a crash) is swept after a day.
    */
-  stage(source: Readable): Promise<StagedBlob>;
+  stage(source: Readable, key: string): Promise<StagedBlob>;
   /** The object's bytes, all or the inclusive `range`; rejects with `BlobNotFoundError` before any byte is read. */
   read(key: string, range?: ByteRange): Promise<Readable>;
   /**
@@ -39,9 +41,11 @@ export interface BlobStorage {
 }
 
 export interface StagedBlob {
+  /** The key it was staged for. */
+  key: string;
   size: number;
-  /** Gives the object its key, replacing any object there. */
-  commit(key: string): Promise<void>;
+  /** Makes it the object at its key, for good: no sweep removes it any more. */
+  commit(): Promise<void>;
   /** Forgets the object if it was not committed; harmless afterwards. */
   discard(): Promise<void>;
 }

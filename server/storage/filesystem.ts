@@ -39,7 +39,8 @@ export function createFilesystemStorage(root: string): BlobStorage {
   };
 
   return {
-    async stage(source: Readable): Promise<StagedBlob> {
+    async stage(source: Readable, key: string): Promise<StagedBlob> {
+      const target = fileOf(key);
       await fs.mkdir(staging, { recursive: true, mode: DIR_MODE });
       const file = path.join(staging, randomUUID());
       const out = createWriteStream(file, { highWaterMark: CHUNK_BYTES, mode: FILE_MODE });
@@ -51,9 +52,9 @@ export function createFilesystemStorage(root: string): BlobStorage {
         throw err;
       }
       return {
+        key,
         size: out.bytesWritten,
-        async commit(key) {
-          const target = fileOf(key);
+        async commit() {
           await fs.mkdir(path.dirname(target), { recursive: true, mode: DIR_MODE });
           await fs.rename(file, target);
         },

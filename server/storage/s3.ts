@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { pipeline as pipelineAsync } from 'node:stream/promises';
-import { CopyObjectCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, S3Client, type GetObjectCommandInput } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type GetObjectCommandInput } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { assertKey, BlobNotFoundError, StorageUnavailableError, type BlobStorage, type ByteRange, type StagedBlob } from './blob-storage.js';
@@ -20,11 +20,14 @@ export interface S3StorageOptions {
 }
 
 /**
- * Staged objects wait under this prefix, named `<ms since the epoch>-<uuid>`, so that a sweep
- * judges their age from the name alone (no HEAD per object).
+ * A staged object is written straight to its key (S3 copies no object over 5 GiB in one request,
+ * and UploadPartCopy is not implemented everywhere: s3rver answers 501), with an empty marker
+ * beside it until the commit: `staging/<ms since the epoch>-<uuid>/<key>`. A sweep finds what a
+ * crash left behind from the markers alone, judging the age from the name (no HEAD per object).
+ * Objects staged whole under `staging/<ms>-<uuid>` by earlier versions are swept by the same rule.
  */
 const STAGING_PREFIX = 'staging/';
-const STAGED_NAME = /^staging\/(\d{13})-[0-9a-f-]{36}$/;
+const MARKER = /^staging\/(\d{13})-[0-9a-f-]{36}(?:\/(.+))?$/;
 
 /**
  * A multipart upload holds `QUEUE_SIZE` parts of `PART_BYTES` in memory, and one more being filled:
@@ -33,6 +36,9 @@ const STAGED_NAME = /^staging\/(\d{13})-[0-9a-f-]{36}$/;
  */
 const PART_BYTES = 5 * 1024 * 1024;
 const QUEUE_SIZE = 2;
+
+/** The largest object a multipart upload of `PART_BYTES` parts makes (S3 takes 10,000 parts). */
+export const S3_MAX_OBJECT_BYTES = 10_000 * PART_BYTES;
 
 /** How long a presigned download URL works: long enough to follow the redirect, too short to share. */
 const PRESIGNED_URL_SECONDS = 60;
@@ -86,6 +92,9 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
     }
   }
 
+  /** Streams `body` into the object at `key`, a few parts in memory at a time. */
+  const multipartUpload = (key: string, body: Readable) => new Upload({ client, params: { Bucket: bucket, Key: key, Body: body }, partSize: PART_BYTES, queueSize: QUEUE_SIZE });
+
   const remove = (key: string) => send('DeleteObject', () => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }))).then(() => undefined);
 
   /** Every key under `prefix`, a page (at most 1,000) at a time. */
@@ -108,8 +117,9 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
   }
 
   return {
-    async stage(source: Readable): Promise<StagedBlob> {
-      const staged = `${STAGING_PREFIX}${Date.now()}-${randomUUID()}`;
+    async stage(source: Readable, key: string): Promise<StagedBlob> {
+      assertKey(key);
+      const marker = `${STAGING_PREFIX}${Date.now()}-${randomUUID()}/${key}`;
       let size = 0;
       let sourceError: Error | undefined;
       const counted = new Transform({
@@ -122,28 +132,39 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
       pipeline(source, counted, (err) => {
         if (err) sourceError ??= err;
       });
-      const upload = new Upload({ client, params: { Bucket: bucket, Key: staged, Body: counted }, partSize: PART_BYTES, queueSize: QUEUE_SIZE });
+      // After the pipeline is joined, so a source that fails meanwhile has a listener; destroyed (and with
+      // it the source) when the marker cannot be written.
       try {
-        await upload.done();
+        await send('PutObject', () => client.send(new PutObjectCommand({ Bucket: bucket, Key: marker, Body: '' })));
+      } catch (err) {
+        counted.destroy();
+        throw err;
+      }
+      // Left behind if this fails too: the sweep removes the object by its marker.
+      const forget = () => removeKeys([key, marker]);
+      try {
+        await multipartUpload(key, counted).done();
       } catch (err) {
         // A multipart upload that failed is aborted by lib-storage; a whole object may still have landed.
-        await remove(staged).catch(() => {});
+        await forget().catch(() => {});
         // The source's failure (a client gone, a size cap) is the request's; the rest is the store's.
         throw sourceError ?? unavailable(err, 'upload');
       }
       if (sourceError) {
-        await remove(staged).catch(() => {});
+        await forget().catch(() => {});
         throw sourceError;
       }
+      let committed = false;
       return {
+        key,
         size,
-        async commit(key) {
-          assertKey(key);
-          await send('CopyObject', () => client.send(new CopyObjectCommand({ Bucket: bucket, Key: key, CopySource: `${bucket}/${staged}` })));
-          // Left behind if this fails: the sweep removes it by age.
-          await remove(staged).catch(() => {});
+        async commit() {
+          await remove(marker);
+          committed = true;
         },
-        discard: () => remove(staged),
+        async discard() {
+          if (!committed) await forget();
+        },
       };
     },
 
@@ -178,11 +199,14 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
       const cutoff = Date.now() - ageMs;
       let removed = 0;
       for await (const keys of listKeys(STAGING_PREFIX)) {
-        const old = keys.filter((key) => {
-          const match = STAGED_NAME.exec(key);
-          return match && Number(match[1]) < cutoff;
+        // Each old marker with the object it stands beside: the object first, so a failure leaves the marker to retry.
+        const old = keys.flatMap((key) => {
+          const match = MARKER.exec(key);
+          return match && Number(match[1]) < cutoff ? [{ marker: key, object: match[2] }] : [];
         });
-        if (old.length) await removeKeys(old);
+        const objects = old.flatMap((o) => (o.object ? [o.object] : []));
+        if (objects.length) await removeKeys(objects);
+        if (old.length) await removeKeys(old.map((o) => o.marker));
         removed += old.length;
       }
       return removed;

@@ -46,7 +46,7 @@ describe('resumable uploads', () => {
       `Content-Type: application/octet-stream\r\nContent-Length: ${MiB}\r\n\r\n`;
     expect((await rawExchange(server.url, [head, file.subarray(MiB, MiB + MiB / 2), 100, null])).status).toBe(0);
     // The half chunk was staged while it came; it is removed once the connection is gone.
-    for (let i = 0; i < 50 && uploadFiles().some((f) => f.startsWith('.staging/')); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && uploadFiles().some((f) => f.startsWith('.staging/')); i++) await new Promise((r) => setTimeout(r, 50));
     expect(uploadFiles().filter((f) => f.startsWith('.staging/'))).toEqual([]);
     const afterCut = await status(o, session.id);
     expect(afterCut.status).toBe(200);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
 import { S3_CLIENT_ENV, startS3Server } from '../support/s3-server.js';
@@ -123,6 +123,31 @@ describe('resumable uploads into the bucket', () => {
     expect(await s3.keys('staging/')).toEqual([]);
     expect(sha256((await get(await linkFor(o, build.id))).body)).toBe(sha256(file));
   });
+
+  it('keep the acknowledged one of two attempts at one chunk sent at once: each writes a key of its own', async () => {
+    const [first, second] = [randomBytes(2 * 1024 * 1024), randomBytes(2 * 1024 * 1024)];
+    const session = await o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
+      token: o.dev.accessToken,
+      body: { filename: 'raced.bin', size_bytes: first.length, sha256: sha256(first), platform: 'cross_platform' },
+    });
+    expect(session.status).toBe(201);
+    const put = (bytes: Buffer) =>
+      fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${session.body.id}?offset=0`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
+        body: new Uint8Array(bytes),
+      });
+    const answers = await Promise.all([put(first), put(second)]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    const kept = answers[0]!.status === 200 ? first : second;
+    expect(await s3.keys(`uploads/${session.body.id}/`)).toHaveLength(1);
+    // What completing finds is the acknowledged chunk, whole: the declared file, or the other one's hash.
+    const done = await o.call('POST', `/v1/apps/${o.app.id}/uploads/${session.body.id}/complete`, { token: o.dev.accessToken });
+    const received = done.status === 201 ? (await settled(o, done.body.id)).artifact_sha256 : /hash to ([0-9a-f]{64})/.exec(done.body.detail)?.[1];
+    expect(received).toBe(sha256(kept));
+    expect(await s3.keys(`uploads/${session.body.id}/`)).toEqual([]);
+    expect(await s3.keys('staging/')).toEqual([]);
+  });
 });
 
 describe('a bucket that does not answer', () => {
@@ -145,6 +170,32 @@ describe('a bucket that does not answer', () => {
     const again = await get(plainUrl);
     expect(again.status).toBe(200);
     expect(again.body.equals(data)).toBe(true);
+  });
+
+  it('fails completing an upload with 503 and keeps the session, which completes once the bucket is back', async () => {
+    const session = await o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
+      token: o.dev.accessToken,
+      body: { filename: 'outage.bin', size_bytes: data.length, sha256: sha256(data), platform: 'cross_platform' },
+    });
+    const chunk = await fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${session.body.id}?offset=0`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(data),
+    });
+    expect(chunk.status).toBe(200);
+    const complete = () => o.call('POST', `/v1/apps/${o.app.id}/uploads/${session.body.id}/complete`, { token: o.dev.accessToken });
+    await s3.pause();
+    try {
+      // The chunk cannot be read nor the build written: the store's failure is the answer, and the
+      // failed read of the chunk is no error left for nobody to handle (the server keeps serving).
+      expectError(await complete(), 503, 'STORAGE_UNAVAILABLE');
+      expect((await o.call('GET', `/v1/apps/${o.app.id}/uploads/${session.body.id}`, { token: o.dev.accessToken })).body.offset).toBe(data.length);
+    } finally {
+      await s3.resume();
+    }
+    const done = await complete();
+    expect(done.status, JSON.stringify(done.body)).toBe(201);
+    expect((await settled(o, done.body.id)).artifact_sha256).toBe(sha256(data));
   });
 });
 

@@ -209,6 +209,7 @@ describe('build operations', () => {
     const limited = await startTestServer({ realRateLimits: true, env: { LATCHKEY_RUN_JOBS: 'false' } });
     try {
       const l = await owner(limited);
+      limited.clock.enterFreshWindow(60_000);
       let res;
       for (let i = 0; i < 31; i++) res = await l.call('GET', `/v1/apps/${l.app.id}/builds`, { token: l.dev.accessToken });
       expectError(res!, 429, 'RATE_LIMITED');

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -52,9 +52,9 @@ describe.each(implementations)('%s storage', (_name, create) => {
 
   it('stages a stream, commits it under a key, and reads it whole or by an inclusive range', async () => {
     const data = bytes(3 * 1024 * 1024 + 17);
-    const staged = await storage.stage(Readable.from([data.subarray(0, 1000), data.subarray(1000)]));
-    expect(staged.size).toBe(data.length);
-    await staged.commit(`${prefix}/a/artifact`);
+    const staged = await storage.stage(Readable.from([data.subarray(0, 1000), data.subarray(1000)]), `${prefix}/a/artifact`);
+    expect(staged).toMatchObject({ key: `${prefix}/a/artifact`, size: data.length });
+    await staged.commit();
     expect((await text(await storage.read(`${prefix}/a/artifact`))).equals(data)).toBe(true);
     expect((await text(await storage.read(`${prefix}/a/artifact`, { start: 10, end: 19 }))).equals(data.subarray(10, 20))).toBe(true);
     // A committed object is no longer staged: nothing for a sweep.
@@ -62,30 +62,29 @@ describe.each(implementations)('%s storage', (_name, create) => {
   });
 
   it('stages an empty stream as an empty object', async () => {
-    const staged = await storage.stage(Readable.from([]));
+    const staged = await storage.stage(Readable.from([]), `${prefix}/empty`);
     expect(staged.size).toBe(0);
-    await staged.commit(`${prefix}/empty`);
+    await staged.commit();
     expect((await text(await storage.read(`${prefix}/empty`))).length).toBe(0);
   });
 
-  it('commit replaces the object at the key; discard after commit keeps it', async () => {
-    const first = await storage.stage(Readable.from([bytes(100, 1)]));
-    await first.commit(`${prefix}/k`);
-    const second = await storage.stage(Readable.from([bytes(50, 2)]));
-    await second.commit(`${prefix}/k`);
-    await second.discard();
+  it('discard after commit keeps the object', async () => {
+    const staged = await storage.stage(Readable.from([bytes(50, 2)]), `${prefix}/k`);
+    await staged.commit();
+    await staged.discard();
     expect((await text(await storage.read(`${prefix}/k`))).equals(bytes(50, 2))).toBe(true);
   });
 
   it('discard forgets a staged object: nothing is left to read or to sweep', async () => {
-    const staged = await storage.stage(Readable.from([bytes(10)]));
+    const staged = await storage.stage(Readable.from([bytes(10)]), `${prefix}/d`);
     await staged.discard();
+    await expect(storage.read(`${prefix}/d`)).rejects.toBeInstanceOf(BlobNotFoundError);
     expect(await storage.sweepStaged(0)).toBe(0);
   });
 
   it('copies an object to a local file with its size and SHA-256', async () => {
     const data = bytes(1024 * 1024 + 3);
-    await (await storage.stage(Readable.from([data]))).commit(`${prefix}/copy`);
+    await (await storage.stage(Readable.from([data]), `${prefix}/copy`)).commit();
     const file = path.join(work, `${prefix}-copy`);
     expect(await storage.copyToFile(`${prefix}/copy`, file)).toEqual({ size: data.length, sha256: sha256(data) });
     expect(fs.readFileSync(file).equals(data)).toBe(true);
@@ -99,7 +98,7 @@ describe.each(implementations)('%s storage', (_name, create) => {
 
   it('removes one object, or every object under a prefix and nothing beside it; missing ones are fine', async () => {
     for (const key of [`${prefix}/app/b1/artifact`, `${prefix}/app/b1/package`, `${prefix}/app/b10/artifact`, `${prefix}/other`]) {
-      await (await storage.stage(Readable.from([bytes(5)]))).commit(key);
+      await (await storage.stage(Readable.from([bytes(5)]), key)).commit();
     }
     await storage.removeAll(`${prefix}/app/b1`);
     await expect(storage.read(`${prefix}/app/b1/artifact`)).rejects.toBeInstanceOf(BlobNotFoundError);
@@ -111,23 +110,26 @@ describe.each(implementations)('%s storage', (_name, create) => {
     await storage.removeAll(`${prefix}/nothing-here`);
   });
 
-  it('sweeps staged objects by age: a fresh one stays, an old one goes', async () => {
-    const staged = await storage.stage(Readable.from([bytes(10)]));
+  it('sweeps staged objects by age: a fresh one stays, an old one goes, and nothing of it is left at its key', async () => {
+    const staged = await storage.stage(Readable.from([bytes(10)]), `${prefix}/abandoned`);
     expect(await storage.sweepStaged(3_600_000)).toBe(0);
     await new Promise((r) => setTimeout(r, 5));
     expect(await storage.sweepStaged(1)).toBe(1);
+    await expect(storage.read(`${prefix}/abandoned`)).rejects.toBeInstanceOf(BlobNotFoundError);
     await staged.discard();
   });
 
   it("rejects with the source's own error when the source fails, and keeps nothing of it", async () => {
     const cutOff = new Error('client gone');
-    await expect(storage.stage(failingAfter(bytes(64 * 1024), cutOff))).rejects.toBe(cutOff);
+    await expect(storage.stage(failingAfter(bytes(64 * 1024), cutOff), `${prefix}/cut`)).rejects.toBe(cutOff);
+    await expect(storage.read(`${prefix}/cut`)).rejects.toBeInstanceOf(BlobNotFoundError);
     // Failed before anything read it (a size cap passed at once).
     const early = new PassThrough();
     const capped = new Error('too large');
     early.on('error', () => {});
     early.destroy(capped);
-    await expect(storage.stage(early)).rejects.toBe(capped);
+    await expect(storage.stage(early, `${prefix}/early`)).rejects.toBe(capped);
+    await expect(storage.read(`${prefix}/early`)).rejects.toBeInstanceOf(BlobNotFoundError);
     expect(await storage.sweepStaged(0)).toBe(0);
   });
 
@@ -143,11 +145,27 @@ describe('s3 storage', () => {
     const storage = createS3Storage(s3Options);
     const keys = Array.from({ length: 1010 }, (_, i) => `paged/app/${String(i).padStart(4, '0')}`);
     for (let i = 0; i < keys.length; i += 50) {
-      await Promise.all(keys.slice(i, i + 50).map(async (key) => (await storage.stage(Readable.from([bytes(3)]))).commit(key)));
+      await Promise.all(keys.slice(i, i + 50).map(async (key) => (await storage.stage(Readable.from([bytes(3)]), key)).commit()));
     }
     expect(await s3.keys('paged/')).toHaveLength(1010);
     await storage.removeAll('paged/app');
     expect(await s3.keys('paged/')).toEqual([]);
+  });
+
+  it('writes a staged object straight to its key, in parts, so nothing is copied at any size (S3 copies at most 5 GiB)', async () => {
+    const storage = createS3Storage(s3Options);
+    const data = randomBytes(12 * 1024 * 1024 + 123);
+    const staged = await storage.stage(Readable.from([data]), 'large/artifact');
+    // Until the commit, a marker beside it names it for the sweep.
+    expect(await s3.keys('large/')).toEqual(['large/artifact']);
+    expect(await s3.keys('staging/')).toEqual([expect.stringMatching(/^staging\/\d{13}-[0-9a-f-]{36}\/large\/artifact$/)]);
+    await staged.commit();
+    expect(await s3.keys('staging/')).toEqual([]);
+    expect(await storage.copyToFile('large/artifact', path.join(work, 'large-copy'))).toEqual({ size: data.length, sha256: sha256(data) });
+    const across = { start: 5 * 1024 * 1024 - 100, end: 10 * 1024 * 1024 + 100 };
+    const range = await text(await storage.read('large/artifact', across));
+    expect(sha256(range)).toBe(sha256(data.subarray(across.start, across.end + 1)));
+    await storage.remove('large/artifact');
   });
 });
 
@@ -155,7 +173,7 @@ describe('s3 storage failures', () => {
   it('answer StorageUnavailableError for a bucket that is not there, and for refused credentials', async () => {
     const missingBucket = createS3Storage({ ...s3Options, bucket: 'no-such-bucket' });
     await expect(missingBucket.read('a/b')).rejects.toBeInstanceOf(StorageUnavailableError);
-    await expect(missingBucket.stage(Readable.from([bytes(10)]))).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(missingBucket.stage(Readable.from([bytes(10)]), 'a/b')).rejects.toBeInstanceOf(StorageUnavailableError);
     const keys = process.env.AWS_ACCESS_KEY_ID;
     process.env.AWS_ACCESS_KEY_ID = 'SOMEONE-ELSE';
     try {
@@ -169,11 +187,11 @@ describe('s3 storage failures', () => {
 
   it('answer StorageUnavailableError while the endpoint does not answer, and keep what was stored', async () => {
     const storage = createS3Storage(s3Options);
-    await (await storage.stage(Readable.from([bytes(100)]))).commit('kept/object');
+    await (await storage.stage(Readable.from([bytes(100)]), 'kept/object')).commit();
     await s3.pause();
     try {
       await expect(storage.read('kept/object')).rejects.toBeInstanceOf(StorageUnavailableError);
-      await expect(storage.stage(Readable.from([bytes(100)]))).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(storage.stage(Readable.from([bytes(100)]), 'kept/other')).rejects.toBeInstanceOf(StorageUnavailableError);
       await expect(storage.removeAll('kept')).rejects.toBeInstanceOf(StorageUnavailableError);
     } finally {
       await s3.resume();

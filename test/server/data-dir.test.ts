@@ -10,6 +10,7 @@ import { createApp, registerDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { cleanUpServer, killSpawnedServers, READY_TIMEOUT_MS, spawnServer, waitForReady, type ServerProcess } from '../support/server-process.js';
 import type { TestServer } from '../support/server.js';
+import { eventually } from '../support/wait.js';
 
 // The real server (`server/dist/main.js`) on the embedded default, as `npm start` runs it: what it
 // leaves on disk under its data directory, what it sweeps at start, and what its access log says.
@@ -95,6 +96,8 @@ describe('files under the data directory', () => {
     const refused = await settled(o, (await uploadBuild(o, { data: new Uint8Array(EICAR_SIGNATURE), name: 'eicar.com' })).id);
     expect(refused).toMatchObject({ status: 'FAILED', scan_status: 'INFECTED' });
 
+    // A job's work directory goes in its `finally`, after the build's status is committed.
+    await eventually('the work directories to be gone', async () => fs.readdirSync(path.join(dataDir, 'scratch')).length === 0, 50);
     const entries = walk(dataDir);
     // Stored artifacts and packages, staging, keys, the cluster's password are all there to check.
     expect(entries.map((e) => e.file)).toEqual(expect.arrayContaining(['master.key', 'signing-keys.pem', 'pg-password', 'latchkey.lock', 'storage', 'scratch', 'pg']));

@@ -8,6 +8,7 @@ import { createDb } from '../../server/db/knex.js';
 import { migrateToLatest } from '../../server/db/migrate.js';
 import { migrations } from '../../server/db/migrations/index.js';
 import { FakeClamd } from '../builds/fake-clamd.js';
+import { startFakeSmtp, type FakeSmtp } from '../commerce/fake-smtp.js';
 import { createEmptyDatabase } from '../support/database.js';
 import { createApp, createLicense, randomFingerprint, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, type Call } from '../support/http.js';
@@ -17,9 +18,10 @@ import { cleanUpServer, spawnServer, waitForReady, type ServerProcess } from '..
 // Issue 24 item 2: two compiled servers (`npm start`) on one PostgreSQL and one S3 bucket behave as
 // one service. They start together on a database without tables (migrations take turns), share
 // sessions, signed links, signing keys, download allowances and the email outbox, and survive one
-// of them being killed (SIGKILL) in the middle of a storm of activations and uploads: every
-// acknowledged write is there, device limits are exact, and every build is protected, the one
-// the dead instance was protecting by the survivor once its lease lapsed.
+// of them being killed (SIGKILL) in the middle of a storm of activations, uploads, downloads and
+// emails: every acknowledged write is there, device limits and the download allowance are exact,
+// every build is protected (the one the dead instance was protecting by the survivor once its lease
+// lapsed), and every email is sent once.
 
 /** Short, so the survivor takes over the dead instance's job within the test's time. */
 const JOB_LEASE_SECONDS = 5;
@@ -30,6 +32,8 @@ const s3 = await startS3Server();
 const database = await createEmptyDatabase();
 // The instance to be killed answers its scans late, so a protection job of its own is in progress when it dies.
 const clamds = [await new FakeClamd(NEVER_FOUND, 1500).start(), await new FakeClamd(NEVER_FOUND).start()];
+// A mail server per instance, so that each message received says which instance sent it.
+const smtps = [await startFakeSmtp(), await startFakeSmtp()];
 const shared = {
   DATABASE_URL: database.url,
   LATCHKEY_MASTER_KEY: randomBytes(32).toString('base64'),
@@ -50,6 +54,7 @@ interface Instance {
   server: ServerProcess;
   call: Call;
   clamd: FakeClamd;
+  smtp: FakeSmtp;
 }
 
 // Both started at once, each with its own data directory (one process per directory).
@@ -58,13 +63,15 @@ const instances: Instance[] = await Promise.all(
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `latchkey-instance-${i}-`));
-    const server = spawnServer({ ...shared, PORT: String(port), PUBLIC_BASE_URL: url, LATCHKEY_DATA_DIR: dataDir, LATCHKEY_CLAMD_ADDRESS: clamd.address });
-    return { name: `instance ${i}`, url, dataDir, server, call: client(url), clamd };
+    const smtp = smtps[i]!;
+    const server = spawnServer({ ...shared, PORT: String(port), PUBLIC_BASE_URL: url, LATCHKEY_DATA_DIR: dataDir, LATCHKEY_CLAMD_ADDRESS: clamd.address, SMTP_URL: smtp.url });
+    return { name: `instance ${i}`, url, dataDir, server, call: client(url), clamd, smtp };
   }),
 );
 afterAll(async () => {
   for (const instance of instances) await cleanUpServer(instance.server, instance.dataDir);
   for (const clamd of clamds) await clamd.close();
+  for (const smtp of smtps) await smtp.close();
   await database.drop();
   await s3.close();
 });
@@ -119,6 +126,46 @@ const settled = (o: Owner, buildId: string, instance = survivor) =>
     return build.status === 'READY' || build.status === 'FAILED' ? build : undefined;
   });
 
+/** A store license's delivery link to a READY build of an app that allows `limit` downloads. */
+async function storeDownload(o: Owner, artifact: Buffer): Promise<{ link: string; buildId: string }> {
+  const uploaded = await upload(doomed, o, artifact);
+  expect(uploaded?.status).toBe(201);
+  expect(await settled(o, uploaded!.body.id)).toMatchObject({ status: 'READY' });
+  const hook = await o.call('POST', `/v1/apps/${o.appId}/entitlement-webhook`, { token: o.dev.accessToken });
+  expect(hook.status).toBe(201);
+  const event = {
+    app: 'notes-pro',
+    shop: `shop-${randomBytes(5).toString('hex')}.myshopify.com`,
+    entitled: true,
+    event_id: `evt-${randomBytes(8).toString('hex')}`,
+    occurred_at: new Date().toISOString(),
+  };
+  const grant = await doomed.call('POST', new URL(hook.body.webhook_url).pathname, { body: event, headers: { 'x-merchantops-secret': hook.body.secret } });
+  expect(grant.body.action).toBe('granted');
+  return { link: `${grant.body.delivery_url as string}/builds/${uploaded!.body.id}`, buildId: uploaded!.body.id };
+}
+
+/**
+ * A delivery link followed on `instance`: `whole` when the whole artifact arrived; null when the
+ * instance did not answer or the body was cut off. `hold`: after the first bytes, reading waits for it.
+ */
+async function download(instance: Instance, link: string, artifact: Buffer, hold?: Promise<void>): Promise<{ status: number; whole: boolean } | null> {
+  try {
+    const res = await fetch(at(instance, link));
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body ?? []) {
+      if (hold && chunks.length === 0) await hold;
+      chunks.push(Buffer.from(chunk));
+    }
+    return { status: res.status, whole: res.status === 200 && Buffer.concat(chunks).equals(artifact) };
+  } catch {
+    return null;
+  }
+}
+
+/** The ids of the outbox emails a mail server received, one per message (Message-ID `<id@domain>`). */
+const emailIdsReceived = (smtp: FakeSmtp) => smtp.received.map((raw) => /^Message-ID: <([^@>]+)@/im.exec(raw)?.[1]);
+
 describe('instances starting at once', () => {
   it('migrate a new database once between them: the others wait for the first and find nothing left to do', async () => {
     // What every process does at start, from three pools at the same moment (knex alone fails all but one).
@@ -171,31 +218,11 @@ describe('two server processes on one database and one bucket', () => {
   it("count one store license's download allowance over both: concurrent downloads get exactly the allowance", async () => {
     const o = await owner(doomed, { product_key: 'notes-pro', download_limit: 3 });
     const artifact = randomBytes(8192);
-    const uploaded = await upload(doomed, o, artifact);
-    expect(uploaded?.status).toBe(201);
-    expect(await settled(o, uploaded!.body.id)).toMatchObject({ status: 'READY' });
-    const hook = await o.call('POST', `/v1/apps/${o.appId}/entitlement-webhook`, { token: o.dev.accessToken });
-    expect(hook.status).toBe(201);
-    const event = {
-      app: 'notes-pro',
-      shop: `shop-${randomBytes(5).toString('hex')}.myshopify.com`,
-      entitled: true,
-      event_id: `evt-${randomBytes(8).toString('hex')}`,
-      occurred_at: new Date().toISOString(),
-    };
-    const grant = await doomed.call('POST', new URL(hook.body.webhook_url).pathname, { body: event, headers: { 'x-merchantops-secret': hook.body.secret } });
-    expect(grant.body.action).toBe('granted');
-    const link = `${grant.body.delivery_url as string}/builds/${uploaded!.body.id}`;
+    const { link } = await storeDownload(o, artifact);
 
-    const answers = await Promise.all(
-      Array.from({ length: 12 }, async (_, i) => {
-        const res = await fetch(at(instances[i % 2]!, link));
-        const body = Buffer.from(await res.arrayBuffer());
-        return { status: res.status, whole: res.status === 200 && body.equals(artifact) };
-      }),
-    );
-    expect(answers.filter((a) => a.status === 200 && a.whole)).toHaveLength(3);
-    expect(answers.filter((a) => a.status === 403)).toHaveLength(9);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => download(instances[i % 2]!, link, artifact)));
+    expect(answers.filter((a) => a?.status === 200 && a.whole)).toHaveLength(3);
+    expect(answers.filter((a) => a?.status === 403)).toHaveLength(9);
   });
 
   it('send each email of the outbox once, whichever instance queued or sent it', async () => {
@@ -209,14 +236,11 @@ describe('two server processes on one database and one bucket', () => {
       const rows = await db('email_outbox').whereIn('developer_id', ids).where({ kind: 'password_reset' }).select('id', 'status');
       return rows.length === 12 && rows.every((r) => r.status === 'sent') ? rows.map((r) => String(r.id)) : undefined;
     });
-    const written = instances.flatMap((instance) => {
-      const dir = path.join(instance.dataDir, 'outbox');
-      return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.eml')) : [];
-    });
-    expect(written.filter((file) => queued.some((id) => file === `${id}.eml`)).sort()).toEqual(queued.map((id) => `${id}.eml`).sort());
+    const received = smtps.flatMap(emailIdsReceived);
+    expect(received.filter((id) => id !== undefined && queued.includes(id)).sort()).toEqual([...queued].sort());
   });
 
-  it('lose no acknowledged write and run every job once when one of them is killed mid-storm', { timeout: 120_000 }, async () => {
+  it('lose no acknowledged write, count every download and run every job once when one of them is killed mid-storm', { timeout: 120_000 }, async () => {
     // 8 licenses, 25 activations each, far past their device limits; 50 uploads by 5 developers.
     const limits = [2, 3, 4, 5, 6, 8, 10, 12];
     const storeOwner = await owner(survivor);
@@ -224,16 +248,24 @@ describe('two server processes on one database and one bucket', () => {
     const uploaders = await Promise.all(Array.from({ length: 5 }, (_, i) => owner(instances[i % 2]!)));
     const artifacts = Array.from({ length: 50 }, (_, i) => Buffer.concat([Buffer.from(`storm-build-${String(i).padStart(2, '0')}:`), randomBytes(2048)]));
     const markerOf = (stream: Buffer) => /storm-build-(\d\d):/.exec(stream.subarray(0, 32).toString('latin1'))?.[1];
+    // A store license allowing 6 downloads of a 4 MiB build; two developers whose password resets queue emails.
+    const DOWNLOAD_LIMIT = 6;
+    const shop = await owner(survivor, { product_key: 'notes-pro', download_limit: DOWNLOAD_LIMIT });
+    const downloadable = randomBytes(4 * 1024 * 1024);
+    const { link, buildId: downloadedBuild } = await storeDownload(shop, downloadable);
+    const mailed = await Promise.all(instances.map((instance) => registerDeveloper(instance.call)));
 
     // Half of each kind of request goes out before the kill, half after; the kill waits until the
-    // doomed instance is in the middle of a protection job (its clamd holds a scan).
+    // doomed instance is in the middle of a protection job (its clamd holds a scan). Four downloads,
+    // two on each instance, are in progress across the kill (their readers wait for it); the rest follow it.
     let killed!: () => void;
     const kill = new Promise<void>((resolve) => (killed = resolve));
     let activationsAnswered = 0;
     let uploadsSent = 0;
+    let resetsSent = 0;
     const killer = until(
       'the doomed instance mid-job and the storm half done',
-      async () => (doomed.clamd.pending > 0 && activationsAnswered >= 100 && uploadsSent >= 25 ? true : undefined),
+      async () => (doomed.clamd.pending > 0 && activationsAnswered >= 100 && uploadsSent >= 25 && resetsSent >= 10 ? true : undefined),
       900,
     ).then(() => {
       doomed.server.child.kill('SIGKILL');
@@ -261,7 +293,25 @@ describe('two server processes on one database and one bucket', () => {
         uploadAnswers[i] = await upload(instances[i % 2]!, uploaders[i % uploaders.length]!, artifacts[i]!);
       }
     });
-    await Promise.all([...activationWorkers, ...uploadWorkers, killer]);
+    const downloads = Promise.all([
+      ...Array.from({ length: 4 }, (_, i) => download(instances[i % 2]!, link, downloadable, kill)),
+      ...Array.from({ length: 12 }, async (_, i) => {
+        await kill;
+        return download(instances[i % 2]!, link, downloadable);
+      }),
+    ]);
+    const resetAnswers: ({ status: number } | null)[] = [];
+    const resetWorkers = Array.from({ length: 2 }, async (_, w) => {
+      for (let i = w; i < 20; i += 2) {
+        if (i >= 10) await kill;
+        resetsSent++;
+        resetAnswers[i] = await instances[i % 2]!.call('POST', '/v1/auth/password-reset', { body: { email: mailed[i % 2]!.email } })
+          .then((res) => ({ status: res.status }))
+          .catch(() => null);
+      }
+    });
+    await Promise.all([...activationWorkers, ...uploadWorkers, ...resetWorkers, killer]);
+    const downloadAnswers = await downloads;
     await doomed.server.exited;
 
     // No answer was an error of ours; whatever failed, failed because its instance was gone.
@@ -270,6 +320,26 @@ describe('two server processes on one database and one bucket', () => {
     activations.forEach((a, i) => {
       if (activationAnswers[i] === null) expect(a.instance).toBe(doomed);
     });
+    expect(resetAnswers.filter((a) => a && a.status >= 300)).toEqual([]);
+    resetAnswers.forEach((a, i) => {
+      if (a === null) expect(instances[i % 2]).toBe(doomed);
+    });
+
+    // The download allowance exact: used up, never past it, and every download that arrived whole
+    // counted once. A download the kill cut off may have been counted (its bytes were on their way).
+    expect(downloadAnswers.filter((a) => a && !(a.status === 200 && a.whole) && a.status !== 403)).toEqual([]);
+    downloadAnswers.forEach((a, i) => {
+      if (a === null) expect(instances[i % 2]).toBe(doomed);
+    });
+    const whole = downloadAnswers.filter((a) => a?.whole).length;
+    const cut = downloadAnswers.filter((a) => a === null).length;
+    const counted = await db('store_license_downloads')
+      .where({ build_id: downloadedBuild })
+      .first(db.raw('coalesce(sum(bytes_served::numeric / size_bytes), 0)::float AS n'))
+      .then((row) => Number(row.n));
+    expect(counted).toBe(DOWNLOAD_LIMIT);
+    expect(whole).toBeLessThanOrEqual(counted);
+    expect(counted).toBeLessThanOrEqual(whole + cut);
 
     // Device limits exact: every license filled to its limit, never past it, with every acknowledged device.
     for (const [n, license] of licenses.entries()) {
@@ -298,5 +368,22 @@ describe('two server processes on one database and one bucket', () => {
     expect(new Set(survivorScans).size).toBe(survivorScans.length);
     expect(doomedScans.filter((m) => survivorScans.includes(m)).length).toBeGreaterThan(0);
     for (const { i } of acknowledged) expect([...doomedScans, ...survivorScans]).toContain(String(i).padStart(2, '0'));
+
+    // Every queued email sent, each by one instance once. The one exception the outbox allows: an
+    // email the dead instance's mail server had accepted before the instance could record it sent,
+    // which the survivor sends again (same Message-ID).
+    const mailedIds = mailed.map((d) => d.id);
+    const queued = await until('every email of the storm sent', async () => {
+      const rows = await db('email_outbox').whereIn('developer_id', mailedIds).where({ kind: 'password_reset' }).select('id', 'status');
+      return rows.every((r) => r.status === 'sent') ? rows.map((r) => String(r.id)) : undefined;
+    });
+    // Every acknowledged reset queued its email (one the kill cut off may have too).
+    expect(queued.length).toBeGreaterThanOrEqual(resetAnswers.filter((a) => a !== null).length);
+    const [byDoomed, bySurvivor] = smtps.map((smtp) => emailIdsReceived(smtp).filter((id): id is string => id !== undefined && queued.includes(id)));
+    expect(new Set(byDoomed).size).toBe(byDoomed!.length);
+    expect(new Set(bySurvivor).size).toBe(bySurvivor!.length);
+    expect([...new Set([...byDoomed!, ...bySurvivor!])].sort()).toEqual([...queued].sort());
+    // At most the emails it was sending when killed: no more than the jobs a process runs at once (2 by default).
+    expect(byDoomed!.filter((id) => bySurvivor!.includes(id)).length).toBeLessThanOrEqual(2);
   });
 });

@@ -18,8 +18,8 @@ describe('configuration errors', () => {
     ['LATCHKEY_STORAGE', { LATCHKEY_STORAGE: 'ftp' }],
     ['LATCHKEY_S3_BUCKET', { LATCHKEY_STORAGE: 's3' }],
     ['LATCHKEY_S3_ENDPOINT', { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: 'builds', LATCHKEY_S3_ENDPOINT: 'not a url' }],
-    // One CopyObject commits an upload: S3 copies at most 5 GiB.
-    ['LATCHKEY_MAX_ARTIFACT_BYTES', { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: 'builds', LATCHKEY_MAX_ARTIFACT_BYTES: String(6 * 1024 ** 3) }],
+    // A multipart upload of 5 MiB parts stops at 10,000 of them.
+    ['LATCHKEY_MAX_ARTIFACT_BYTES', { LATCHKEY_STORAGE: 's3', LATCHKEY_S3_BUCKET: 'builds', LATCHKEY_MAX_ARTIFACT_BYTES: String(10_000 * 5 * 1024 ** 2 + 1) }],
   ])('name the variable: %s', (name, env) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);

@@ -33,6 +33,7 @@ import { licenseMeters } from './031_license_meters.js';
 import { soldSeatModels } from './032_sold_seat_models.js';
 import { devicePreviousFingerprints } from './033_device_previous_fingerprints.js';
 import { soldMeters } from './036_sold_meters.js';
+import { uploadPartKeys } from './037_upload_part_keys.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -70,4 +71,5 @@ export const migrations: Migration[] = [
   soldSeatModels,
   devicePreviousFingerprints,
   soldMeters,
+  uploadPartKeys,
 ];
