@@ -191,7 +191,7 @@ export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps)
       const serve = async (): Promise<void> => {
         if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
         const raw = multipart
-          ? await readMultipart(ctx, multipart)
+          ? await readMultipart(ctx, multipart, params as Record<string, string>)
           : route.formBody
             ? await readFormBody(ctx, deps.maxJsonBytes)
             : route.body

@@ -30,8 +30,7 @@ async function probeStorage(storage: BlobStorage): Promise<z.infer<typeof Check>
   const key = `diagnostics/probe-${randomBytes(8).toString('hex')}`;
   const bytes = randomBytes(64);
   try {
-    const staged = await storage.stage(Readable.from([bytes]));
-    await staged.commit(key);
+    await (await storage.stage(Readable.from([bytes]), key)).commit();
     const back = await buffer(await storage.read(key));
     if (!back.equals(bytes)) return { ok: false, detail: 'an object written did not read back the same' };
     return { ok: true, detail: 'an object was written, read back and removed' };
