@@ -3,11 +3,10 @@
  * proxy or a restarting server gives. No HTTP library: the SDK ships inside every app and bundles
  * into ES modules and CommonJS alike, which the CommonJS dependency trees of HTTP libraries break.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { agentFor, ProxyError } from '../network/agents.js';
 import type { ProxyEnv } from '../network/proxy-rules.js';
+import { loadWire } from '../network/wire.js';
 
 export interface JsonPostOptions {
   headers: Record<string, string>;
@@ -66,15 +65,16 @@ function retryDelay(attempt: number, baseMs: number): number {
   return Math.min(baseMs * 2 ** attempt, MAX_RETRY_DELAY_MS) + Math.random() * baseMs * 0.25;
 }
 
-function postOnce(url: URL, payload: string, options: JsonPostOptions): Promise<HttpAnswer> {
+async function postOnce(url: URL, payload: string, options: JsonPostOptions): Promise<HttpAnswer> {
+  const { http, https, agents } = await loadWire();
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const fail = (code: string, message: string) => reject(new NetworkError(code, `${code}: ${message}`));
     let agent: http.Agent | undefined;
     try {
-      agent = agentFor(url, { env: options.env, holdsProcess: false });
+      agent = agents.agentFor(url, { env: options.env, holdsProcess: false });
     } catch (err) {
-      if (err instanceof ProxyError) return fail(err.code, err.message);
+      if (err instanceof agents.ProxyError) return fail(err.code, err.message);
       throw err;
     }
     const request = transport.request(url, {

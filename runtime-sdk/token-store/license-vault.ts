@@ -4,7 +4,6 @@
  * authority can lift. Loads from and saves to the encrypted cache file; writes are serialised.
  */
 import path from 'node:path';
-import { bytesToHex } from '@noble/hashes/utils.js';
 import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
 import { computeFingerprint, type ComponentHashes, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
 import { deviceMatches } from '../fingerprint/match.js';
@@ -474,7 +473,7 @@ function memoOf(fingerprint: DeviceFingerprint): Buffer {
 
 /** A memo as `memoOf` writes it, or the bare 32-byte hash earlier SDKs wrote. */
 function parseMemo(plaintext: Buffer | undefined): Pick<DeviceFingerprint, 'hash' | 'componentHashes'> | undefined {
-  if (plaintext?.length === 32) return { hash: bytesToHex(plaintext), componentHashes: undefined };
+  if (plaintext?.length === 32) return { hash: plaintext.toString('hex'), componentHashes: undefined };
   try {
     const memo = JSON.parse(plaintext?.toString('utf8') ?? '') as Partial<DeviceFingerprint>;
     const hashesOk = memo.componentHashes === undefined || Object.values(memo.componentHashes).every((h) => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h));

@@ -17,13 +17,12 @@ import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { once } from 'node:events';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { agentFor, ProxyError } from '../network/agents.js';
 import type { ProxyEnv } from '../network/proxy-rules.js';
+import { loadWire } from '../network/wire.js';
 import { asUpdateError, UpdateError } from './errors.js';
 
 export interface PackageRef {
@@ -204,16 +203,17 @@ async function firstByte(response: http.IncomingMessage, ref: PackageRef, offset
   throw status >= 500 || status === 408 || status === 429 ? new TransientFailure(failure) : new UpdateError('DOWNLOAD_FAILED', failure);
 }
 
-function request(url: string, headers: Record<string, string>, options: DownloadOptions, redirects: number): Promise<http.IncomingMessage> {
+async function request(url: string, headers: Record<string, string>, options: DownloadOptions, redirects: number): Promise<http.IncomingMessage> {
+  const { http, https, agents } = await loadWire();
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const client = target.protocol === 'https:' ? https : target.protocol === 'http:' ? http : undefined;
     if (!client) return reject(new UpdateError('DOWNLOAD_FAILED', `${target.protocol} downloads are not supported`));
     let agent: http.Agent | undefined;
     try {
-      agent = agentFor(target, { env: options.env ?? process.env, holdsProcess: true });
+      agent = agents.agentFor(target, { env: options.env ?? process.env, holdsProcess: true });
     } catch (err) {
-      if (err instanceof ProxyError) return reject(new UpdateError('DOWNLOAD_FAILED', err.message));
+      if (err instanceof agents.ProxyError) return reject(new UpdateError('DOWNLOAD_FAILED', err.message));
       throw err;
     }
     // identity: the signed length and hash are of the bytes as served, never of a decoded body.

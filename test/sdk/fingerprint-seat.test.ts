@@ -12,7 +12,7 @@ import { startTestServer } from '../support/server.js';
 import { fakeMachine, tempDir, type FakeMachine } from './support/fake-machine.js';
 import { startRealAuthority } from './support/real-authority.js';
 
-const { call, dev, sdkOptions: base } = await startRealAuthority();
+const { server, call, dev, sdkOptions: base } = await startRealAuthority();
 const clients: LicenseClient[] = [];
 
 afterAll(async () => {
@@ -303,8 +303,7 @@ describe('a refused stale-token refresh renames nothing', () => {
       await setPlan(on.call, limitedServer.adminToken, on.dev.id, 'pro');
       const { created, staleToken, changed, renamedToken } = await renamedByAnotherInstallation({ ...on, appId: (await createApp(on.call, on.dev)).id });
       // Just inside a fresh window (windows are aligned to the clock), so that the refreshes below all count in one.
-      const windowMs = LICENSE_LIMITS.refresh.windowSeconds * 1000;
-      limitedServer.clock.advance(windowMs - (limitedServer.clock.now().getTime() % windowMs) + 1000);
+      limitedServer.clock.enterFreshWindow(LICENSE_LIMITS.refresh.windowSeconds * 1000);
       for (let i = 0; i < LICENSE_LIMITS.refresh.limit; i++) expect((await on.call('POST', '/v1/licenses/refresh', { body: { token: renamedToken } })).status).toBe(200);
       const limited = await on.call('POST', '/v1/licenses/refresh', {
         body: { token: staleToken, device_fingerprint: randomFingerprint(), fingerprint_components: { ...changed, 'board.serial': randomFingerprint() } },
@@ -314,5 +313,108 @@ describe('a refused stale-token refresh renames nothing', () => {
     } finally {
       await limitedServer.close();
     }
+  });
+});
+
+describe('a refused activation of a changed device renames nothing', () => {
+  /** A license with one device activated with its components, and the same machine read after a disk change. */
+  async function activatedMachine(on: { call: Call; dev: TestDeveloper; appId: string }) {
+    const created = await createLicense(on.call, on.dev, { app_id: on.appId, license_type: 'perpetual', device_limit: 2 });
+    const machine = randomComponents();
+    const device = randomFingerprint();
+    const first = await on.call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: device, fingerprint_components: machine } });
+    expect(first.status).toBe(200);
+    const changed = { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: { ...machine, 'disk.serial': randomFingerprint() } };
+    return { created, device, changed };
+  }
+
+  it('when the license is revoked', async () => {
+    const { created, device, changed } = await activatedMachine({ call, dev, appId: base.appId });
+    expect((await call('POST', `/v1/licenses/${created.license_id}/revoke`, { apiKey: dev.apiKey, body: {} })).status).toBeLessThan(300);
+    const refused = await call('POST', '/v1/licenses/activate', { body: changed });
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(refused.status).toBeLessThan(500);
+    expect(await fingerprintsOf(created.license_id)).toEqual([device]);
+  });
+
+  it('when the license is past its activation limit (429); within it, the same request renames the record', async () => {
+    const limitedServer = await startTestServer({ realRateLimits: true });
+    try {
+      const on = { call: client(limitedServer.url), dev: await registerDeveloper(client(limitedServer.url)) };
+      await setPlan(on.call, limitedServer.adminToken, on.dev.id, 'pro');
+      // Just inside a fresh window (windows are aligned to the clock), so that the activations below all count in one.
+      limitedServer.clock.enterFreshWindow(LICENSE_LIMITS.activation.windowSeconds * 1000);
+      const { created, device, changed } = await activatedMachine({ ...on, appId: (await createApp(on.call, on.dev)).id });
+      const again = { license_key: created.license_key, device_fingerprint: device };
+      for (let i = 1; i < LICENSE_LIMITS.activation.limit; i++) expect((await on.call('POST', '/v1/licenses/activate', { body: again })).status).toBe(200);
+      const limited = await on.call('POST', '/v1/licenses/activate', { body: changed });
+      expect(limited.status).toBe(429);
+      expect(await fingerprintsOf(created.license_id, on)).toEqual([device]);
+      // In the next window the same reading is recognised: the record is renamed, no seat added.
+      limitedServer.clock.advance(LICENSE_LIMITS.activation.windowSeconds * 1000);
+      expect((await on.call('POST', '/v1/licenses/activate', { body: changed })).status).toBe(200);
+      expect(await fingerprintsOf(created.license_id, on)).toEqual([changed.device_fingerprint]);
+    } finally {
+      await limitedServer.close();
+    }
+  });
+});
+
+describe('a changed device whose record is reset between its activation and its rename', () => {
+  /**
+   * A license with one device activated with its components. The developer's reset (and, with
+   * `expire`, the license's expiry, as a store's redact sets it) lands right after the next activation
+   * statement touched that record and before the rename: a trigger in this file's own database does
+   * it as that statement ends, once.
+   */
+  async function resetAfterNextTouch(expire: boolean) {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 1 });
+    const machine = randomComponents();
+    const first = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: machine },
+    });
+    expect(first.status).toBe(200);
+    await server.database.db.raw(
+      `CREATE TABLE IF NOT EXISTS test_reset_after_touch (license_id text PRIMARY KEY, expire boolean NOT NULL);
+       CREATE OR REPLACE FUNCTION test_reset_after_touch() RETURNS trigger LANGUAGE plpgsql AS $$
+         DECLARE planned test_reset_after_touch;
+         BEGIN
+           DELETE FROM test_reset_after_touch WHERE license_id = OLD.license_id RETURNING * INTO planned;
+           IF FOUND THEN
+             UPDATE licenses SET device_count = 0, status = CASE WHEN planned.expire THEN 'EXPIRED' ELSE status END WHERE id = OLD.license_id;
+             DELETE FROM devices WHERE license_id = OLD.license_id;
+           END IF;
+           RETURN NULL;
+         END $$;
+       CREATE OR REPLACE TRIGGER test_reset_after_touch AFTER UPDATE OF last_seen_at ON devices
+         FOR EACH ROW WHEN (OLD.fingerprint_hash = NEW.fingerprint_hash) EXECUTE FUNCTION test_reset_after_touch();`,
+    );
+    await server.database.db('test_reset_after_touch').insert({ license_id: created.license_id, expire });
+    const changedDevice = randomFingerprint();
+    const changed = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: changedDevice, fingerprint_components: { ...machine, 'disk.serial': randomFingerprint() } },
+    });
+    // The reset did happen in between.
+    expect(await server.database.db('test_reset_after_touch').where({ license_id: created.license_id })).toEqual([]);
+    return { created, changed, changedDevice };
+  }
+
+  it('takes the slot the reset freed, under its new fingerprint', async () => {
+    const { created, changed, changedDevice } = await resetAfterNextTouch(false);
+    expect(changed.status).toBe(200);
+    expect(tokenDevice(changed.body.token)).toBe(changedDevice);
+    expect(await fingerprintsOf(created.license_id)).toEqual([changedDevice]);
+    // The slot is taken once: another machine is refused.
+    const other = await call('POST', '/v1/licenses/activate', {
+      body: { license_key: created.license_key, device_fingerprint: randomFingerprint(), fingerprint_components: randomComponents() },
+    });
+    expect(other.body.error_code).toBe('DEVICE_LIMIT_EXCEEDED');
+  });
+
+  it('takes no slot when the license expired meanwhile, and says so', async () => {
+    const { created, changed } = await resetAfterNextTouch(true);
+    expect(changed.status).toBe(403);
+    expect(changed.body.error_code).toBe('LICENSE_EXPIRED');
+    expect(await fingerprintsOf(created.license_id)).toEqual([]);
   });
 });

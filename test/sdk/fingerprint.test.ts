@@ -28,6 +28,14 @@ describe('device fingerprint', () => {
     expect(second.hash).toBe(first.hash);
   });
 
+  it('hashes with HMAC-SHA-256 keyed by the salt: the RFC 4231 vector, and a fingerprint an earlier SDK computed', () => {
+    // Devices already activated must keep their fingerprint whatever computes the HMAC.
+    expect(fingerprintHash('what do ya want for nothing?', 'Jefe')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+    expect(fingerprintHash('latchkey-fingerprint/v1\ncpu=genuineintel|core i7|6|158|10\nos.machine_id=3f1c2e', 'app-salt-é')).toBe(
+      'ea144dbbcdf8e3c62a922d663ee5ae8bdfafd52d523b3066bc08568f8e66fb0a',
+    );
+  });
+
   it('separates apps: the same machine gives unrelated hashes under different salts', async () => {
     const a = await fingerprintOf(laptop, SALT_A);
     const b = await fingerprintOf(laptop, SALT_B);

@@ -88,10 +88,12 @@ describe('floating licenses in the SDK', () => {
     const key = await floatingLicense(1);
     // No heartbeat within the test (a third of 3 minutes is a minute): as an app cut off from the network.
     const offline = await install(fakeMachine('F6'));
+    // Grace ends a lease's life after the activation, which happened between these two readings.
+    const before = server.clock.now().getTime();
     const status = await offline.activate(key);
-    const start = server.clock.now().getTime();
-    expect(status.graceEndsAt!.getTime()).toBeGreaterThan(start + TTL_MINUTES * MINUTE_MS - 2_000);
-    expect(status.graceEndsAt!.getTime()).toBeLessThanOrEqual(start + TTL_MINUTES * MINUTE_MS);
+    const after = server.clock.now().getTime();
+    expect(status.graceEndsAt!.getTime()).toBeGreaterThan(before + TTL_MINUTES * MINUTE_MS - 2_000);
+    expect(status.graceEndsAt!.getTime()).toBeLessThanOrEqual(after + TTL_MINUTES * MINUTE_MS);
 
     server.clock.advance(TTL_MINUTES * MINUTE_MS);
     expect(await offline.check()).toMatchObject({ state: 'expired', reason: 'grace_exhausted', usable: false });

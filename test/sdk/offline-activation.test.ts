@@ -70,6 +70,8 @@ describe('offline activation', () => {
     expect(new Date(res.body.file_expires_at).getTime()).toBeGreaterThan(Date.now());
     const file = claimsOf(res.body.license_file);
     expect(file).toMatchObject({ format: 'latchkey-license-file/1', app_id: app.id, device: request.device_fingerprint, device_key: request.device_key });
+    // The file is dated with its token's issue, where grace starts.
+    expect(claimsOf(file.token as string).iat).toBe(file.iat);
 
     const status = await license.importLicenseFile(res.body.license_file);
     expect(status).toMatchObject({ usable: true, licenseId: created.license_id, features: { export: true }, policy: { device_limit: 1, offline_grace_hours: 72 } });

@@ -4,7 +4,8 @@
  * what to do.
  * - `activate`: activates `key`, prints the state.
  * - `refresh`: prints the state after an explicit refresh (awaited at the top level: the process must wait for it).
- * - `start`: starts from the cache, prints the state and `waiting`, then waits for stdin to end
+ * - `start`: starts from the cache, prints the state, the network modules Node had loaded by then
+ *   (`network modules: none` when none) and `waiting`, then waits for stdin to end
  *   (the test ends it once the authority holds the SDK's request) and prints `last line`: from
  *   there the process has nothing left to do but exit. With `dispose`, it disposes first.
  */
@@ -40,6 +41,11 @@ if (run.action === 'activate') {
   await license.dispose();
 } else {
   say((await license.check()).state);
+  // Node's list of the built-in modules it loaded (`NativeModule https`, ...); not node:net, which
+  // Node loads itself for a stdout that is a pipe.
+  const loaded = (process as unknown as { moduleLoadList: string[] }).moduleLoadList;
+  const network = ['http', 'https', 'tls'].filter((name) => loaded.includes(`NativeModule ${name}`));
+  say(`network modules: ${network.join(' ') || 'none'}`);
   say('waiting');
   for await (const _ of process.stdin);
   if (run.dispose) await license.dispose();
