@@ -47,8 +47,10 @@ export function createOfflineActivation(deps: { db: Db; clock: Clock; keyring: K
       const { format: _format, app_id: appId, created_at: _createdAt, ...activation } = request;
       const owner = await db('licenses').where({ license_key: activation.license_key }).first<{ app_id: string } | undefined>('app_id');
       if (owner && owner.app_id !== appId) throw new RequestError('INVALID_LICENSE_KEY', 'This license key is not valid for this app');
-      const grant = await activations.activate(activation, report);
-      const iat = Math.floor(clock.now().getTime() / 1000);
+      // The file and the token it carries are dated the same second: grace counts from either.
+      const now = clock.now();
+      const grant = await activations.activate(activation, report, now);
+      const iat = Math.floor(now.getTime() / 1000);
       const fileExpiresAt = Math.min(seconds(grant.expires_at), iat + LICENSE_FILE_IMPORT_DAYS * DAY_SECONDS);
       const claims: LicenseFileClaims = {
         iss: 'latchkey',

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimePolicy, type RuntimeTokenClaims, type WrappedContentKey } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
@@ -6,6 +7,52 @@ import type { Keyring } from '../signing/keyring.js';
 import type { ActivationResult } from './schemas.js';
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/** What refresh reads of a token, and the SHA-256 of the signed part it was remembered with. */
+interface RememberedToken {
+  signedPartDigest: Buffer;
+  licenseId: string;
+  device: string;
+}
+
+/**
+ * Runtime tokens come back: at every refresh (a floating seat's heartbeat) and with every
+ * consumption, each presenting the token that this process signed or checked last. An Ed25519
+ * signature check costs about 0.1 ms of CPU, a third of a refresh's (`npm run bench -- heartbeat`);
+ * a token found here byte for byte (its signature, then the SHA-256 of the part it signs) is one
+ * this keyring signed, so it is not checked again. The keyring's keys never change while it lives.
+ * Bounded, least recently presented forgotten first (about 300 bytes each): a forgotten or
+ * never-seen token (signed by another instance, or before a restart) is checked as always.
+ */
+const REMEMBERED_TOKENS = 32_768;
+const rememberedBy = new WeakMap<Keyring, Map<string, RememberedToken>>();
+
+function memoryOf(keyring: Keyring): Map<string, RememberedToken> {
+  let memory = rememberedBy.get(keyring);
+  if (!memory) rememberedBy.set(keyring, (memory = new Map()));
+  return memory;
+}
+
+const signedPartDigest = (token: string, dot: number) => createHash('sha256').update(token.slice(0, dot)).digest();
+
+function remember(keyring: Keyring, token: string, read: { licenseId: string; device: string }): void {
+  const memory = memoryOf(keyring);
+  const dot = token.lastIndexOf('.');
+  memory.set(token.slice(dot + 1), { signedPartDigest: signedPartDigest(token, dot), ...read });
+  if (memory.size > REMEMBERED_TOKENS) memory.delete(memory.keys().next().value!);
+}
+
+/** The remembered reading of exactly this token (moved to the most recent), else undefined. */
+function recall(keyring: Keyring, token: string): { licenseId: string; device: string } | undefined {
+  const memory = memoryOf(keyring);
+  const dot = token.lastIndexOf('.');
+  const signature = token.slice(dot + 1);
+  const found = memory.get(signature);
+  if (!found || !timingSafeEqual(found.signedPartDigest, signedPartDigest(token, dot))) return undefined;
+  memory.delete(signature);
+  memory.set(signature, found);
+  return { licenseId: found.licenseId, device: found.device };
+}
 
 /**
  * Signs the runtime token for one device of a license. It lives `offline_grace_hours`: the app
@@ -40,7 +87,9 @@ export function issueRuntimeToken(
     exp,
     ...(contentKey ? { content_key: contentKey } : {}),
   };
-  return { token: keyring.sign(DOCUMENT_TYPES.runtimeToken, claims), expires_at: new Date(exp * 1000).toISOString(), policy };
+  const token = keyring.sign(DOCUMENT_TYPES.runtimeToken, claims);
+  remember(keyring, token, { licenseId: license.id, device });
+  return { token, expires_at: new Date(exp * 1000).toISOString(), policy };
 }
 
 /** What refresh needs from a presented token; the signature already vouches for the rest. */
@@ -55,9 +104,13 @@ const PresentedClaims = z.object({
  * not checked: an app past its offline grace comes back online with the token it has.
  */
 export function readRuntimeToken(keyring: Keyring, token: string): { licenseId: string; device: string } {
+  const recalled = recall(keyring, token);
+  if (recalled) return recalled;
   try {
     const claims = PresentedClaims.parse(keyring.verify(token, DOCUMENT_TYPES.runtimeToken));
-    return { licenseId: claims.sub, device: claims.device };
+    const read = { licenseId: claims.sub, device: claims.device };
+    remember(keyring, token, read);
+    return read;
   } catch (err) {
     if (err instanceof ProtocolError || err instanceof z.ZodError) {
       throw new RequestError('INVALID_RUNTIME_TOKEN', 'The runtime token is not one this authority signed; activate with the license key');

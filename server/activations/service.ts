@@ -1,6 +1,6 @@
 import { deviceMatches, type ComponentHashes, type MatchRule } from '@latchkey/runtime-sdk/protocol';
 import type { Clock } from '../clock.js';
-import { isUniqueViolation } from '../db/knex.js';
+import { isUniqueViolation, type Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
 import { enforceLicenseLimit, type LicenseLimits, type RateLimitReport } from '../http/license-limits.js';
 import { rateLimited } from '../http/rate-window.js';
@@ -10,7 +10,7 @@ import type { Keyring } from '../signing/keyring.js';
 import type { ContentKeyRelease } from './content-key-release.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
 import type { ActivateInput, ActivationResult, CheckinInput, DeactivateInput, DeactivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
-import type { ActivationLookup, ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
+import type { ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -46,16 +46,10 @@ export function createActivationsService(deps: {
 
   /**
    * A device not on record by its fingerprint that matches one on record by its components (docs/protocol.md,
-   * Fingerprint) takes that device's row: it keeps its seat instead of taking another. Renaming a row
-   * never adds one, so the slot count and its limit are untouched; a concurrent activation of the same
-   * new fingerprint makes the rename a no-op (then the rules below see the device as known or new).
+   * Fingerprint) takes that device's row once its request passed: it keeps its seat instead of taking
+   * another. Renaming a row never adds one, so the slot count and its limit are untouched. This finds
+   * the record; nothing is renamed yet.
    */
-  async function recogniseChangedDevice(by: { id: string } | { key: string }, device: string, components: ComponentHashes | undefined): Promise<void> {
-    const rename = await changedDeviceRecord(by, device, components);
-    if (rename) await store.renameDevice(rename.licenseId, rename.from, device, rename.components);
-  }
-
-  /** The record `device`, not on record itself, is by its components (recogniseChangedDevice's rule); nothing renamed yet. */
   async function changedDeviceRecord(by: { id: string } | { key: string }, device: string, components: ComponentHashes | undefined): Promise<PendingRename | undefined> {
     if (!components) return undefined;
     const candidates = await store.devicesToMatch(by, device);
@@ -65,7 +59,7 @@ export function createActivationsService(deps: {
 
   /**
    * The device a token refresh is for: the token's own while it is on record. Otherwise another
-   * installation of the same machine may have renamed the record (recogniseChangedDevice): when the
+   * installation of the same machine may have renamed the record (changedDeviceRecord): when the
    * runtime sent the device as read now, the record renamed from the token's device that matches the
    * reading by the same rule becomes the device, and the token is re-issued for it. When the reading's
    * fingerprint differs from the record's, the record is renamed to it, but only once the refresh
@@ -88,13 +82,38 @@ export function createActivationsService(deps: {
   }
 
   /**
-   * A usable non-trial license the activation statement did not activate the device on: the
-   * license filled up or was revoked meanwhile, or a concurrent activation of this same device
-   * took the last slot (then it is known now). Re-reads say which.
+   * Runs a statement that inserts a new device once more if a concurrent request inserted the same
+   * device first: the losing statement was undone whole (velocity count and slot included), and
+   * run again it finds the device known.
    */
-  async function refuseOrTouch(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<void> {
-    if (await store.touchDevice(license.id, device, report, now)) return;
-    assertUsable(await store.findById(license.id, now));
+  async function againIfRaced<T>(statement: () => Promise<T>): Promise<T> {
+    try {
+      return await statement();
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return statement();
+    }
+  }
+
+  /**
+   * A usable non-trial license the activation statement did not activate the device on: the
+   * license filled up or was revoked meanwhile, a concurrent activation of this same device took the
+   * last slot (then it is known now), or the record a changed device was activated as went before
+   * its rename (then its slot is free again). Claims again; re-reads say why when that fails too.
+   */
+  async function claimOrRefuse(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<void> {
+    const claim = await againIfRaced(() => store.claimDevice(license.id, device, report, now));
+    if (claim.known || claim.added) return;
+    await refuseClaim(license, now);
+  }
+
+  /**
+   * Why a slot claim found none: the license was revoked (401) or expired (403) since the request
+   * began, as a re-read says, else every slot is taken (403 DEVICE_LIMIT_EXCEEDED). In a
+   * transaction, `q` is it: the re-read takes no second connection.
+   */
+  async function refuseClaim(license: LicenseForRuntime, now: Date, q?: Db): Promise<never> {
+    assertUsable(await store.findById(license.id, now, q));
     throw deviceLimitExceeded(license.device_limit);
   }
 
@@ -116,7 +135,7 @@ export function createActivationsService(deps: {
       const used = await store.countOtherTrials(trx, license.app_id, device, license.id);
       assertThat(used < license.trials_per_computer, 'TRIAL_ALREADY_USED', 'This computer has already used its free trial of this app');
       const claim = await store.claimDevice(license.id, device, report, now, trx);
-      if (!claim.added) throw deviceLimitExceeded(license.device_limit);
+      if (!claim.added) await refuseClaim(license, now, trx);
       await store.recordTrialStart(trx, license.app_id, device, license.id, now);
       return isUnstartedTrial(license) ? store.startTrialClock(trx, license.id, new Date(now.getTime() + NO_COMMITMENT_TRIAL_DAYS * DAY_MS), now) : license;
     });
@@ -127,23 +146,17 @@ export function createActivationsService(deps: {
      * Rules in docs/contract.md's order, the first failure wins: unknown or revoked key (401), expired (403),
      * unknown build (404), velocity (429); then a known device re-activates without taking a slot,
      * and a new one needs a free trial (403) and a free slot (403). A non-trial activation is one
-     * statement. `report` gets the license's velocity count, for the RateLimit headers.
+     * statement. `report` gets the license's velocity count, for the RateLimit headers. `now` is the
+     * token's issue time (an offline activation dates its license file with the same moment).
      */
-    async activate(input: ActivateInput, report: RateLimitReport): Promise<ActivationResult> {
-      const now = clock.now();
+    async activate(input: ActivateInput, report: RateLimitReport, now = clock.now()): Promise<ActivationResult> {
       const { device_fingerprint: device, fingerprint_components: components, license_key: licenseKey, build_id: buildId, device_key: deviceKey, ...deviceReport } = input;
-      await recogniseChangedDevice({ key: licenseKey }, device, components);
+      // A changed device is activated as the record it matches (touched, no slot taken), and renamed
+      // only once the request passed: a refused one (revoked, unknown build, 429) changes no record.
+      const rename = await changedDeviceRecord({ key: licenseKey }, device, components);
       const velocity = limits.window('activation');
-      const activation = { licenseKey, buildId, device, report: deviceReport };
-      let found: ActivationLookup | undefined;
-      try {
-        found = await store.activate(activation, velocity, now);
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-        // A concurrent request activated this same new device first (and this statement, velocity
-        // count included, was undone): the device is known now.
-        found = await store.activate(activation, velocity, now);
-      }
+      const activation = { licenseKey, buildId, device: rename?.from ?? device, report: deviceReport };
+      const found = await againIfRaced(() => store.activate(activation, velocity, now));
       assertUsable(found);
       // Reported only for a usable license: a revoked key must read like one that never existed.
       const decision = velocity.decideFor(found.velocity_hits, found.device_limit);
@@ -152,13 +165,16 @@ export function createActivationsService(deps: {
       if (!decision.allowed) {
         throw rateLimited(decision.resetSeconds, `Too many activations of this license; retry in ${decision.resetSeconds} seconds`);
       }
+      // False when the record went or a concurrent activation recorded the new fingerprint meanwhile:
+      // then the new fingerprint is a device of its own, known or new, as the rules below find it.
+      const renamed = rename !== undefined && (await store.renameDevice(rename.licenseId, rename.from, device, rename.components));
       let license: RuntimeLicense = found;
       let leaseEnd: Date | null = null;
       if (found.seat_model === 'floating') {
         leaseEnd = await takeSeat(found, device, now);
         await store.recordFloatingDevice(found.id, device, deviceReport, now);
       } else if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
-      else if (!found.device_known && !found.device_added) await refuseOrTouch(found, device, deviceReport, now);
+      else if (rename ? !renamed : !found.device_known && !found.device_added) await claimOrRefuse(found, device, deviceReport, now);
       const contentKey = await releaseContentKey({ licenseId: license.id, appId: license.app_id, device, buildId, presentedKey: deviceKey, mayReplaceKey: true });
       if (components) await store.recordComponents(license.id, device, components);
       return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now, contentKey, leaseEnd);

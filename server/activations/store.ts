@@ -58,7 +58,7 @@ const touchDeviceSql = (licenseId: string) => `
   WHERE license_id = ${licenseId} AND fingerprint_hash = $2 RETURNING 1`;
 
 /**
- * A new device takes a slot of the license `licenseId` if it has one and is not revoked, unless
+ * A new device takes a slot of the license `licenseId` if it has one and is neither revoked nor expired (at $1), unless
  * CTE `touched` found the device known. The UPDATE's condition is re-checked on the latest row
  * after any lock wait, so concurrent claims in any process never exceed the limit. Two claims of
  * the same new device race to the primary key: the loser's statement fails whole (unique
@@ -67,7 +67,7 @@ const touchDeviceSql = (licenseId: string) => `
 const claimSlotSql = (licenseId: string) => `
   slot AS (
     UPDATE licenses SET device_count = device_count + 1
-    WHERE id = ${licenseId} AND status <> 'REVOKED' AND device_count < device_limit AND NOT EXISTS (SELECT 1 FROM touched)
+    WHERE id = ${licenseId} AND (${STATUS_AT_$1}) NOT IN ('REVOKED', 'EXPIRED') AND device_count < device_limit AND NOT EXISTS (SELECT 1 FROM touched)
     RETURNING id
   ), added AS (
     INSERT INTO devices (license_id, fingerprint_hash, platform, engine_version, app_version, first_seen_at, last_seen_at)
@@ -210,7 +210,7 @@ export function createActivationsStore(db: Db) {
         [...deviceBindings(fingerprintHash, report, now), licenseId],
       ),
 
-    findById: async (id: string, now: Date) => (await hotQuery<LicenseForRuntime>(db, `${runtimeLicenseSql()} WHERE licenses.id = $2`, [now, id]))[0],
+    findById: async (id: string, now: Date, q: Db = db) => (await hotQuery<LicenseForRuntime>(q, `${runtimeLicenseSql()} WHERE licenses.id = $2`, [now, id]))[0],
 
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
 

@@ -5,10 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyLicenseFile, type JwkSet } from '../../runtime-sdk/protocol.js';
-import { chromiumMissingFor, launchChromium } from '../support/browser.js';
+import { chromiumForFile, chromiumMissingFor } from '../support/browser.js';
 import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import { formData } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -19,17 +18,13 @@ const chromiumMissing = chromiumMissingFor('offline activation page tests');
 let server: TestServer;
 let t: Tenant;
 let keys: JwkSet;
-let browser: Browser | undefined;
+const browser = chromiumForFile(chromiumMissing);
 beforeAll(async () => {
   server = await startTestServer();
   t = await tenant(server);
   keys = (await t.call('GET', '/v1/public/keys')).body as JwkSet;
-  if (!chromiumMissing) browser = await launchChromium();
 });
-afterAll(async () => {
-  await browser?.close();
-  await server.close();
-});
+afterAll(() => server.close());
 
 /** A request file as the SDK writes it, for a new device. */
 function requestFor(licenseKey: string) {
@@ -51,7 +46,7 @@ describe.skipIf(chromiumMissing)('GET /activate-offline in headless Chromium', (
   it('uploads the request file and downloads a license file for that device', async () => {
     const license = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: 1 });
     const { request, text } = requestFor(license.license_key);
-    const context = await browser!.newContext({ acceptDownloads: true });
+    const context = await browser().newContext({ acceptDownloads: true });
     const page = await context.newPage();
     const consoleErrors: string[] = [];
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));

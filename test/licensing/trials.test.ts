@@ -130,3 +130,29 @@ describe('no-commitment trials', () => {
     expect((await activate(t, open.license_key, device)).body.error_code).toBe('TRIAL_ALREADY_USED');
   });
 });
+
+describe('a trial that ends while a new computer activates it', () => {
+  it('gives that computer no slot, and says the license expired', async () => {
+    const t = await trialTenant();
+    const trial = await createLicense(t.call, t.dev, { app_id: t.app.id, license_type: 'trial' });
+    // The license ends right after the activation's first statement read it usable: a trigger in
+    // this file's own database expires it when that statement (or the trial's touch) updates
+    // devices, once.
+    await server.database.db.raw(
+      `CREATE TABLE test_expire_on_update (license_id text PRIMARY KEY);
+       CREATE FUNCTION test_expire_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           WITH planned AS (DELETE FROM test_expire_on_update RETURNING license_id)
+           UPDATE licenses SET status = 'EXPIRED' FROM planned WHERE licenses.id = planned.license_id;
+           RETURN NULL;
+         END $$;
+       CREATE TRIGGER test_expire_on_update AFTER UPDATE ON devices FOR EACH STATEMENT EXECUTE FUNCTION test_expire_on_update();`,
+    );
+    await server.database.db('test_expire_on_update').insert({ license_id: trial.license_id });
+    const res = await activate(t, trial.license_key, randomFingerprint());
+    expect(await server.database.db('test_expire_on_update').select('license_id')).toEqual([]);
+    expect(res.status).toBe(403);
+    expect(res.body.error_code).toBe('LICENSE_EXPIRED');
+    expect((await getLicense(t, trial.license_id)).devices).toEqual([]);
+  });
+});
