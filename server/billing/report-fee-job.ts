@@ -25,6 +25,7 @@ export function reportLicenseFeeJob(deps: { db: Db; reporter: FeeUsageReporter; 
         amountCents: fee.amount_cents,
         currency: fee.currency,
         idempotencyKey: fee.report_idempotency_key,
+        billingCustomerId: fee.billing_customer_id,
       });
       if (outcome.status === 'reported') {
         await settleFeeReport(db, license_id, 'reported', null, clock.now());

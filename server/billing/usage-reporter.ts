@@ -7,6 +7,8 @@ export interface LicenseFeeUsage {
   currency: string;
   /** The same on every attempt for a license: the processor must record the event once per key. */
   idempotencyKey: string;
+  /** The developer's customer on the platform account as the fee was read (null: none yet, nothing to bill). */
+  billingCustomerId: string | null;
 }
 
 export type FeeReportOutcome =

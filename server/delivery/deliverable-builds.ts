@@ -133,11 +133,11 @@ const NEWEST_DELIVERABLE_BUILDS = newestDeliverableBuildsSql('$1', '$2::boolean'
 
 /**
  * The same builds as a json array, for a statement that reads its sale's app with them (checkout
- * fulfilment: one round trip); `app` is the SQL of a row with the app's `id` and `delivery_mode`.
- * Read it back with `deliverableBuildsFromJson`.
+ * fulfilment and code redemption: one round trip); `appId` and `deliveryMode` are the SQL of the
+ * app's id and delivery mode. Read it back with `deliverableBuildsFromJson`.
  */
-export const newestDeliverableBuildsJsonSql = (app: string) =>
-  `(SELECT COALESCE(json_agg(b), '[]'::json) FROM (${newestDeliverableBuildsSql(`${app}.id`, `(${app}.delivery_mode = 'released_only')`)}) b)`;
+export const newestDeliverableBuildsJsonSql = (appId: string, deliveryMode: string) =>
+  `(SELECT COALESCE(json_agg(b), '[]'::json) FROM (${newestDeliverableBuildsSql(appId, `(${deliveryMode} = 'released_only')`)}) b)`;
 
 export type DeliverableBuildJson = Omit<DeliverableBuild, 'completed_at'> & { completed_at: string };
 

@@ -4,7 +4,7 @@ import type { FeeLedger, LicenseFeeOutcome } from '../billing/fees.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import type { DeliveryEmailRequest, EmailOutbox } from '../email/outbox.js';
 import type { LicenseType } from '../licenses/rules.js';
-import { deliverableOffers, newestOffer, type DeliveredApp, type PlatformOffer } from './deliverable-builds.js';
+import { newestDeliverableBuilds, newestOffer, offerPerPlatform, type DeliverableBuild, type DeliveredApp, type PlatformOffer } from './deliverable-builds.js';
 
 /** The app a license was sold for, with what its delivery needs. */
 export interface SoldApp extends DeliveredApp {
@@ -112,13 +112,17 @@ export function deliveryEmailRequest(
  * email/store.ts queueEmailCtes), and read their links with `downloads` or `linkOffers` here.
  */
 export function createSoldLicenses(deps: { fees: Pick<FeeLedger, 'recordLicenseFee'>; outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>; links: DownloadLinks }) {
-  /** A signed link (7 days) to the build of each platform the app ships, read in `q` (the channel's transaction). */
+  /** A signed link (7 days) to the build of each of `platforms`, from the app's newest deliverable builds (read with the sale's statement). */
+  const downloadsOf = (platforms: readonly string[], builds: readonly DeliverableBuild[]): Downloads => linkOffers(deps.links, offerPerPlatform(platforms, builds));
+
+  /** The same, the builds read in `q` (the channel's transaction). */
   async function downloads(q: Knex, app: DeliveredApp): Promise<Downloads> {
-    return linkOffers(deps.links, await deliverableOffers(q, app));
+    return downloadsOf(app.platforms, await newestDeliverableBuilds(q, app));
   }
 
   return {
     downloads,
+    downloadsOf,
 
     async chargeAndDeliver(trx: Knex.Transaction, sale: Sale): Promise<SaleDelivery> {
       const { app, license } = sale;

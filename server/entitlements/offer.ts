@@ -50,6 +50,9 @@ export function createStoreOffer(deps: { store: EntitlementsStore; tokens: Deliv
       return offeredWith(app, row, await newestDeliverableBuilds(q, app));
     },
 
+    /** The same, given the app's newest deliverable builds as the event's first statement read them. */
+    offeredWith,
+
     /** The standard delivery email with the permanent page's URL; false when this address already had it. */
     async email(trx: Knex.Transaction, app: EventApp, license: Pick<StoreLicense, 'id' | 'license_key'>, storeLicenseId: string, recipient: string): Promise<boolean> {
       // Read first: re-inserting the key of an email that the send job is marking sent can deadlock

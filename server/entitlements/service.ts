@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { feeDue } from '../billing/fee-rule.js';
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
+import type { DeliverableBuild } from '../delivery/deliverable-builds.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { assertThat } from '../errors.js';
 import type { WebhookActor } from '../http/auth.js';
@@ -32,6 +33,8 @@ interface EventScope {
   queued: boolean;
   /** The license to insert and the fee to charge with the event's record. */
   writes: EventWrites;
+  /** The app's newest deliverable builds (read by the event's first statement): what a grant offers. */
+  builds: DeliverableBuild[];
 }
 
 /** Attribution fields the event carried (docs/contract.md: never part of the decision), over those stored. */
@@ -112,7 +115,7 @@ export function createEntitlementEvents(deps: {
     row.license_id = license.id;
     row.trial_kind = trialKind;
     row.delivery_token_hash = offer.tokenHashOf(row.id);
-    row.offered_build_ids = await offer.offeredNow(trx, app, row);
+    row.offered_build_ids = offer.offeredWith(app, row, scope.builds);
     return { ...license, effective_status: 'ACTIVE', expires_at: null, download_limit: null };
   }
 
@@ -133,7 +136,7 @@ export function createEntitlementEvents(deps: {
       if (license.license_type === 'trial' && change.trialKind === null) await store.freeTrialMachines(trx, license.id);
       row.trial_kind = change.trialKind;
       row.delivery_token_hash ??= offer.tokenHashOf(row.id);
-      if (change.kind === 'reactivate') row.offered_build_ids = await offer.offeredNow(trx, app, row);
+      if (change.kind === 'reactivate') row.offered_build_ids = offer.offeredWith(app, row, scope.builds);
       license = { ...license, effective_status: 'ACTIVE', license_type: 'subscription', expires_at: null };
     }
     // Once the ledger has the license's fee, a later paid event need not ask it again.
@@ -187,7 +190,7 @@ export function createEntitlementEvents(deps: {
     // permanent 403 and nothing is recorded, so the decision can be sent again once the plan is renewed.
     assertThat(!event.entitled || opened.plan === 'pro', 'PLAN_REQUIRED', "The entitlement webhook grants licenses only while the developer's Pro subscription is active");
     const decision = decide({ entitled: event.entitled, trial: event.trial ?? false, test: event.test ?? false }, found ? { ...found, trial_kind: row.trial_kind } : null);
-    const scope: EventScope = { trx, app, row, event, now, queued: false, writes: { mint: null, fee: null, developerId: app.developer_id } };
+    const scope: EventScope = { trx, app, row, event, now, queued: false, writes: { mint: null, fee: null, developerId: app.developer_id }, builds: opened.builds };
     const license = await apply(scope, found, decision.change);
 
     const grantType = isGrantType(decision.action) && license !== undefined;

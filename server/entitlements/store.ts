@@ -4,7 +4,7 @@ import type { LicenseFee } from '../billing/fee-rule.js';
 import { chargeFeeCtes, feeRecord } from '../billing/store.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import { deleteLicenseEmails, emailQueuedFor } from '../email/store.js';
-import type { DeliverableBuild } from '../delivery/deliverable-builds.js';
+import { deliverableBuildsFromJson, newestDeliverableBuildsJsonSql, type DeliverableBuild, type DeliverableBuildJson } from '../delivery/deliverable-builds.js';
 import { recordDeactivations, type DeactivationSource } from '../licenses/deactivation-history.js';
 import { mintLicenseSql, mintSoldLicense } from '../licenses/mint.js';
 import { EFFECTIVE_STATUS_SQL, effectiveStatusSqlAt, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
@@ -144,8 +144,9 @@ const EVENT_COLUMNS =
  * at a time). For a row just created (`inserted`) no earlier holder exists, so this statement's
  * snapshot is as good as one taken after the lock: the event id's earlier record (another shop's,
  * or an unactionable one; one committed meanwhile fails the event's insert, which runs again) comes
- * with it. $1 new row id, $2 app, $3 shop, $4 now, $5 the event's app value, $6 event id. The builds
- * to offer are read after, in the same transaction, by server/delivery/deliverable-builds.ts.
+ * with it. $1 new row id, $2 app, $3 shop, $4 now, $5 the event's app value, $6 event id. With them,
+ * the app's newest deliverable builds (server/delivery/deliverable-builds.ts), which a grant offers:
+ * no round trip of their own. Builds are not the shop's, so no lock orders their read.
  */
 const OPEN_EVENT = `
   WITH app AS (
@@ -158,7 +159,8 @@ const OPEN_EVENT = `
     ON CONFLICT (app_id, shop) WHERE shop IS NOT NULL DO UPDATE SET updated_at = store_licenses.updated_at
     RETURNING ${STORE_LICENSE_COLUMNS}, (id = $1) AS inserted)
   SELECT app.*, row_to_json(locked) AS shop,
-    (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $2 AND event_id = $6) e) AS prior
+    (SELECT row_to_json(e) FROM (SELECT ${EVENT_COLUMNS} FROM entitlement_events WHERE app_id = $2 AND event_id = $6) e) AS prior,
+    ${newestDeliverableBuildsJsonSql('app.id', 'app.delivery_mode')} AS builds
   FROM app LEFT JOIN locked ON true`;
 
 /**
@@ -261,7 +263,7 @@ export function createEntitlementsStore(db: Db) {
     /** OPEN_EVENT: the app with its webhook row; the shop's row, locked, when the event's app value is the product key. */
     openEvent: async (trx: Knex.Transaction, params: { id: string; appId: string; shop: string; now: Date; appValue: string; eventId: string }) => {
       const row = (
-        await hotQuery<WebhookApp & { plan: Plan; shop: (Json<StoreLicenseRow> & { inserted: boolean }) | null; prior: Json<EventRecord> | null }>(
+        await hotQuery<WebhookApp & { plan: Plan; shop: (Json<StoreLicenseRow> & { inserted: boolean }) | null; prior: Json<EventRecord> | null; builds: DeliverableBuildJson[] }>(
           trx,
           OPEN_EVENT,
           [params.id, params.appId, params.shop, params.now, params.appValue, params.eventId],
@@ -269,7 +271,7 @@ export function createEntitlementsStore(db: Db) {
         )
       )[0];
       if (!row) return undefined;
-      const { shop, prior, plan, ...app } = row;
+      const { shop, prior, plan, builds, ...app } = row;
       const locked = shop && (({ inserted, ...rest }) => ({ row: shopFromJson(rest), inserted }))(shop);
       return {
         app: app as WebhookApp,
@@ -277,6 +279,8 @@ export function createEntitlementsStore(db: Db) {
         plan,
         shop: locked || undefined,
         prior: eventFromJson(prior),
+        /** The app's newest deliverable builds, for what a grant offers. */
+        builds: deliverableBuildsFromJson(builds),
       };
     },
 

@@ -43,7 +43,7 @@ export function createPayments(deps: {
   const stripe = deps.config.stripe ? createStripeClient(deps.config.stripe) : null;
   const processor = deps.config.stripe && stripe ? createStripeProcessor(deps.config.stripe, stripe) : null;
   // Fees are kept in the ledger only until a processor is configured to bill them.
-  const feeReporter = stripe ? createStripeFeeReporter({ stripe, billingCustomerOf: store.billingCustomerOf }) : ledgerOnlyFeeReporter;
+  const feeReporter = stripe ? createStripeFeeReporter({ stripe }) : ledgerOnlyFeeReporter;
   const service = createPaymentsService({ store, processor, clock });
   const connect = createProcessorConnect({
     store: createConnectStore(deps.db),

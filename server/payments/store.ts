@@ -117,7 +117,7 @@ const CLAIM_SALE_SQL = `
     LIMIT 1
   )
   SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, developer.id, developer.payment_connection_generation, developer.plan, row_to_json(app) AS app,
-    CASE WHEN app.id IS NOT NULL THEN ${newestDeliverableBuildsJsonSql('app')} END AS builds
+    CASE WHEN app.id IS NOT NULL THEN ${newestDeliverableBuildsJsonSql('app.id', 'app.delivery_mode')} END AS builds
   FROM (SELECT 1) one LEFT JOIN developer ON true LEFT JOIN app ON true`;
 
 /**
@@ -235,12 +235,6 @@ export function createPaymentsStore(db: Db) {
           'payments.sell_session_license',
         )
       )[0],
-
-    /** The developer's customer on the platform account, where license fees are billed. */
-    billingCustomerOf: async (developerId: string) =>
-      // Each fee report reads it: prepared (hotQuery).
-      (await hotQuery<{ billing_customer_id: string | null }>(db, 'SELECT billing_customer_id FROM developers WHERE id = $1', [developerId], 'payments.billing_customer_of'))[0]
-        ?.billing_customer_id ?? null,
 
     /** Locks the subscription row for the event that changes it, so two events apply one after the other. */
     subscriptionByCustomer: (trx: Knex.Transaction, customerId: string) =>

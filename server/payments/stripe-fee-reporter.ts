@@ -12,10 +12,10 @@ export const LICENSE_FEE_METER_EVENT = 'latchkey_license_fee';
  * billing customer. Stripe records one event per `identifier`, and the same Idempotency-Key
  * replays the first answer: a retried job never bills twice.
  */
-export function createStripeFeeReporter(deps: { stripe: Stripe; billingCustomerOf: (developerId: string) => Promise<string | null> }): FeeUsageReporter {
+export function createStripeFeeReporter(deps: { stripe: Stripe }): FeeUsageReporter {
   return {
     async reportLicenseFee(usage) {
-      const customer = await deps.billingCustomerOf(usage.developerId);
+      const customer = usage.billingCustomerId;
       if (!customer) return { status: 'not_reported', reason: 'the developer has no billing customer (no Pro subscription paid yet) to bill the fee to' };
       // A failure throws: the job retries with backoff, under the same key.
       await deps.stripe.billing.meterEvents.create(

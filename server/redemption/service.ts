@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import { newId } from '../crypto/secrets.js';
+import { deliverableBuildsFromJson } from '../delivery/deliverable-builds.js';
 import { deliveryEmailRequest, type Downloads, type SoldLicenses } from '../delivery/sold-license.js';
 import { deliveryEmail as deliveryEmailOf } from '../email/outbox.js';
 import type { NewOutboxEmail } from '../email/store.js';
@@ -121,7 +122,8 @@ export function createRedemption(deps: {
      * redeemer's address and the time on the code, and with an address and a READY build queues the
      * delivery email, all in one statement (RedemptionStore.redeem). With an address the email,
      * which carries a signed link per platform, is rendered first from the code's app and builds,
-     * read before; without one the builds are read after. A failure says why with docs/contract.md's messages.
+     * read before by one statement; without one, the redeeming statement reads them. One round trip
+     * without an address, two with one. A failure says why with docs/contract.md's messages.
      */
     async redeem(input: string, email: string | null): Promise<Entitlement> {
       const now = clock.now();
@@ -136,14 +138,14 @@ export function createRedemption(deps: {
         if (!code) throw fail('not_found');
         if (code.status !== 'available') throw fail(code.status);
         if (!code.sellable) throw fail('seller_inactive');
-        offered = await sold.downloads(store.db, { id: code.app_id, delivery_mode: code.delivery_mode, platforms: code.platforms });
+        offered = sold.downloadsOf(code.platforms, deliverableBuildsFromJson(code.builds));
         if (offered.download) {
           const app = { id: code.app_id, developer_id: code.developer_id, name: code.app_name };
           const links = { download: offered.download, downloads: offered.downloads };
           deliveryEmail = deliveryEmailOf(deliveryEmailRequest({ app, license: { id: licenseId, license_key: licenseKey }, email }, links));
         }
       }
-      const outcome = await store.redeem({ codeHash: hash, now, email, licenseId, licenseKey, deliveryEmail });
+      const outcome = await store.redeem({ codeHash: hash, now, email, licenseId, licenseKey, deliveryEmail, readBuilds: offered === null });
       if (!outcome) throw fail('not_found');
       if (!outcome.claimed) {
         if (outcome.status === 'available' && !outcome.sellable) throw fail('seller_inactive');
@@ -152,7 +154,7 @@ export function createRedemption(deps: {
         throw fail(status && status !== 'available' ? status : 'redeemed');
       }
       if (outcome.fee_charged || outcome.email_queued) deps.wakeJobs();
-      offered ??= await sold.downloads(store.db, { id: outcome.app_id!, delivery_mode: outcome.delivery_mode!, platforms: outcome.platforms! });
+      offered ??= sold.downloadsOf(outcome.platforms!, deliverableBuildsFromJson(outcome.builds!));
       const link = offered.download;
       return {
         license_key: licenseKey,

@@ -4,6 +4,7 @@ import { chargeFeeCtes } from '../billing/store.js';
 import { effectivePlanSqlAt } from '../accounts/plan.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import { mintLicenseSql } from '../licenses/mint.js';
+import { newestDeliverableBuildsJsonSql, type DeliverableBuildJson } from '../delivery/deliverable-builds.js';
 import { channelApp } from '../delivery/store.js';
 import { emailRecord, queueEmailCtes, type NewOutboxEmail } from '../email/store.js';
 import type { Meters } from '../licenses/meters/schemas.js';
@@ -37,21 +38,21 @@ export interface BatchCounts {
   expired: number;
 }
 
-/** What redeeming a code needs to know first when it sends the delivery email: the code's status now and its app, with what choosing its builds needs. */
+/** What redeeming a code needs to know first when it sends the delivery email: the code's status now and its app, with its platforms and newest deliverable builds. */
 export interface RedeemableCode {
   status: CodeStatus;
   sellable: boolean;
   developer_id: string;
   app_id: string;
   app_name: string;
-  delivery_mode: string;
   platforms: string[];
+  builds: DeliverableBuildJson[];
 }
 
 /**
  * What REDEEM_SQL answers: no row for a code that does not exist; otherwise the code's status as the
- * statement began and, when this statement claimed it, the license's app (its builds are read after, by
- * server/delivery/deliverable-builds.ts).
+ * statement began and, when this statement claimed it, the license's app with its platforms and newest
+ * deliverable builds (server/delivery/deliverable-builds.ts), read by the same statement.
  */
 export interface RedeemOutcome {
   status: CodeStatus;
@@ -62,8 +63,9 @@ export interface RedeemOutcome {
   app_name: string | null;
   /** The app's developer's company name, for the hosted page. */
   seller_name: string | null;
-  delivery_mode: string | null;
   platforms: string[] | null;
+  /** The app's newest deliverable builds, when asked for (`readBuilds`). */
+  builds: DeliverableBuildJson[] | null;
   fee_charged: boolean;
   email_queued: boolean;
 }
@@ -77,6 +79,8 @@ export interface RedeemRequest {
   licenseKey: string;
   /** The delivery email's outbox row (its license is `licenseId`), or null. */
   deliveryEmail: NewOutboxEmail | null;
+  /** Whether the statement reads the app's builds: not when the caller read them already (with an address). */
+  readBuilds: boolean;
 }
 
 /**
@@ -101,7 +105,8 @@ const sellableAt$2 = (exemptTypes: string) => `(b.license_type = ANY (${exemptTy
  * Redemption in one statement, so one round trip (and no transaction around it) whatever the
  * outcome. $1 code hash, $2 now, $3 the redeemer's address or null, $4/$5 the new license's id and
  * key, $6 its fee (billing's record, completed here with the batch's tenant, app and channel), $7
- * the fee-exempt license types, $8 the delivery email's outbox row (jsonb) or null. The license,
+ * the fee-exempt license types, $8 the delivery email's outbox row (jsonb) or null, $9 whether to read the
+ * app's builds (`builds`; null otherwise). The license,
  * the fee and the email (with their jobs) are written by their owners' text (licenses/mint.ts,
  * billing/store.ts, email/store.ts). The code is claimed by one conditional UPDATE: of two
  * concurrent redemptions the second waits on the row lock, re-checks the condition on the committed row and claims nothing. With the claim,
@@ -131,14 +136,16 @@ const REDEEM_SQL = `
     where: 'claimed.license_type <> ALL ($7::text[])',
   })}, ${queueEmailCtes({ record: '$8::jsonb', from: 'claimed' })}
   SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_id, claimed.app_name,
-    (SELECT company_name FROM developers WHERE developers.id = claimed.developer_id) AS seller_name, claimed.delivery_mode, claimed.platforms,
+    (SELECT company_name FROM developers WHERE developers.id = claimed.developer_id) AS seller_name, claimed.platforms,
+    CASE WHEN claimed.app_id IS NOT NULL AND $9::boolean THEN ${newestDeliverableBuildsJsonSql('claimed.app_id', 'claimed.delivery_mode')} END AS builds,
     EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued
   FROM code
   LEFT JOIN claimed ON true`;
 
-/** A code's status now, whether its seller may sell it, and its app; $1 code hash, $2 now, $3 fee-exempt types. */
+/** A code's status now, whether its seller may sell it, and its app with its builds; $1 code hash, $2 now, $3 fee-exempt types. */
 const REDEEMABLE_SQL = `
-  SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$3')} AS sellable, b.developer_id, b.app_id, a.name AS app_name, a.delivery_mode, a.platforms
+  SELECT (${STATUS_AT_$2}) AS status, ${sellableAt$2('$3')} AS sellable, b.developer_id, b.app_id, a.name AS app_name, a.platforms,
+    ${newestDeliverableBuildsJsonSql('a.id', 'a.delivery_mode')} AS builds
   FROM redemption_codes c JOIN redemption_batches b ON b.id = c.batch_id JOIN apps a ON a.id = b.app_id
   JOIN developers ON developers.id = b.developer_id
   WHERE c.code_hash = $1`;
@@ -146,8 +153,6 @@ const REDEEMABLE_SQL = `
 export function createRedemptionStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
-    /** Redeeming is one statement, not a transaction: its app's builds are read with this. */
-    db,
 
     app: (developerId: string, appId: string, now: Date) => channelApp(db, developerId, appId, now),
 
@@ -234,6 +239,7 @@ export function createRedemptionStore(db: Db) {
             JSON.stringify({ ...licenseFee(r.licenseId), charged_at: r.now }),
             FEE_EXEMPT_LICENSE_TYPES,
             emailRecord(r.deliveryEmail),
+            r.readBuilds,
           ],
           'redemption.redeem',
         )

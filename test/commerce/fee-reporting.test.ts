@@ -7,7 +7,7 @@ import { createStripeClient } from '../../server/payments/stripe-processor.js';
 import { newEventId, newSessionId, signedEvent } from '../support/fake-stripe.js';
 import { createLicense } from '../support/fixtures.js';
 import { checkoutHelpers } from './checkout.js';
-import { eventually } from './wait.js';
+import { eventually } from '../support/wait.js';
 import { startServerWithStripe } from '../support/stripe-server.js';
 
 const { stripe, server, call } = await startServerWithStripe();
@@ -53,10 +53,9 @@ describe('license fee usage events to Stripe', () => {
     const s = await billedSeller();
     const reporter = createStripeFeeReporter({
       stripe: createStripeClient({ secretKey: stripe.env.LATCHKEY_STRIPE_SECRET_KEY, webhookSecret: undefined, apiBase: new URL(stripe.url) }),
-      billingCustomerOf: async () => s.customer,
     });
     const licenseId = `lic_${randomBytes(8).toString('hex')}`;
-    const usage = { licenseId, developerId: s.dev.id, amountCents: 400, currency: 'usd', idempotencyKey: feeIdempotencyKey(licenseId) };
+    const usage = { licenseId, developerId: s.dev.id, amountCents: 400, currency: 'usd', idempotencyKey: feeIdempotencyKey(licenseId), billingCustomerId: s.customer };
     stripe.state.outage = true;
     try {
       await expect(reporter.reportLicenseFee(usage)).rejects.toThrow();

@@ -8,7 +8,7 @@ import { createJobRunner } from '../../server/jobs/runner.js';
 import { createLicense } from '../support/fixtures.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { tenant, type Tenant } from '../licensing/world.js';
-import { eventually } from './wait.js';
+import { eventually } from '../support/wait.js';
 
 async function soldLicense(t: Tenant, body: Record<string, unknown> = {}): Promise<LicenseFeeRequest> {
   const license = await createLicense(t.call, t.dev, { app_id: t.app.id, ...body });
@@ -130,7 +130,16 @@ describe('the fee ledger', () => {
     const mine = calls.filter((c) => c.licenseId === sale.licenseId);
     expect(mine).toHaveLength(2);
     expect(new Set(mine.map((c) => JSON.stringify(c)))).toEqual(
-      new Set([JSON.stringify({ licenseId: sale.licenseId, developerId: t.dev.id, amountCents: 400, currency: 'usd', idempotencyKey: `license_fee:${sale.licenseId}` })]),
+      new Set([
+        JSON.stringify({
+          licenseId: sale.licenseId,
+          developerId: t.dev.id,
+          amountCents: 400,
+          currency: 'usd',
+          idempotencyKey: `license_fee:${sale.licenseId}`,
+          billingCustomerId: null,
+        }),
+      ]),
     );
     expect(await reportJobs(sale.licenseId)).toEqual([]);
   });

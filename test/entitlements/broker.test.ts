@@ -84,7 +84,8 @@ describe('the example broker against a local stub', () => {
     const hang = await stub(['hang', 200]);
     const down = await stub([503]);
     try {
-      expect(await createBroker({ webhookUrl: hang.url, secret: 's', retryWaitMs: RETRY_WAIT_MS, timeoutMs: 200 }).forward(decision())).toMatchObject({
+      // Long enough for the second attempt's whole round trip on a loaded machine; the first never answers.
+      expect(await createBroker({ webhookUrl: hang.url, secret: 's', retryWaitMs: RETRY_WAIT_MS, timeoutMs: 1000 }).forward(decision())).toMatchObject({
         delivered: true,
         attempts: 2,
       });

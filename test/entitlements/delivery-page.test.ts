@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Browser } from 'playwright-core';
-import { chromiumMissingFor, launchChromium } from '../support/browser.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumForFile, chromiumMissingFor } from '../support/browser.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { startTestServer } from '../support/server.js';
 import { brokerOf, merchant, readyBuild, type Merchant } from './support.js';
 
@@ -11,14 +10,8 @@ const chromiumMissing = chromiumMissingFor('store delivery page tests');
 const server = await startTestServer();
 const sha256 = (bytes: ArrayBuffer) => createHash('sha256').update(Buffer.from(bytes)).digest('hex');
 
-let browser: Browser | undefined;
-beforeAll(async () => {
-  if (!chromiumMissing) browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server.close();
-});
+const browser = chromiumForFile(chromiumMissing);
+afterAll(() => server.close());
 
 /** A merchant whose app (named to need escaping) targets three platforms: a Linux build, and a build for every OS. */
 async function storeWithBuilds(appBody: Record<string, unknown> = {}) {
@@ -36,7 +29,7 @@ const get = (url: string, headers: Record<string, string> = {}, method = 'GET') 
 describe.skipIf(chromiumMissing)('GET /d/<token> in headless Chromium', () => {
   it('offers the current build of each platform, downloads through the token, and never shows the key', async () => {
     const s = await storeWithBuilds();
-    const page = await browser!.newPage();
+    const page = await browser().newPage();
     const consoleErrors: string[] = [];
     page.on('console', (msg) => msg.type() === 'error' && consoleErrors.push(msg.text()));
     const res = await page.goto(s.url);
