@@ -1,4 +1,4 @@
-import { HOT_PATH_GOALS, defineBench } from './lib.js';
+import { defineBench } from './lib.js';
 import { seedApp, seedDeveloper } from './seed.js';
 
 const APPS = 5;
@@ -17,7 +17,6 @@ export default defineBench({
     const baseline = await ctx.startBaseline('apps-list', { BENCH_DEVELOPER_ID: dev.id });
 
     const request = { path: '/v1/apps', headers: { 'x-api-key': dev.apiKey } };
-    const [ours, base] = await ctx.measure('GET /v1/apps', [latchkey, baseline], request);
-    ctx.expectRatio('GET /v1/apps throughput vs baseline', ours!, base!, HOT_PATH_GOALS.runtimeRatio);
+    await ctx.measureHotPath('GET /v1/apps', [latchkey, baseline], request, 'runtime');
   },
 });

@@ -34,8 +34,8 @@ export default defineBench({
       services.push(baseline);
 
       const request = { method: 'POST', path: '/v1/licenses/refresh', bodyPerRequest: () => ({ token: tokens[randomInt(tokens.length)] }) } as const;
-      const [ours, base] = await ctx.measure('heartbeat (renew a live lease)', [latchkey, baseline], request);
-      ctx.expectRatio('heartbeat throughput vs baseline', ours!, base!, 0.5);
+      // A heartbeat is a token refresh: a runtime path, held to the same bar as the others.
+      await ctx.measureHotPath('heartbeat (renew a live lease)', [latchkey, baseline], request, 'runtime');
     } finally {
       for (const service of services) await service.stop();
     }

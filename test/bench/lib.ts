@@ -63,6 +63,12 @@ export interface BenchContext {
    * spaced at that rate instead of as fast as the service answers (see `paced` in load.ts).
    */
   measure(caseName: string, services: Service[], request: RequestSpec, options?: { overallRate?: number }): Promise<Measurement[]>;
+  /**
+   * A hot path held to HOT_PATH_GOALS: Latchkey and its baseline at full load (goal: the throughput
+   * ratio of the path's kind), then both at half Latchkey's peak, evenly paced (goal: Latchkey's
+   * p99). Answers the full-load measurements, Latchkey's first.
+   */
+  measureHotPath(caseName: string, services: [Service, Service], request: RequestSpec, kind: 'runtime' | 'sale'): Promise<[Measurement, Measurement]>;
   /** Goal: Latchkey's throughput is at least `min` times the baseline's. */
   expectRatio(name: string, latchkey: Measurement, baseline: Measurement, min: number): void;
   /** Goal: the 99th percentile latency stays under `maxMs`. */
@@ -148,6 +154,16 @@ export function createBenchRun(bench: string, databaseUrl: string): BenchRun {
       const results = summaries.map((summary, i): Measurement => ({ bench, case: caseName, target: `${services[i]!.name}${paced}`, ...summary }));
       measurements.push(...results);
       return results;
+    },
+
+    async measureHotPath(caseName, services, request, kind) {
+      const [ours, base] = (await context.measure(caseName, services, request)) as [Measurement, Measurement];
+      context.expectRatio(`${caseName} throughput vs baseline`, ours, base, kind === 'runtime' ? HOT_PATH_GOALS.runtimeRatio : HOT_PATH_GOALS.saleRatio);
+      // The baseline at the same rate too, no goal attached: on a shared machine, its p99 shows how
+      // much of Latchkey's is the machine's (other processes, PostgreSQL's own flushes).
+      const [paced] = await context.measure(caseName, services, request, { overallRate: ours.requestsPerSecond / 2 });
+      context.expectP99Below(`${caseName} p99 at half the peak rate`, paced!, HOT_PATH_GOALS.halfPeakP99Ms);
+      return [ours, base];
     },
 
     expectRatio(name, latchkey, baseline, min) {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import type { Service } from './processes.js';
+import { databaseCpuSecondsBetween, databaseCpuSnapshot, type Service } from './processes.js';
 
 /** What every request of a load run sends. */
 export interface RequestSpec {
@@ -35,6 +35,8 @@ export interface LoadSummary {
   requests: number;
   failed: number;
   serverCpuMsPerRequest: number;
+  /** PostgreSQL's CPU per request, all its processes (databaseCpuSecondsBetween); NaN where not measured. */
+  databaseCpuMsPerRequest: number;
 }
 
 /** What one round of load on one service measured. */
@@ -53,18 +55,25 @@ interface Round {
 export async function loadAlternating(services: Service[], request: RequestSpec, shape: LoadShape): Promise<LoadSummary[]> {
   for (const service of services) await load(service, request, shape.warmupSeconds, shape);
   const roundSeconds = Math.max(1, Math.round(shape.durationSeconds / shape.rounds));
-  const rounds: { round: Round; cpuSeconds: number }[][] = services.map(() => []);
+  const rounds: Measured[][] = services.map(() => []);
   for (let i = 0; i < shape.rounds; i++) {
     for (const [s, service] of services.entries()) {
       const cpuBefore = service.cpuSeconds();
+      const databaseBefore = databaseCpuSnapshot();
       const round = await load(service, request, roundSeconds, shape);
-      rounds[s]!.push({ round, cpuSeconds: service.cpuSeconds() - cpuBefore });
+      rounds[s]!.push({ round, cpuSeconds: service.cpuSeconds() - cpuBefore, databaseCpuSeconds: databaseCpuSecondsBetween(databaseBefore, databaseCpuSnapshot()) });
     }
   }
   return rounds.map(summarise);
 }
 
-function summarise(runs: { round: Round; cpuSeconds: number }[]): LoadSummary {
+interface Measured {
+  round: Round;
+  cpuSeconds: number;
+  databaseCpuSeconds: number;
+}
+
+function summarise(runs: Measured[]): LoadSummary {
   const sum = (f: (run: (typeof runs)[number]) => number) => runs.reduce((n, run) => n + f(run), 0);
   const requests = sum((r) => r.round.requests);
   return {
@@ -74,6 +83,7 @@ function summarise(runs: { round: Round; cpuSeconds: number }[]): LoadSummary {
     requests,
     failed: sum((r) => r.round.failed),
     serverCpuMsPerRequest: (sum((r) => r.cpuSeconds) * 1000) / requests,
+    databaseCpuMsPerRequest: (sum((r) => r.databaseCpuSeconds) * 1000) / requests,
   };
 }
 

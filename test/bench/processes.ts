@@ -111,6 +111,38 @@ function processCpuSeconds(pid: number): number {
   }
 }
 
+/** CPU seconds each PostgreSQL process on this machine has used so far, by pid; empty where /proc is missing. */
+export function databaseCpuSnapshot(): Map<number, number> {
+  const byPid = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return byPid;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') byPid.set(Number(entry), processCpuSeconds(Number(entry)));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return byPid;
+}
+
+/**
+ * PostgreSQL's CPU seconds between two snapshots (the embedded cluster's or the machine's; the
+ * services under load alternate, so a round's difference is its own service's statements). A
+ * backend that exited in between is not counted (the pools keep theirs open); NaN without /proc.
+ */
+export function databaseCpuSecondsBetween(before: Map<number, number>, after: Map<number, number>): number {
+  if (after.size === 0) return Number.NaN;
+  let seconds = 0;
+  for (const [pid, cpu] of after) seconds += cpu - (before.get(pid) ?? 0);
+  return seconds;
+}
+
 /** VmRSS from /proc/<pid>/status, in bytes. */
 function processRssBytes(pid: number): number {
   try {

@@ -20,10 +20,13 @@ export interface Goal {
 
 const fixed = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
-/** The CPU column is the server's per request for load rows, the measured process's per run for sampled ones (samples.ts). */
+/**
+ * The CPU column is the server's per request for load rows, the measured process's per run for
+ * sampled ones (samples.ts); the DB CPU column is PostgreSQL's per request, for load rows.
+ */
 export function measurementTable(rows: Measurement[]): string {
   return table(
-    ['bench', 'case', 'target', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failed', 'CPU ms/req'],
+    ['bench', 'case', 'target', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failed', 'CPU ms/req', 'DB CPU ms/req'],
     rows.map((m) => [
       m.bench,
       m.case,
@@ -34,8 +37,9 @@ export function measurementTable(rows: Measurement[]): string {
       String(m.requests),
       String(m.failed),
       fixed(m.serverCpuMsPerRequest, 3),
+      fixed(m.databaseCpuMsPerRequest, 3),
     ]),
-    [false, false, false, true, true, true, true, true, true],
+    [false, false, false, true, true, true, true, true, true, true],
   );
 }
 

@@ -17,6 +17,7 @@ export function sampleSummary(bench: string, caseName: string, target: string, s
     requests: samples.length,
     failed: 0,
     serverCpuMsPerRequest: cpuMs?.length ? cpuMs.reduce((a, b) => a + b, 0) / cpuMs.length : Number.NaN,
+    databaseCpuMsPerRequest: Number.NaN,
   };
 }
 

@@ -57,7 +57,10 @@ interface FreshStart {
 
 function startInFreshProcess(script: string, mode: string, config: StartConfig): Promise<FreshStart> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, mode, JSON.stringify(config)], {
+    // With BENCH_CPU_PROF=<dir>, each start writes its V8 CPU profile under <dir>/sdk-<mode>.
+    const profileDir = process.env.BENCH_CPU_PROF;
+    const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, `sdk-${mode}`)}`, '--cpu-prof-interval=100'] : [];
+    const child = spawn(process.execPath, [...flags, script, mode, JSON.stringify(config)], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

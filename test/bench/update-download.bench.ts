@@ -230,6 +230,7 @@ export default defineBench({
             requests: runs.length,
             failed: 0,
             serverCpuMsPerRequest: (sum(runs, (r) => r.serverCpuSeconds) * 1000) / runs.length,
+            databaseCpuMsPerRequest: Number.NaN,
           };
         }),
       );
