@@ -25,7 +25,7 @@ afterAll(() => server.close());
 
 /** Moves the clock just inside a fresh refresh window (windows are aligned to the clock). */
 function startNewWindow(): void {
-  server.clock.advance(REFRESH_WINDOW_MS - (server.clock.now().getTime() % REFRESH_WINDOW_MS) + 1000);
+  server.clock.enterFreshWindow(REFRESH_WINDOW_MS);
 }
 
 const rateLimitHeaders = (res: ApiResponse) => ({
@@ -74,8 +74,7 @@ describe('per-address guard', () => {
     // A server of its own: the guard counts every runtime request of the address in this process.
     const guarded = await startTestServer({ realRateLimits: true, database: server.database });
     try {
-      const windowMs = RATE_LIMITS.runtime.windowSeconds * 1000;
-      guarded.clock.advance(windowMs - (guarded.clock.now().getTime() % windowMs) + 1000);
+      guarded.clock.enterFreshWindow(RATE_LIMITS.runtime.windowSeconds * 1000);
       const call = client(guarded.url);
       const unknownKey = () => call('POST', '/v1/licenses/activate', { body: { license_key: 'ZZZZ-ZZZZ-ZZZZ-ZZZZ', device_fingerprint: randomFingerprint(), build_id: null } });
       const first = await unknownKey();

@@ -10,7 +10,7 @@ let t: Tenant;
 beforeAll(async () => {
   server = await startTestServer({ realRateLimits: true });
   // Windows are fixed and aligned to the clock: start just inside a fresh one so none rolls over mid-test.
-  server.clock.advance(WINDOW_MS - (server.clock.now().getTime() % WINDOW_MS) + 1000);
+  server.clock.enterFreshWindow(WINDOW_MS);
   t = await tenant(server, { app: { default_device_limit: 10 } });
 });
 afterAll(() => server.close());

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../server/crypto/secrets.js';
+import { RATE_LIMITS } from '../../server/http/rate-limit.js';
 import { createApp, randomFingerprint, registerDeveloper, setPlan } from '../support/fixtures.js';
 import { client, formData } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
@@ -46,6 +47,10 @@ describe('the shell and its files', () => {
     const etag = js.headers.get('etag')!;
     expect((await fetch(`${server.url}/portal/assets/portal.js`, { headers: { 'if-none-match': etag } })).status).toBe(304);
     expect((await fetch(`${server.url}/portal/assets/portal.css`)).headers.get('content-type')).toMatch(/^text\/css/);
+    // The chart library's stylesheet comes from the origin too; its license travels with its code and its stylesheet.
+    const chartStyles = await fetch(`${server.url}/portal/assets/uplot.css`);
+    expect(chartStyles.headers.get('content-type')).toMatch(/^text\/css/);
+    for (const file of [await js.text(), await chartStyles.text()]) expect(file).toMatch(/uplot\n\s*The MIT License \(MIT\)\n\s*\n\s*Copyright \(c\) 2022 Leon Sorokin/);
     for (const missing of ['/portal/assets/nope.js', '/portal/assets/..%2Findex.ts', '/portal/assets/../index.ts', '/portal/nowhere']) {
       expect((await fetch(`${server.url}${missing}`)).status).toBe(404);
     }
@@ -324,6 +329,8 @@ describe('rate limits through the portal', () => {
   it('count sign-in attempts per browser address, not per server, and ignore a forged forwarding header', async () => {
     const limited = await startTestServer({ realRateLimits: true, env: { LATCHKEY_TRUST_PROXY: 'true' } });
     try {
+      // The 11 sign-in attempts below must fall in one fixed window (CI once saw a minute turn between them).
+      limited.clock.enterFreshWindow(RATE_LIMITS.auth.windowSeconds * 1000);
       const dev = await registerDeveloper(client(limited.url));
       const from = (ip: string) => ({ 'x-forwarded-for': ip });
       const a = new PortalClient(limited.url);

@@ -10,8 +10,7 @@ afterAll(() => server.close());
 
 /** Moves the server's clock to just after a minute starts: the 6 attempts all fall in one window. */
 function startOfWindow() {
-  const now = server.clock.now().getTime();
-  server.clock.advance(60_000 - (now % 60_000) + 100);
+  server.clock.enterFreshWindow(60_000);
 }
 
 it('allows 5 redemption attempts a minute per address, successful or not, then answers 429 with Retry-After: 60 (JSON and the page form alike)', async () => {

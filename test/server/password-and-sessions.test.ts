@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeQuotedPrintable } from '../commerce/fake-smtp.js';
-import { eventually } from '../commerce/wait.js';
+import { eventually } from '../support/wait.js';
 import { PortalClient } from '../portal/support.js';
 import { expectError } from '../support/assertions.js';
 import { registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
@@ -139,8 +139,7 @@ describe('password reset', () => {
     const limited = await startTestServer({ realRateLimits: true, env: { LATCHKEY_TRUST_PROXY: '127.0.0.1' } });
     try {
       // Just past the start of an hour: the counts start from zero and the window does not roll over under the test.
-      const now = limited.clock.now().getTime();
-      limited.clock.advance(3600_000 - (now % 3600_000) + 1000);
+      limited.clock.enterFreshWindow(3600_000);
       const callLimited = client(limited.url);
       const dev = await registerDeveloper(callLimited);
       const ask = (from: string) => callLimited('POST', '/v1/auth/password-reset', { body: { email: dev.email }, headers: { 'x-forwarded-for': from } });

@@ -41,8 +41,7 @@ async function admit(limiter: RateLimiter, subject: string): Promise<{ allowed: 
 /** Two processes on one database, sharing one clock a little inside a fresh window. */
 function twoProcesses(multiplier: number): [RateLimiter, RateLimiter] {
   const clock = new ShiftableClock();
-  const windowMs = RATE_LIMITS.general.windowSeconds * 1000;
-  clock.advance(windowMs - (clock.now().getTime() % windowMs) + 1000);
+  clock.enterFreshWindow(RATE_LIMITS.general.windowSeconds * 1000);
   return [createRateLimiter(database.db, clock, multiplier), createRateLimiter(database.db, clock, multiplier)];
 }
 

@@ -50,6 +50,7 @@ describe('[Rate limits] the RateLimit headers', () => {
 
   it('[Rate limits] come with the answers of /healthz and /readyz, and count down', async () => {
     for (const path of ['/healthz', '/readyz']) {
+      server.clock.enterFreshWindow(60_000);
       const first = await call('GET', path);
       const second = await call('GET', path);
       expect(first.status).toBe(200);

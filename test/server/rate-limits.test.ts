@@ -33,10 +33,8 @@ afterAll(async () => {
  * from zero, and the test has most of a minute before the window could roll over under it.
  */
 function startNewWindow(): void {
-  const now = first.clock.now().getTime();
-  const delta = (Math.floor(now / WINDOW_MS) + 1) * WINDOW_MS + 1000 - now;
-  first.clock.advance(delta);
-  second.clock.advance(delta);
+  first.clock.enterFreshWindow(WINDOW_MS);
+  second.clock.offsetMs = first.clock.offsetMs;
 }
 beforeEach(startNewWindow);
 

@@ -18,8 +18,7 @@ const AUTH_LIMIT = 10;
 
 /** Moves the server's clock just past the start of a minute: its fixed windows start from zero. */
 function startNewWindow(server: TestServer): void {
-  const now = server.clock.now().getTime();
-  server.clock.advance(60_000 - (now % 60_000) + 1000);
+  server.clock.enterFreshWindow(60_000);
 }
 
 /** A sign-in request the auth limit counts per address (an empty body: refused after counting, before any password hashing). */

@@ -27,6 +27,14 @@ export class ShiftableClock implements Clock {
   advance(ms: number): void {
     this.offsetMs += ms;
   }
+  /**
+   * Moves the clock just past the start of the next fixed window of `windowMs`. Rate windows are
+   * aligned to the clock, so counts start from zero and nearly a whole window lies ahead: a test's
+   * attempts cannot straddle two windows, however slow the machine.
+   */
+  enterFreshWindow(windowMs: number): void {
+    this.advance(windowMs - (this.now().getTime() % windowMs) + 1000);
+  }
 }
 
 export interface TestServer {
@@ -65,7 +73,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LATCHKEY_ADMIN_TOKEN: adminToken,
     LATCHKEY_RATE_LIMIT_MULTIPLIER: options.realRateLimits ? '1' : '1000',
     LATCHKEY_NODE_RUNTIMES_DIR: NODE_RUNTIMES_DIR,
-    LOG_LEVEL: 'silent',
+    // Quiet unless asked: TEST_LOG_LEVEL=error shows what a 500 in a test was.
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Every test checks that its routes declare the errors their services throw (a 500 naming the drift).
     LATCHKEY_STRICT_ERRORS: 'true',
     ...options.env,

@@ -25,7 +25,7 @@ afterAll(() => server.close());
 
 /** Moves the clock just inside a fresh window (windows are aligned to the clock). */
 function startNewWindow(): void {
-  server.clock.advance(WINDOW_MS - (server.clock.now().getTime() % WINDOW_MS) + 1000);
+  server.clock.enterFreshWindow(WINDOW_MS);
 }
 
 const rateLimitHeaders = (res: ApiResponse) => ({
