@@ -35,7 +35,8 @@ import { requestLogging } from './http/logging.js';
 import { createMetrics } from './http/metrics.js';
 import { buildOpenApi } from './http/openapi.js';
 import { createRateLimiter, limitUnhandledRequests } from './http/rate-limit.js';
-import { mountRoutes, type RouteDef } from './http/route.js';
+import { mountRoutes, type RouteDef, type RouteDeps } from './http/route.js';
+import { createRuntimeLane } from './http/runtime-lane.js';
 import { createJobQueue } from './jobs/queue.js';
 import { createJobRunner } from './jobs/runner.js';
 import { createTenantQuotas } from './quotas/index.js';
@@ -180,7 +181,7 @@ export function createApp(deps: AppDeps) {
   const getOpenApi = () => (openApi ??= buildOpenApi(routes, { version: API_VERSION, serverUrl: config.publicBaseUrl }));
 
   const api = new Router();
-  mountRoutes(api, routes, {
+  const routeDeps: RouteDeps = {
     authenticator,
     rateLimiter,
     maxJsonBytes: config.maxJsonBytes,
@@ -190,7 +191,8 @@ export function createApp(deps: AppDeps) {
       if (config.strictErrors) throw new RequestError('INTERNAL_ERROR', `${undeclared}: add ${error.status} to its errors`);
       log.error({ operation_id: route.operationId, error_code: error.code }, undeclared);
     },
-  });
+  };
+  mountRoutes(api, routes, routeDeps);
   const metrics = createMetrics();
   const ops = opsRouter(metrics, getOpenApi, authenticator);
 
@@ -199,17 +201,16 @@ export function createApp(deps: AppDeps) {
   const app = new Koa({ proxy: config.trustProxy.any });
   // Failures after the answer started (the error handler renders the rest): a client that left
   // mid-download is routine, anything else a bug; both through the log, not Koa's console output.
-  app.on('error', (err: NodeJS.ErrnoException) => {
+  const onError = (err: NodeJS.ErrnoException) => {
     if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'ERR_STREAM_PREMATURE_CLOSE') log.debug({ err }, 'client left mid-answer');
     else log.error({ err }, 'failure after the answer started');
-  });
+  };
+  app.on('error', onError);
   // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
   const portal = createPortal({ config, db, clock, masterKey, rateLimiter, api: { router: api, routes } });
-  app.use(resolveClientAddress(config.trustProxy));
-  app.use(portal.acceptForwarded);
-  app.use(metrics.middleware);
-  app.use(requestLogging(log));
-  app.use(errorHandler());
+  // What every request goes through first, the runtime lane's included.
+  const envelope = [resolveClientAddress(config.trustProxy), portal.acceptForwarded, metrics.middleware, requestLogging(log), errorHandler()];
+  for (const middleware of envelope) app.use(middleware);
   app.use(limitUnhandledRequests(rateLimiter));
   app.use(portal.middleware);
   app.use(ops.routes());
@@ -224,5 +225,7 @@ export function createApp(deps: AppDeps) {
     { db, queue, log, handlers: [builds.job, emailJob, feeJob] },
     { concurrency: config.jobConcurrency, perTenant: config.jobTenantConcurrency, leaseSeconds: config.jobLeaseSeconds },
   );
-  return { app, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
+  // The HTTP server's handler: the runtime operations through their lane, everything else through `app`.
+  const handler = createRuntimeLane({ routes, deps: routeDeps, envelope, proxy: config.trustProxy.any, onError })(app.callback());
+  return { app, handler, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
 }

@@ -53,13 +53,13 @@ async function main(): Promise<void> {
     cleanups.unshift(() => db.destroy());
     await migrateToLatest(db);
 
-    const { app, rateLimiter, jobs, listener, quotas, storage, uploads } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
+    const { handler, rateLimiter, jobs, listener, quotas, storage, uploads } = createApp({ config, db, clock: systemClock, log, masterKey, keyring });
     // The per-tenant quotas the database enforces by itself take this process's configuration.
     await quotas.applyLimits();
     void listener.start();
     cleanups.unshift(() => listener.stop());
     // Header and body limits before authentication; body time judged per route (uploads: idle only).
-    const server = createHttpServer(config.requestLimits, app.callback()).listen(config.port, config.host);
+    const server = createHttpServer(config.requestLimits, handler).listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
     cleanups.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
     log.info({ url: `http://${config.host}:${config.port}`, embedded: Boolean(cluster) }, 'latchkey is listening');

@@ -172,70 +172,73 @@ export function toKoaPath(openApiPath: string): string {
 
 /** Mounts route definitions on a Koa router with the guard every operation shares. */
 export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps): void {
-  for (const route of routes) {
-    router[route.method](route.operationId, toKoaPath(route.path), async (ctx) => {
-      ctx.state.routePath = route.path;
-      const actor = await deps.authenticator.resolve(ctx, route.auth);
-      await deps.rateLimiter.admit(ctx, route.rateLimit, actor ? rateSubject.developer(actor.developerId) : rateSubject.address(ctx.ip));
-      if (route.auth !== 'none' && !actor) await deps.authenticator.reject(ctx, route.auth);
-      // The one place API key scopes are enforced; a developer route without one (the type requires it) takes no API key.
-      if (actor?.via === 'api_key') assertScope(actor, route.scope ?? 'session');
-      // The one place account deactivation is enforced, before the body is read: nothing of the request is kept.
-      if (actor && refusedWhileDeactivated(route)) await deps.refuseChangesIfDeactivated(actor.developerId);
+  for (const route of routes) router[route.method](route.operationId, toKoaPath(route.path), serveOperation(route, deps));
+}
 
-      const params = parseOrThrow(route.params, ctx.params, 'path');
-      const query = parseOrThrow(route.query, ctx.query, 'query');
-      if (route.precheck) await route.precheck({ params, actor: actor as never });
-      const { multipart } = route;
-      // Authenticated and accepted: an upload's body may take as long as its bytes keep coming.
-      const serve = async (): Promise<void> => {
-        if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
-        const raw = multipart
-          ? await readMultipart(ctx, multipart, params as Record<string, string>)
-          : route.formBody
-            ? await readFormBody(ctx, deps.maxJsonBytes)
-            : route.body
-              ? await readJsonBody(ctx, deps.maxJsonBytes)
-              : undefined;
+/** One operation behind the guard every operation shares; mounted on the router, and in the runtime lane (runtime-lane.ts). */
+export function serveOperation(route: RouteDef, deps: RouteDeps): Koa.Middleware {
+  return async (ctx) => {
+    ctx.state.routePath = route.path;
+    const actor = await deps.authenticator.resolve(ctx, route.auth);
+    await deps.rateLimiter.admit(ctx, route.rateLimit, actor ? rateSubject.developer(actor.developerId) : rateSubject.address(ctx.ip));
+    if (route.auth !== 'none' && !actor) await deps.authenticator.reject(ctx, route.auth);
+    // The one place API key scopes are enforced; a developer route without one (the type requires it) takes no API key.
+    if (actor?.via === 'api_key') assertScope(actor, route.scope ?? 'session');
+    // The one place account deactivation is enforced, before the body is read: nothing of the request is kept.
+    if (actor && refusedWhileDeactivated(route)) await deps.refuseChangesIfDeactivated(actor.developerId);
 
-        let result;
-        try {
-          const body = parseOrThrow(route.body, raw, 'body');
-          result = await route.handler({ params, query, body, actor: actor as never, ctx });
-        } catch (err) {
-          // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
-          const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
-          if (file) await multipart.receiver.discard(file.stored);
-          if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
-          throw err;
-        }
-        if (route.fileResponse) return;
-        if (!route.response || (route.noContent && result === undefined)) {
-          ctx.status = 204;
-          return;
-        }
-        ctx.status = route.status ?? 200;
-        // Parsing the output strips anything the schema does not name: no internal column leaks.
-        const response = route.response.parse(result);
-        const alternative = route.alternative;
-        if (alternative && ctx.accepts('application/json', alternative.contentType) === alternative.contentType) {
-          ctx.type = alternative.contentType;
-          ctx.body = alternative.render(response, ctx);
-          return;
-        }
-        ctx.body = response;
-      };
-      if (!multipart && !route.streamBody) return serve();
-      allowLongBody(ctx.req);
+    const params = parseOrThrow(route.params, ctx.params, 'path');
+    const query = parseOrThrow(route.query, ctx.query, 'query');
+    if (route.precheck) await route.precheck({ params, actor: actor as never });
+    const { multipart } = route;
+    // Authenticated and accepted: an upload's body may take as long as its bytes keep coming.
+    const serve = async (): Promise<void> => {
+      if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
+      const raw = multipart
+        ? await readMultipart(ctx, multipart, params as Record<string, string>)
+        : route.formBody
+          ? await readFormBody(ctx, deps.maxJsonBytes)
+          : route.body
+            ? await readJsonBody(ctx, deps.maxJsonBytes)
+            : undefined;
+
+      let result;
       try {
-        await serve();
-      } finally {
-        // A connection that carried a whole upload is not reused: Node's header-time check would count
-        // the next request's headers from this upload's start and reset it. One whose body was refused
-        // before its end stays open, so Node reads the rest and the client, still sending, gets the
-        // answer rather than a reset.
-        if (ctx.req.complete) ctx.set('Connection', 'close');
+        const body = parseOrThrow(route.body, raw, 'body');
+        result = await route.handler({ params, query, body, actor: actor as never, ctx });
+      } catch (err) {
+        // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
+        const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
+        if (file) await multipart.receiver.discard(file.stored);
+        if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
+        throw err;
       }
-    });
-  }
+      if (route.fileResponse) return;
+      if (!route.response || (route.noContent && result === undefined)) {
+        ctx.status = 204;
+        return;
+      }
+      ctx.status = route.status ?? 200;
+      // Parsing the output strips anything the schema does not name: no internal column leaks.
+      const response = route.response.parse(result);
+      const alternative = route.alternative;
+      if (alternative && ctx.accepts('application/json', alternative.contentType) === alternative.contentType) {
+        ctx.type = alternative.contentType;
+        ctx.body = alternative.render(response, ctx);
+        return;
+      }
+      ctx.body = response;
+    };
+    if (!multipart && !route.streamBody) return serve();
+    allowLongBody(ctx.req);
+    try {
+      await serve();
+    } finally {
+      // A connection that carried a whole upload is not reused: Node's header-time check would count
+      // the next request's headers from this upload's start and reset it. One whose body was refused
+      // before its end stays open, so Node reads the rest and the client, still sending, gets the
+      // answer rather than a reset.
+      if (ctx.req.complete) ctx.set('Connection', 'close');
+    }
+  };
 }

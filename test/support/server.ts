@@ -80,7 +80,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = new ShiftableClock();
-  const { app, jobs, listener, quotas } = createApp({
+  const { handler, jobs, listener, quotas } = createApp({
     config,
     db: database.db,
     clock,
@@ -92,7 +92,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   // Like main.ts: the per-tenant quotas the database enforces take this server's configuration.
   await quotas.applyLimits();
-  server.on('request', guardRequestBodies(app.callback(), config.requestLimits));
+  server.on('request', guardRequestBodies(handler, config.requestLimits));
   // Until the listener is fresh, API keys are looked up every time: waiting makes every test see the cache.
   await listener.start();
   // Like main.ts: builds become READY; LATCHKEY_RUN_JOBS=false leaves jobs to another server (or none).
