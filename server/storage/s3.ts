@@ -135,7 +135,8 @@ export function createS3Storage(options: S3StorageOptions): BlobStorage {
       // After the pipeline is joined, so a source that fails meanwhile has a listener; destroyed (and with
       // it the source) when the marker cannot be written.
       try {
-        await send('PutObject', () => client.send(new PutObjectCommand({ Bucket: bucket, Key: marker, Body: '' })));
+        // ContentLength said: an empty string's is not measured, and the SDK then warns on stderr of a stream of unknown length.
+        await send('PutObject', () => client.send(new PutObjectCommand({ Bucket: bucket, Key: marker, Body: '', ContentLength: 0 })));
       } catch (err) {
         counted.destroy();
         throw err;
