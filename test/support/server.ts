@@ -73,8 +73,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LATCHKEY_ADMIN_TOKEN: adminToken,
     LATCHKEY_RATE_LIMIT_MULTIPLIER: options.realRateLimits ? '1' : '1000',
     LATCHKEY_NODE_RUNTIMES_DIR: NODE_RUNTIMES_DIR,
-    // Quiet unless asked: TEST_LOG_LEVEL=error shows what a 500 in a test was.
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Errors only: a 500 that happens once in a CI run leaves its cause in the log (TEST_LOG_LEVEL changes it).
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
     // Every test checks that its routes declare the errors their services throw (a 500 naming the drift).
     LATCHKEY_STRICT_ERRORS: 'true',
     ...options.env,
