@@ -37,7 +37,7 @@ export function sendEmailJob(deps: { db: Db; transport: EmailTransport; clock: C
             await recordEmailError(trx, email.id, err.message);
             return err;
           }
-          await markEmailFailed(trx, email.id, err.message);
+          await markEmailFailed(trx, email.id, err.message, true);
           log.warn({ email: email.id, reason: err.message }, 'email refused by the mail server for good; not retried');
           return undefined;
         }

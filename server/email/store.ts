@@ -80,32 +80,48 @@ export async function insertEmailOnce(trx: Knex.Transaction, email: NewOutboxEma
 }
 
 /**
- * Counts an attempt on a still-queued email, which locks its row until the transaction ends.
- * Another sender of the same row waits for that lock, then finds it no longer queued: this keeps
- * two runners from sending it at once (one that stalled past its job lease, and its successor).
+ * Locks a still-queued email's row until the transaction ends, and reads it with the attempt this
+ * is counted in. Another sender of the same row waits for that lock, then finds it no longer queued:
+ * this keeps two runners from sending it at once (one that stalled past its job lease, and its
+ * successor).
+ *
+ * The row is locked by a SELECT and then updated once, by whichever of the three below ends the
+ * attempt (each counts it). A second UPDATE of a row this transaction already updated makes
+ * PostgreSQL check its license foreign key again, taking a key-share lock on the license while this
+ * row stays locked through the send: a redact holding that license and deleting the license's
+ * emails then deadlocked with the job (one 500 in a few CI runs).
  */
 export async function claimQueuedEmail(trx: Knex.Transaction, id: string): Promise<QueuedEmail | undefined> {
   const [row] = await hotQuery<QueuedEmail>(
     trx,
-    `UPDATE email_outbox SET attempts = attempts + 1 WHERE id = $1 AND status = 'queued' RETURNING id, kind, recipient, subject, text_body, html_body, sealed, attempts`,
+    `SELECT id, kind, recipient, subject, text_body, html_body, sealed, attempts + 1 AS attempts
+     FROM email_outbox WHERE id = $1 AND status = 'queued' FOR NO KEY UPDATE`,
     [id],
-    'email.claim_queued',
+    'email.lock_queued',
   );
   return row;
 }
 
 // Every email sent runs the claim above and this: both prepared (hotQuery).
 export async function markEmailSent(trx: Knex.Transaction, id: string, at: Date): Promise<void> {
-  await hotQuery(trx, `UPDATE email_outbox SET status = 'sent', sent_at = $2, last_error = NULL WHERE id = $1`, [id, at], 'email.mark_sent');
+  await hotQuery(trx, `UPDATE email_outbox SET status = 'sent', sent_at = $2, last_error = NULL, attempts = attempts + 1 WHERE id = $1`, [id, at], 'email.mark_sent');
 }
 
+/** A claimed attempt that failed for now: counted, with its reason. */
 export async function recordEmailError(trx: Knex.Transaction, id: string, reason: string): Promise<void> {
-  await trx('email_outbox').where({ id }).update({ last_error: reason });
+  await trx('email_outbox')
+    .where({ id })
+    .update({ last_error: reason, attempts: trx.raw('attempts + 1') });
 }
 
-/** Only a queued email fails: one sent meanwhile stays sent. */
-export async function markEmailFailed(db: Db, id: string, reason: string): Promise<void> {
-  await db('email_outbox').where({ id, status: 'queued' }).update({ status: 'failed', last_error: reason });
+/**
+ * Only a queued email fails: one sent meanwhile stays sent. `attempted`: the end of a claimed
+ * attempt the mail server refused for good (counted), rather than the job giving up.
+ */
+export async function markEmailFailed(db: Db, id: string, reason: string, attempted = false): Promise<void> {
+  await db('email_outbox')
+    .where({ id, status: 'queued' })
+    .update({ status: 'failed', last_error: reason, ...(attempted ? { attempts: db.raw('attempts + 1') } : {}) });
 }
 
 /** Whether the email of this dedupe key was ever queued (sent or not). */

@@ -121,6 +121,28 @@ describe('delivery email through the server (SMTP)', () => {
     expect(sent).toMatchObject({ attempts: 2, last_error: null });
     expect(receivedWith(s.license.license_key)).toHaveLength(1);
   });
+
+  it('does not deadlock with a transaction that holds the license and removes its emails (a redact) while the email is being sent', async () => {
+    const s = await sale(server, t);
+    let answer!: () => void;
+    smtp.answerNext({ after: new Promise<void>((resolve) => (answer = resolve)) });
+    await s.queue('held@example.com');
+    // The job holds the email's row until the mail server answers.
+    await eventually('the message to reach the mail server', async () => smtp.held() === 1 || undefined);
+    const db = server.database.db;
+    const removed = db.transaction(async (trx) => {
+      await trx('licenses').where({ id: s.license.license_id }).forUpdate().first('id');
+      const deleting = trx('email_outbox').where({ license_id: s.license.license_id }).delete();
+      const waiting = deleting.then((n) => n);
+      // The job ends its attempt while the removal waits for the email's row. Updating that row a
+      // second time in its transaction made PostgreSQL take a key-share lock on the license, held
+      // here: a deadlock, and the removal (waiting longest) was the one PostgreSQL cancelled.
+      setTimeout(answer, 300);
+      return waiting;
+    });
+    await expect(removed).resolves.toBe(1);
+    expect(receivedWith(s.license.license_key)).toHaveLength(1);
+  });
 });
 
 describe('delivery email without SMTP', () => {

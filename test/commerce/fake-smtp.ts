@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
-/** How the fake server answers the next message: accept it, refuse it for now (4xx) or for good (5xx). */
-type Answer = 'accept' | { code: number; message: string };
+/** How the fake server answers the next message: accept it, refuse it for now (4xx) or for good (5xx), or accept it once `after` settles. */
+type Answer = 'accept' | { code: number; message: string } | { after: Promise<unknown> };
 
 export interface FakeSmtp {
   /** `smtp://127.0.0.1:<port>`, for SMTP_URL. */
@@ -11,6 +11,8 @@ export interface FakeSmtp {
   received: string[];
   /** Answers the next messages' DATA with these, in order; then accepts again. */
   answerNext(...answers: Answer[]): void;
+  /** Messages whose answer waits for its `after`. */
+  held(): number;
   close(): Promise<void>;
 }
 
@@ -18,6 +20,7 @@ export interface FakeSmtp {
 export async function startFakeSmtp(): Promise<FakeSmtp> {
   const received: string[] = [];
   const answers: Answer[] = [];
+  let held = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -27,6 +30,15 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
         const answer = answers.shift() ?? 'accept';
+        if (typeof answer === 'object' && 'after' in answer) {
+          held++;
+          void answer.after.finally(() => {
+            held--;
+            received.push(Buffer.concat(chunks).toString('utf8'));
+            callback();
+          });
+          return;
+        }
         if (answer !== 'accept') return callback(Object.assign(new Error(answer.message), { responseCode: answer.code }));
         received.push(Buffer.concat(chunks).toString('utf8'));
         callback();
@@ -39,6 +51,7 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
     url: `smtp://127.0.0.1:${port}`,
     received,
     answerNext: (...next) => void answers.push(...next),
+    held: () => held,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
