@@ -1,4 +1,4 @@
-import { PassThrough, Transform, pipeline, type Readable } from 'node:stream';
+import { Readable, Transform, pipeline } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { newId, randomHex } from '../crypto/secrets.js';
@@ -102,21 +102,15 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
     return expired.rows.length;
   }
 
-  /** The chunks, in order, as one stream. */
+  /**
+   * The chunks, in order, as one stream. Destroying it (the store refused the artifact) ends the
+   * generator, and with it the chunk being read: no file handle or S3 socket is left open.
+   */
   function joined(session: UploadSessionRow): Readable {
-    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
-    void (async () => {
-      try {
-        for (const key of session.part_keys) {
-          const part = await storage.read(key);
-          for await (const chunk of part) if (!out.write(chunk)) await new Promise((resolve) => out.once('drain', resolve));
-        }
-        out.end();
-      } catch (err) {
-        out.destroy(err as Error);
-      }
-    })();
-    return out;
+    async function* chunks() {
+      for (const key of session.part_keys) yield* await storage.read(key);
+    }
+    return Readable.from(chunks(), { objectMode: false });
   }
 
   return {
