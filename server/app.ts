@@ -227,5 +227,5 @@ export function createApp(deps: AppDeps) {
   );
   // The HTTP server's handler: the runtime operations through their lane, everything else through `app`.
   const handler = createRuntimeLane({ routes, deps: routeDeps, envelope, proxy: config.trustProxy.any, onError })(app.callback());
-  return { app, handler, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
+  return { handler, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
 }
