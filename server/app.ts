@@ -208,9 +208,12 @@ export function createApp(deps: AppDeps) {
   app.on('error', onError);
   // The developer portal (/portal) forwards to this same API; see server/portal/index.ts.
   const portal = createPortal({ config, db, clock, masterKey, rateLimiter, api: { router: api, routes } });
-  // What every request goes through first, the runtime lane's included.
-  const envelope = [resolveClientAddress(config.trustProxy), portal.acceptForwarded, metrics.middleware, requestLogging(log), errorHandler()];
-  for (const middleware of envelope) app.use(middleware);
+  // What every request goes through first; the runtime lane (runtime-lane.ts) takes the same steps, as the same functions.
+  app.use(resolveClientAddress(config.trustProxy));
+  app.use(portal.acceptForwarded);
+  app.use(metrics.middleware);
+  app.use(requestLogging(log));
+  app.use(errorHandler());
   app.use(limitUnhandledRequests(rateLimiter));
   app.use(portal.middleware);
   app.use(ops.routes());
@@ -226,6 +229,15 @@ export function createApp(deps: AppDeps) {
     { concurrency: config.jobConcurrency, perTenant: config.jobTenantConcurrency, leaseSeconds: config.jobLeaseSeconds },
   );
   // The HTTP server's handler: the runtime operations through their lane, everything else through `app`.
-  const handler = createRuntimeLane({ routes, deps: routeDeps, envelope, proxy: config.trustProxy.any, onError })(app.callback());
+  const lane = createRuntimeLane({
+    routes,
+    deps: routeDeps,
+    log,
+    metrics,
+    proxies: config.trustProxy,
+    forwardedClient: portal.forwardedClient,
+    onError: (err) => log.error({ err }, 'runtime lane failure'),
+  });
+  const handler = lane(app.callback());
   return { handler, routes, rateLimiter, getOpenApi, jobs, listener, quotas, storage: builds.storage, uploads: builds.uploads };
 }

@@ -88,7 +88,7 @@ export function offlineActivationRoutes(offline: OfflineActivation) {
       body: ActivationRequestBody,
       response: OfflineActivationResult,
       errors: [401, 403, 404],
-      handler: ({ body, ctx }) => offline.activateOffline(body, (decision) => setRateLimitHeaders(ctx, decision)),
+      handler: ({ body, response }) => offline.activateOffline(body, (decision) => setRateLimitHeaders(response, decision)),
     }),
   ];
 }

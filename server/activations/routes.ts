@@ -28,7 +28,7 @@ export function activationRoutes(activations: ActivationsService) {
       body: s.ActivateBody,
       response: s.ActivationResult,
       errors: [401, 403, 404, 409],
-      handler: ({ body, ctx }) => activations.activate(body, (decision) => setRateLimitHeaders(ctx, decision)),
+      handler: ({ body, response }) => activations.activate(body, (decision) => setRateLimitHeaders(response, decision)),
     }),
     defineRoute({
       method: 'post',
@@ -47,7 +47,7 @@ export function activationRoutes(activations: ActivationsService) {
       body: s.RefreshBody,
       response: s.ActivationResult,
       errors: [401, 403, 409],
-      handler: ({ body, ctx }) => activations.refresh(body, (decision) => setRateLimitHeaders(ctx, decision)),
+      handler: ({ body, response }) => activations.refresh(body, (decision) => setRateLimitHeaders(response, decision)),
     }),
     defineRoute({
       method: 'post',

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { DOCUMENT_TYPES, FINGERPRINT_PATTERN, ProtocolError, type RuntimePolicy, type RuntimeTokenClaims, type WrappedContentKey } from '@latchkey/runtime-sdk/protocol';
 import { z } from 'zod';
 import { RequestError } from '../errors.js';
@@ -8,9 +7,9 @@ import type { ActivationResult } from './schemas.js';
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
-/** What refresh reads of a token, and the SHA-256 of the signed part it was remembered with. */
+/** What refresh reads of a token, and the token itself. */
 interface RememberedToken {
-  signedPartDigest: Buffer;
+  token: string;
   licenseId: string;
   device: string;
 }
@@ -19,10 +18,12 @@ interface RememberedToken {
  * Runtime tokens come back: at every refresh (a floating seat's heartbeat) and with every
  * consumption, each presenting the token that this process signed or checked last. An Ed25519
  * signature check costs about 0.1 ms of CPU, a third of a refresh's (`npm run bench -- heartbeat`);
- * a token found here byte for byte (its signature, then the SHA-256 of the part it signs) is one
- * this keyring signed, so it is not checked again. The keyring's keys never change while it lives.
- * Bounded, least recently presented forgotten first (about 300 bytes each): a forgotten or
- * never-seen token (signed by another instance, or before a restart) is checked as always.
+ * a token found here byte for byte (looked up by its signature, then compared whole) is one this
+ * keyring signed or checked, so it is not checked again. The keyring's keys never change while it
+ * lives. Bounded, least recently presented forgotten first (a token string of some 500 bytes each,
+ * the one the answer carried: about 20 MB when full): a forgotten or never-seen token (signed by
+ * another instance, or before a restart) is checked as always. The comparison need not take
+ * constant time: finding the entry takes the token's signature, which only a holder of the token has.
  */
 const REMEMBERED_TOKENS = 32_768;
 const rememberedBy = new WeakMap<Keyring, Map<string, RememberedToken>>();
@@ -33,22 +34,20 @@ function memoryOf(keyring: Keyring): Map<string, RememberedToken> {
   return memory;
 }
 
-const signedPartDigest = (token: string, dot: number) => createHash('sha256').update(token.slice(0, dot)).digest();
+const signatureOf = (token: string) => token.slice(token.lastIndexOf('.') + 1);
 
 function remember(keyring: Keyring, token: string, read: { licenseId: string; device: string }): void {
   const memory = memoryOf(keyring);
-  const dot = token.lastIndexOf('.');
-  memory.set(token.slice(dot + 1), { signedPartDigest: signedPartDigest(token, dot), ...read });
+  memory.set(signatureOf(token), { token, ...read });
   if (memory.size > REMEMBERED_TOKENS) memory.delete(memory.keys().next().value!);
 }
 
 /** The remembered reading of exactly this token (moved to the most recent), else undefined. */
 function recall(keyring: Keyring, token: string): { licenseId: string; device: string } | undefined {
   const memory = memoryOf(keyring);
-  const dot = token.lastIndexOf('.');
-  const signature = token.slice(dot + 1);
+  const signature = signatureOf(token);
   const found = memory.get(signature);
-  if (!found || !timingSafeEqual(found.signedPartDigest, signedPartDigest(token, dot))) return undefined;
+  if (found?.token !== token) return undefined;
   memory.delete(signature);
   memory.set(signature, found);
   return { licenseId: found.licenseId, device: found.device };

@@ -1,4 +1,4 @@
-import type Koa from 'koa';
+import type http from 'node:http';
 import { RequestError } from '../errors.js';
 
 /**
@@ -6,10 +6,9 @@ import { RequestError } from '../errors.js';
  * excess is drained, not the connection destroyed (the client may still be sending): it sees the
  * 413 instead of a reset, and the connection stays usable.
  */
-export function readRawBody(ctx: Koa.Context, limit: number): Promise<Buffer> {
-  const declared = Number(ctx.get('content-length') || 0);
+export function readRawBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] || 0);
   if (declared > limit) return Promise.reject(tooLarge(limit));
-  const req = ctx.req;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -50,12 +49,21 @@ function tooLarge(limit: number): RequestError {
   return new RequestError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`);
 }
 
+/** The request's media type, lower case, without parameters: `application/json` of `application/json; charset=utf-8`. */
+function mediaTypeOf(req: http.IncomingMessage): string {
+  const header = req.headers['content-type'] ?? '';
+  const semicolon = header.indexOf(';');
+  return (semicolon < 0 ? header : header.slice(0, semicolon)).trim().toLowerCase();
+}
+
+/** `application/json` or any `type/subtype+json` (`application/merge-patch+json`). */
+const JSON_MEDIA_TYPE = /^(?:application\/json|[\w.+-]+\/[\w.+-]+\+json)$/;
+
 /** JSON body of a request; an empty body is `undefined` so the schema can say whether one is required. */
-export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<unknown> {
-  const raw = await readRawBody(ctx, limit);
-  ctx.state.rawBody = raw;
+export async function readJsonBody(req: http.IncomingMessage, limit: number): Promise<unknown> {
+  const raw = await readRawBody(req, limit);
   if (raw.length === 0) return undefined;
-  if (!ctx.is('application/json', '+json')) {
+  if (!JSON_MEDIA_TYPE.test(mediaTypeOf(req))) {
     throw new RequestError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
   }
   let body: unknown;
@@ -76,10 +84,10 @@ export async function readJsonBody(ctx: Koa.Context, limit: number): Promise<unk
  * An HTML form's body (`application/x-www-form-urlencoded`, what a page without JavaScript posts)
  * as an object of strings; an empty body is an empty object, so the schema's defaults apply.
  */
-export async function readFormBody(ctx: Koa.Context, limit: number): Promise<Record<string, string>> {
-  const raw = await readRawBody(ctx, limit);
+export async function readFormBody(req: http.IncomingMessage, limit: number): Promise<Record<string, string>> {
+  const raw = await readRawBody(req, limit);
   if (raw.length === 0) return {};
-  if (!ctx.is('application/x-www-form-urlencoded')) {
+  if (mediaTypeOf(req) !== 'application/x-www-form-urlencoded') {
     throw new RequestError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/x-www-form-urlencoded');
   }
   return Object.fromEntries(new URLSearchParams(raw.toString('utf8')));

@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import type Koa from 'koa';
 
@@ -94,16 +95,21 @@ export function clientAddress(peer: string, forwardedFor: string | undefined, pr
 const FORWARDED_HEADERS = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];
 
 /**
- * First middleware: sets `ctx.ip` to the client's address (`clientAddress`), which everything that
- * counts or records addresses reads, and removes the forwarded headers of a peer that is not a
- * trusted proxy, so Koa's `ctx.protocol`, `ctx.secure` and `ctx.host` (the portal's Secure cookies
- * and same-origin check) believe them only from one.
+ * The request's client address (`clientAddress`). Removes the forwarded headers of a peer that is
+ * not a trusted proxy, so Koa's `ctx.protocol`, `ctx.secure` and `ctx.host` (the portal's Secure
+ * cookies and same-origin check) believe them only from one.
  */
+export function resolveClientOf(req: http.IncomingMessage, proxies: TrustedProxies): string {
+  const peer = req.socket.remoteAddress ?? '';
+  if (!proxies.trusts(peer)) for (const name of FORWARDED_HEADERS) delete req.headers[name];
+  const forwardedFor = req.headers['x-forwarded-for'];
+  return clientAddress(peer, typeof forwardedFor === 'string' ? forwardedFor : undefined, proxies);
+}
+
+/** First middleware: sets `ctx.ip` to the client's address, which everything that counts or records addresses reads. */
 export function resolveClientAddress(proxies: TrustedProxies): Koa.Middleware {
   return async (ctx, next) => {
-    const peer = ctx.req.socket.remoteAddress ?? '';
-    if (!proxies.trusts(peer)) for (const name of FORWARDED_HEADERS) delete ctx.req.headers[name];
-    ctx.request.ip = clientAddress(peer, ctx.get('x-forwarded-for'), proxies);
+    ctx.request.ip = resolveClientOf(ctx.req, proxies);
     await next();
   };
 }

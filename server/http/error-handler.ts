@@ -23,7 +23,8 @@ function isStorageFull(err: unknown): boolean {
   return code === 'ENOSPC' || code === 'EDQUOT' || code === '53100';
 }
 
-function toRequestError(err: unknown, log: Logger): RequestError {
+/** The closed error a failure answers with; what is not one is logged (a bug, a full disk, an outage). */
+export function toRequestError(err: unknown, log: Logger): RequestError {
   if (err instanceof RequestError) return err;
   // A per-tenant quota the database enforces (licenses, delivery emails): 429 with Retry-After.
   const quota = quotaErrorFromDatabase(err);
@@ -48,6 +49,11 @@ function toRequestError(err: unknown, log: Logger): RequestError {
   return new RequestError('INTERNAL_ERROR', 'Internal server error');
 }
 
+/** The error body; the request's id (X-Request-Id, req_id in its log lines) is what a developer quotes to the operator. */
+export function errorBodyOf(error: RequestError, state: RequestState) {
+  return { ...error.toBody(), request_id: state.requestId };
+}
+
 /**
  * Renders every failure as `{ detail, error_code, status_code, request_id }`: raised errors, unknown routes
  * (404), known routes with another method (405), and anything unexpected (500, logged).
@@ -66,8 +72,7 @@ export function errorHandler(): Koa.Middleware {
       const error = toRequestError(err, ctx.state.log);
       for (const [name, value] of Object.entries(error.extra.headers ?? {})) ctx.set(name, value);
       ctx.status = error.status;
-      // The request's id (X-Request-Id, req_id in its log lines): what a developer quotes to the operator.
-      ctx.body = { ...error.toBody(), request_id: (ctx.state as RequestState).requestId };
+      ctx.body = errorBodyOf(error, ctx.state as RequestState);
     }
   };
 }

@@ -64,23 +64,31 @@ export class RequestState {
   }
 }
 
-/** Gives each request an id (the caller's `X-Request-Id` when well-formed), a child logger and one access-log line. */
+/** A request's id: the caller's `X-Request-Id` when well-formed (a proxy's), else a new one. */
+export function requestIdOf(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+/** The access-log line of an answered request; `startedAt` is its `performance.now()` at arrival, `client` its resolved address. */
+export function logAnswered(log: Logger, state: RequestState, answered: { method: string; url: string; status: number; client: string; startedAt: number }): void {
+  // Only built when it will be written: below `info` (load tests, quiet deployments) it costs nothing.
+  if (!log.isLevelEnabled('info')) return;
+  const ms = Math.round((performance.now() - answered.startedAt) * 10) / 10;
+  state.log.info({ method: answered.method, url: redactUrl(answered.url), status: answered.status, client: answered.client, ms }, 'request');
+}
+
+/** Gives each request an id (`requestIdOf`), a child logger and one access-log line. */
 export function requestLogging(log: Logger): Koa.Middleware {
   return async (ctx, next) => {
-    const incoming = ctx.get('x-request-id');
-    const id = REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ctx.set('X-Request-Id', id);
-    ctx.state = new RequestState(log, id);
-    const started = process.hrtime.bigint();
+    const state = new RequestState(log, requestIdOf(ctx.req.headers['x-request-id']));
+    ctx.set('X-Request-Id', state.requestId);
+    ctx.state = state;
+    const startedAt = performance.now();
     try {
       await next();
     } finally {
-      // Only built when it will be written: below `info` (load tests, quiet deployments) it costs nothing.
-      if (log.isLevelEnabled('info')) {
-        const ms = Number(process.hrtime.bigint() - started) / 1e6;
-        // `ctx.ip`: the client as resolveClientAddress found it (X-Forwarded-For only from trusted proxies).
-        ctx.state.log.info({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, client: ctx.ip, ms: Math.round(ms * 10) / 10 }, 'request');
-      }
+      // `ctx.ip`: the client as resolveClientAddress found it (X-Forwarded-For only from trusted proxies).
+      logAnswered(log, state, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, client: ctx.ip, startedAt });
     }
   };
 }

@@ -4,6 +4,8 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
 export interface Metrics {
   registry: Registry;
   middleware: Koa.Middleware;
+  /** Counts one answered request; `startedAt` is its `performance.now()` at arrival. */
+  record(method: string, route: string, status: number, startedAt: number): void;
 }
 
 /** Prometheus counters per route template (never the raw path: ids would explode the label set). */
@@ -23,16 +25,19 @@ export function createMetrics(): Metrics {
     buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
+  const record: Metrics['record'] = (method, route, status, startedAt) => {
+    duration.observe({ method, route }, (performance.now() - startedAt) / 1000);
+    requests.inc({ method, route, status: String(status) });
+  };
   return {
     registry,
+    record,
     middleware: async (ctx, next) => {
-      const end = duration.startTimer();
+      const startedAt = performance.now();
       try {
         await next();
       } finally {
-        const route = (ctx.state.routePath as string | undefined) ?? 'unmatched';
-        end({ method: ctx.method, route });
-        requests.inc({ method: ctx.method, route, status: String(ctx.status) });
+        record(ctx.method, (ctx.state.routePath as string | undefined) ?? 'unmatched', ctx.status, startedAt);
       }
     },
   };

@@ -4,7 +4,7 @@ import { sha256Hex } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
 import { createProcessCounters } from './process-counters.js';
 import { createLeasedCounters } from './rate-lease.js';
-import { enforce, fixedWindow, type RateRefusal, type RateRule } from './rate-window.js';
+import { enforce, fixedWindow, type RateRefusal, type ResponseHeaders, type RateRule } from './rate-window.js';
 
 /**
  * The class of each operation (docs/contract.md's Limits table), counted per developer behind any of their
@@ -60,7 +60,7 @@ export const rateSubject = {
 
 export interface RateLimiter {
   /** Counts one request of class `cls` by `subject`; sets the RateLimit headers; throws 429 past the limit. */
-  admit(ctx: Koa.Context, cls: RateLimitClass, subject: string): Promise<void>;
+  admit(response: ResponseHeaders, cls: RateLimitClass, subject: string): Promise<void>;
   /** Forgets windows that ended long ago. */
   sweep(): Promise<void>;
 }
@@ -69,17 +69,17 @@ export function createRateLimiter(db: Db, clock: Clock, multiplier: number): Rat
   const inDatabase = createLeasedCounters(db);
   const inProcess = createProcessCounters();
   return {
-    async admit(ctx, cls, subject) {
+    async admit(response, cls, subject) {
       const rule = RATE_LIMITS[cls];
       const now = clock.now();
       const window = fixedWindow(rule, now, multiplier);
       const bucket = `${cls}:${subject}`;
       if (rule.counted === 'process') {
-        enforce(ctx, window.decide(inProcess.count(bucket, window, now.getTime())));
+        enforce(response, window.decide(inProcess.count(bucket, window, now.getTime())));
         return;
       }
       const { allowed, remaining } = await inDatabase.take(bucket, window, now.getTime());
-      enforce(ctx, { allowed, remaining, limit: window.limit, resetSeconds: window.resetSeconds }, 'refusal' in rule ? rule.refusal : undefined);
+      enforce(response, { allowed, remaining, limit: window.limit, resetSeconds: window.resetSeconds }, 'refusal' in rule ? rule.refusal : undefined);
     },
     async sweep() {
       await db.raw(`DELETE FROM rate_limit_hits WHERE window_start < ?`, [new Date(clock.now().getTime() - 86_400_000)]);

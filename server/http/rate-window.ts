@@ -1,4 +1,3 @@
-import type Koa from 'koa';
 import { RequestError, type ErrorCode } from '../errors.js';
 
 export interface RateRule {
@@ -45,10 +44,15 @@ export function fixedWindow(rule: RateRule, now: Date, multiplier: number): Fixe
   };
 }
 
-export function setRateLimitHeaders(ctx: Koa.Context, decision: RateDecision): void {
-  ctx.set('RateLimit-Limit', String(decision.limit));
-  ctx.set('RateLimit-Remaining', String(decision.remaining));
-  ctx.set('RateLimit-Reset', String(decision.resetSeconds));
+/** Where a response's headers are set: a Koa context, or the runtime lane's answer (runtime-lane.ts). */
+export interface ResponseHeaders {
+  set(name: string, value: string): void;
+}
+
+export function setRateLimitHeaders(response: ResponseHeaders, decision: RateDecision): void {
+  response.set('RateLimit-Limit', String(decision.limit));
+  response.set('RateLimit-Remaining', String(decision.remaining));
+  response.set('RateLimit-Reset', String(decision.resetSeconds));
 }
 
 /** How a class answers past its limit, when not with the generic RATE_LIMITED and the window's reset. */
@@ -60,8 +64,8 @@ export interface RateRefusal {
 }
 
 /** Sets the RateLimit headers of `decision`; throws the 429 when it refuses. */
-export function enforce(ctx: Koa.Context, decision: RateDecision, refusal?: RateRefusal): void {
-  setRateLimitHeaders(ctx, decision);
+export function enforce(response: ResponseHeaders, decision: RateDecision, refusal?: RateRefusal): void {
+  setRateLimitHeaders(response, decision);
   if (!decision.allowed) {
     throw refusal ? rateLimited(refusal.retryAfterSeconds, refusal.detail, refusal.code) : rateLimited(decision.resetSeconds);
   }

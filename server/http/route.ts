@@ -7,6 +7,7 @@ import { readFormBody, readJsonBody, readRawBody } from './body.js';
 import { allowLongBody } from './http-server.js';
 import { fileOf, readMultipart, type MultipartSpec } from './multipart.js';
 import { rateSubject, type RateLimitClass, type RateLimiter } from './rate-limit.js';
+import type { ResponseHeaders } from './rate-window.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'delete';
 
@@ -17,6 +18,9 @@ export interface RouteInput<P, Q, B, A extends AuthMode> {
   query: Q;
   body: B;
   actor: ActorFor<A>;
+  /** Headers of the answer (RateLimit headers of a limit the operation counted). */
+  response: ResponseHeaders;
+  /** The Koa context; operations in the runtime lane (runtime-lane.ts) have none and use `response`. */
   ctx: Koa.Context;
 }
 
@@ -140,7 +144,7 @@ function findNulCharacter(value: unknown, where: string): string | null {
   return null;
 }
 
-function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+export function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   // Refused here as bad input, for every field at once, rather than failing later in the database.
   const nulAt = findNulCharacter(value, where);
@@ -170,12 +174,34 @@ export function toKoaPath(openApiPath: string): string {
   return openApiPath.replace(/\{(\w+)\}/g, ':$1');
 }
 
+/**
+ * Validates the body read (`raw`) and runs the handler: what every operation does once admitted,
+ * on the router and in the runtime lane. A closed error the route does not declare is reported.
+ */
+export async function runHandler(route: RouteDef, deps: RouteDeps, raw: unknown, input: Omit<RouteInput<unknown, unknown, unknown, AuthMode>, 'body'>): Promise<unknown> {
+  try {
+    const body = parseOrThrow(route.body, raw, 'body');
+    // Assigned, not spread: the runtime lane's `ctx` is a getter that throws when read.
+    return await route.handler(Object.assign(input, { body }) as RouteInput<never, never, never, AuthMode>);
+  } catch (err) {
+    if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
+    throw err;
+  }
+}
+
+/** The status and JSON body of a handler's result; no body: 204. */
+export function answerOf(route: RouteDef, result: unknown): { status: number; body?: unknown } {
+  if (!route.response || (route.noContent && result === undefined)) return { status: 204 };
+  // Parsing the output strips anything the schema does not name: no internal column leaks.
+  return { status: route.status ?? 200, body: route.response.parse(result) };
+}
+
 /** Mounts route definitions on a Koa router with the guard every operation shares. */
 export function mountRoutes(router: Router, routes: RouteDef[], deps: RouteDeps): void {
   for (const route of routes) router[route.method](route.operationId, toKoaPath(route.path), serveOperation(route, deps));
 }
 
-/** One operation behind the guard every operation shares; mounted on the router, and in the runtime lane (runtime-lane.ts). */
+/** One operation behind the guard every operation shares, as the router mounts it (the runtime lane has its own: runtime-lane.ts). */
 export function serveOperation(route: RouteDef, deps: RouteDeps): Koa.Middleware {
   return async (ctx) => {
     ctx.state.routePath = route.path;
@@ -193,34 +219,29 @@ export function serveOperation(route: RouteDef, deps: RouteDeps): Koa.Middleware
     const { multipart } = route;
     // Authenticated and accepted: an upload's body may take as long as its bytes keep coming.
     const serve = async (): Promise<void> => {
-      if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx, deps.maxJsonBytes);
+      if (route.rawBody) ctx.state.rawBody = await readRawBody(ctx.req, deps.maxJsonBytes);
       const raw = multipart
         ? await readMultipart(ctx, multipart, params as Record<string, string>)
         : route.formBody
-          ? await readFormBody(ctx, deps.maxJsonBytes)
+          ? await readFormBody(ctx.req, deps.maxJsonBytes)
           : route.body
-            ? await readJsonBody(ctx, deps.maxJsonBytes)
+            ? await readJsonBody(ctx.req, deps.maxJsonBytes)
             : undefined;
 
       let result;
       try {
-        const body = parseOrThrow(route.body, raw, 'body');
-        result = await route.handler({ params, query, body, actor: actor as never, ctx });
+        result = await runHandler(route, deps, raw, { params, query, actor: actor as never, response: ctx, ctx });
       } catch (err) {
         // An uploaded file the request did not keep (bad fields, a refused operation) is removed.
         const file = multipart && fileOf(raw as Record<string, unknown>, multipart);
         if (file) await multipart.receiver.discard(file.stored);
-        if (err instanceof RequestError && !declaredErrorStatuses(route).has(err.status)) deps.onUndeclaredError(route, err);
         throw err;
       }
       if (route.fileResponse) return;
-      if (!route.response || (route.noContent && result === undefined)) {
-        ctx.status = 204;
-        return;
-      }
-      ctx.status = route.status ?? 200;
-      // Parsing the output strips anything the schema does not name: no internal column leaks.
-      const response = route.response.parse(result);
+      const answer = answerOf(route, result);
+      ctx.status = answer.status;
+      if (!('body' in answer)) return;
+      const response = answer.body;
       const alternative = route.alternative;
       if (alternative && ctx.accepts('application/json', alternative.contentType) === alternative.contentType) {
         ctx.type = alternative.contentType;

@@ -87,7 +87,7 @@ function loadAssets(): Map<string, StaticAsset> {
 }
 
 async function readForm<T>(ctx: Koa.Context, schema: z.ZodType<T>): Promise<T> {
-  const parsed = schema.safeParse(await readJsonBody(ctx, MAX_FORM_BYTES));
+  const parsed = schema.safeParse(await readJsonBody(ctx.req, MAX_FORM_BYTES));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new RequestError('VALIDATION_FAILED', `body.${issue.path.join('.') || '(root)'}: ${issue.message}`);
@@ -286,5 +286,5 @@ export function createPortal(deps: PortalDeps) {
     await handler(ctx, session);
   };
 
-  return { acceptForwarded: upstream.acceptForwarded, middleware, close: upstream.close };
+  return { acceptForwarded: upstream.acceptForwarded, forwardedClient: upstream.forwardedClient, middleware, close: upstream.close };
 }

@@ -99,19 +99,27 @@ export function createUpstream() {
     return { status: res.statusCode ?? 502, body: parsed, headers: res.headers };
   }
 
-  /** First middleware: trusts the forwarded client address only with this process's secret. */
+  /**
+   * The browser's address a request forwarded by this process's portal names, trusted only with
+   * this process's secret; the forwarding headers are removed from every request.
+   */
+  const forwardedClient = (req: http.IncomingMessage): string | undefined => {
+    const given = req.headers[FORWARD_SECRET_HEADER];
+    if (given === undefined) return undefined;
+    const client = req.headers[FORWARD_CLIENT_HEADER];
+    delete req.headers[FORWARD_SECRET_HEADER];
+    delete req.headers[FORWARD_CLIENT_HEADER];
+    return typeof given === 'string' && typeof client === 'string' && client && safeEqual(given, secret) ? client : undefined;
+  };
+
+  /** A middleware after the client address: trusts the forwarded client address only with this process's secret. */
   const acceptForwarded: Koa.Middleware = async (ctx, next) => {
-    const given = ctx.get(FORWARD_SECRET_HEADER);
-    if (given) {
-      const client = ctx.get(FORWARD_CLIENT_HEADER);
-      if (safeEqual(given, secret) && client) ctx.request.ip = client;
-      delete ctx.req.headers[FORWARD_SECRET_HEADER];
-      delete ctx.req.headers[FORWARD_CLIENT_HEADER];
-    }
+    const client = forwardedClient(ctx.req);
+    if (client) ctx.request.ip = client;
     await next();
   };
 
-  return { send, json, acceptForwarded, close: () => agent.destroy() };
+  return { send, json, forwardedClient, acceptForwarded, close: () => agent.destroy() };
 }
 
 export type Upstream = ReturnType<typeof createUpstream>;

@@ -148,7 +148,7 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
       response: s.UpdateManifest,
       errors: [401, 403],
       noContent: 'No update for this device now',
-      handler: ({ body, ctx }) => checks.check(body, (decision) => setRateLimitHeaders(ctx, decision)),
+      handler: ({ body, response }) => checks.check(body, (decision) => setRateLimitHeaders(response, decision)),
     }),
     defineRoute({
       ...runtime,
@@ -166,7 +166,7 @@ export function updateRoutes(pushes: PushService, checks: UpdateChecks) {
         `tries, then for a newer push). ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: s.UpdateReportBody,
       errors: [401, 403, 404],
-      handler: ({ body, ctx }) => checks.report(body, (decision) => setRateLimitHeaders(ctx, decision)),
+      handler: ({ body, response }) => checks.report(body, (decision) => setRateLimitHeaders(response, decision)),
     }),
   ];
 }

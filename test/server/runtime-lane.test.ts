@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectError } from '../support/assertions.js';
-import { randomFingerprint } from '../support/fixtures.js';
+import { createLicense, randomFingerprint } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { startTestServer } from '../support/server.js';
+import { tenant } from '../licensing/world.js';
 
 // The runtime operations are answered by a lane of their own (server/http/runtime-lane.ts) when the
 // method and path are exact; any other spelling reaches the main application. Both must answer alike.
@@ -30,6 +31,45 @@ describe('runtime lane', () => {
         expect(lane.headers.get(name) !== null, name).toBe(router.headers.get(name) !== null);
       }
       expect(lane.headers.get('content-type')).toBe(router.headers.get('content-type'));
+    }
+  });
+
+  it('refuses a body that is not JSON, too large or ill-typed as the main application does', async () => {
+    const cases = [
+      [{ raw: { data: '{"license_key":', contentType: 'application/json' } }, 400, 'INVALID_JSON'],
+      [{ raw: { data: 'license_key=x', contentType: 'application/x-www-form-urlencoded' } }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      [{ raw: { data: JSON.stringify({ license_key: 'x'.repeat(2_000_000) }), contentType: 'application/json' } }, 413, 'PAYLOAD_TOO_LARGE'],
+      [{ body: { ...unknownKey, note: 'a\u0000b' } }, 400, 'VALIDATION_FAILED'],
+    ] as const;
+    for (const [request, status, code] of cases) {
+      expectError(await call('POST', '/v1/licenses/activate', request), status, code);
+      expectError(await call('POST', '/v1/licenses/activate/', request), status, code);
+    }
+    // A media type with parameters, or any +json type, is JSON.
+    expectError(
+      await call('POST', '/v1/licenses/activate', { raw: { data: JSON.stringify(unknownKey), contentType: 'application/vnd.api+json; charset=utf-8' } }),
+      401,
+      'INVALID_LICENSE_KEY',
+    );
+  });
+
+  it("answers a license's operations with its limit's headers, and 204 without a body or content type", async () => {
+    const { dev, app } = await tenant(server);
+    const license = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const activation = { license_key: license.license_key, device_fingerprint: randomFingerprint(), build_id: null };
+    const activated = await call('POST', '/v1/licenses/activate', { body: activation });
+    expect(activated.status, JSON.stringify(activated.body)).toBe(200);
+    // The license's activation limit, one count for both ways: the re-activation is its second hit.
+    const again = await call('POST', '/v1/licenses/activate/', { body: activation });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('ratelimit-limit')).toBe(activated.headers.get('ratelimit-limit'));
+    expect(Number(again.headers.get('ratelimit-remaining'))).toBe(Number(activated.headers.get('ratelimit-remaining')) - 1);
+    for (const path of ['/v1/licenses/checkin', '/v1/licenses/checkin/']) {
+      const checkin = await call('POST', path, { body: { token: activated.body.token } });
+      expect(checkin.status, path).toBe(204);
+      expect(checkin.headers.get('content-type'), path).toBeNull();
+      expect(checkin.headers.get('content-length') ?? '0', path).toBe('0');
+      expect(checkin.headers.get('x-request-id'), path).not.toBeNull();
     }
   });
 

@@ -46,6 +46,23 @@ describe('X-Forwarded-For', () => {
   });
 });
 
+describe('X-Forwarded-For on the runtime lane (its per-address guard, shown while no license is named)', () => {
+  const remainingFor = async (server: TestServer, forwardedFor: string) => {
+    const body = { license_key: 'ZZZZ-ZZZZ-ZZZZ-ZZZZ', device_fingerprint: 'a'.repeat(64), build_id: null };
+    const res = await client(server.url)('POST', '/v1/licenses/activate', { body, headers: { 'x-forwarded-for': forwardedFor } });
+    expect(res.status).toBe(401);
+    return Number(res.headers.get('ratelimit-remaining'));
+  };
+
+  it('counts each client behind a trusted proxy on its own, and only the peer behind any other', async () => {
+    startNewWindow(trusting);
+    expect(await remainingFor(trusting, '198.51.100.201')).toBe(await remainingFor(trusting, '198.51.100.202'));
+    startNewWindow(untrusting);
+    const first = await remainingFor(untrusting, '198.51.100.203');
+    expect(await remainingFor(untrusting, '198.51.100.204')).toBe(first - 1);
+  });
+});
+
 describe('X-Forwarded-Proto', () => {
   const sessionCookies = async (server: TestServer) => {
     const res = await fetch(`${server.url}/portal/session`, { headers: { 'x-forwarded-proto': 'https' } });
