@@ -51,7 +51,8 @@ export interface BenchContext {
   /** A fresh, migrated database that only this bench uses. */
   databaseUrl: string;
   /**
-   * `server/main.ts` in a child process on this bench's database; rate limits counted but never
+   * The compiled server (`server/dist/main.js`, what `npm start` runs; `npm run bench` builds it
+   * first) in a child process on this bench's database; rate limits counted but never
    * reached. Every instance a bench starts shares the master key and signing keys, as instances of one service do.
    */
   startLatchkey(env?: Record<string, string>): Promise<LatchkeyService>;
@@ -133,7 +134,7 @@ export function createBenchRun(bench: string, databaseUrl: string): BenchRun {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-bench-data-'));
       cleanups.unshift(() => fs.rmSync(dataDir, { recursive: true, force: true }));
       const adminToken = randomBytes(24).toString('hex');
-      const service = await start('latchkey', 'server/main.ts', {
+      const service = await start('latchkey', 'server/dist/main.js', {
         LATCHKEY_DATA_DIR: dataDir,
         ...keys,
         LATCHKEY_ADMIN_TOKEN: adminToken,

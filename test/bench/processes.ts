@@ -25,17 +25,19 @@ const STARTUP_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 /**
- * Runs a TypeScript entry point (relative to the repo root) under tsx with `PORT` set to a free
- * loopback port (or `options.port`: a restarted service keeps its address), and resolves once that port accepts connections. Every service, Latchkey and
- * baselines alike, starts this same way so the comparison is fair. With BENCH_CPU_PROF=<dir>,
- * each writes V8 CPU profiles under <dir>/<name> when it stops.
+ * Runs an entry point (relative to the repo root) with `PORT` set to a free loopback port (or
+ * `options.port`: a restarted service keeps its address), and resolves once that port accepts
+ * connections. A `.js` entry runs on plain node, as `npm start` runs the compiled server; a
+ * TypeScript one (the baselines, the fake services) under tsx. With BENCH_CPU_PROF=<dir>, each
+ * writes V8 CPU profiles under <dir>/<name> when it stops.
  */
 export async function spawnService(name: string, entry: string, env: Record<string, string>, options: { port?: number } = {}): Promise<Service> {
   const port = options.port ?? (await freePort());
   const profileDir = process.env.BENCH_CPU_PROF;
   // One directory per service: tsx's loader thread writes a profile of its own beside the main one.
   const flags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir, name)}`] : [];
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', entry], {
+  const loader = entry.endsWith('.js') ? [] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...flags, ...loader, entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
