@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Keyring, generateSigningKey } from '../signing/keyring.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
 
@@ -48,5 +48,18 @@ describe('reading a runtime token', () => {
     for (let i = 0; i < 33_000; i++) issue(reader, i.toString(16).padStart(64, '0'));
     expect(readRuntimeToken(reader, token)).toEqual({ licenseId: license.id, device });
     expect(() => readRuntimeToken(reader, withClaim(token, 'device', 'c'.repeat(64)))).toThrow(expect.objectContaining({ code: 'INVALID_RUNTIME_TOKEN' }));
+  });
+
+  it('remembers tokens up to a total length, so large ones are forgotten sooner, and checks a forgotten one again', () => {
+    const keyring = new Keyring([generateSigningKey()]);
+    const verify = vi.spyOn(keyring, 'verify');
+    const token = issue(keyring);
+    readRuntimeToken(keyring, token);
+    expect(verify).not.toHaveBeenCalled();
+    // 4,000 tokens of some 5.5 KB each (4 KB of features) pass 16 MB: the first one is forgotten.
+    const large = { ...license, features: { notes: 'x'.repeat(4000) } };
+    for (let i = 0; i < 4_000; i++) issueRuntimeToken(keyring, large, 72, i.toString(16).padStart(64, '0'), new Date(), null, null);
+    expect(readRuntimeToken(keyring, token)).toEqual({ licenseId: license.id, device });
+    expect(verify).toHaveBeenCalledTimes(1);
   });
 });

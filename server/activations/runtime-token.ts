@@ -20,17 +20,26 @@ interface RememberedToken {
  * signature check costs about 0.1 ms of CPU, a third of a refresh's (`npm run bench -- heartbeat`);
  * a token found here byte for byte (looked up by its signature, then compared whole) is one this
  * keyring signed or checked, so it is not checked again. The keyring's keys never change while it
- * lives. Bounded, least recently presented forgotten first (a token string of some 500 bytes each,
- * the one the answer carried: about 20 MB when full): a forgotten or never-seen token (signed by
- * another instance, or before a restart) is checked as always. The comparison need not take
- * constant time: finding the entry takes the token's signature, which only a holder of the token has.
+ * lives. Bounded by the tokens' total length, least recently presented forgotten first: a token
+ * is some 500 bytes, more with many features (up to 4 KB of them) or a content key, so 16 MB holds
+ * some 30,000 typical ones. A forgotten or never-seen token (signed by another instance, or before a
+ * restart) is checked as always. The comparison need not take constant time: finding the entry
+ * takes the token's signature, which only a holder of the token has.
  */
-const REMEMBERED_TOKENS = 32_768;
-const rememberedBy = new WeakMap<Keyring, Map<string, RememberedToken>>();
+const REMEMBERED_CHARACTERS = 16 * 1024 * 1024;
 
-function memoryOf(keyring: Keyring): Map<string, RememberedToken> {
+interface TokenMemory {
+  /** By signature, least recently presented first. */
+  entries: Map<string, RememberedToken>;
+  /** The remembered tokens' total length. */
+  characters: number;
+}
+
+const rememberedBy = new WeakMap<Keyring, TokenMemory>();
+
+function memoryOf(keyring: Keyring): TokenMemory {
   let memory = rememberedBy.get(keyring);
-  if (!memory) rememberedBy.set(keyring, (memory = new Map()));
+  if (!memory) rememberedBy.set(keyring, (memory = { entries: new Map(), characters: 0 }));
   return memory;
 }
 
@@ -38,18 +47,24 @@ const signatureOf = (token: string) => token.slice(token.lastIndexOf('.') + 1);
 
 function remember(keyring: Keyring, token: string, read: { licenseId: string; device: string }): void {
   const memory = memoryOf(keyring);
-  memory.set(signatureOf(token), { token, ...read });
-  if (memory.size > REMEMBERED_TOKENS) memory.delete(memory.keys().next().value!);
+  const signature = signatureOf(token);
+  memory.characters += token.length - (memory.entries.get(signature)?.token.length ?? 0);
+  memory.entries.set(signature, { token, ...read });
+  for (const [oldest, forgotten] of memory.entries) {
+    if (memory.characters <= REMEMBERED_CHARACTERS) break;
+    memory.entries.delete(oldest);
+    memory.characters -= forgotten.token.length;
+  }
 }
 
 /** The remembered reading of exactly this token (moved to the most recent), else undefined. */
 function recall(keyring: Keyring, token: string): { licenseId: string; device: string } | undefined {
-  const memory = memoryOf(keyring);
+  const { entries } = memoryOf(keyring);
   const signature = signatureOf(token);
-  const found = memory.get(signature);
+  const found = entries.get(signature);
   if (found?.token !== token) return undefined;
-  memory.delete(signature);
-  memory.set(signature, found);
+  entries.delete(signature);
+  entries.set(signature, found);
   return { licenseId: found.licenseId, device: found.device };
 }
 

@@ -29,9 +29,9 @@ export function readRawBody(req: http.IncomingMessage, limit: number): Promise<B
         on.stop();
         resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
       },
-      error(err: Error) {
+      error() {
         on.stop();
-        reject(err);
+        reject(bodyCutOff());
       },
       stop() {
         req.off('data', on.data);
@@ -43,6 +43,15 @@ export function readRawBody(req: http.IncomingMessage, limit: number): Promise<B
     req.on('end', on.end);
     req.on('error', on.error);
   });
+}
+
+/**
+ * The body stopped before its end: the client went away, or the body deadline (http-server.ts)
+ * answered 408 and closed the connection. The client's doing, not an outage: without this its
+ * ECONNRESET would read as the database's.
+ */
+function bodyCutOff(): RequestError {
+  return new RequestError('REQUEST_TIMEOUT', 'The request body did not arrive whole');
 }
 
 function tooLarge(limit: number): RequestError {

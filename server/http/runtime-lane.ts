@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import type { Logger } from 'pino';
+import { RequestError } from '../errors.js';
 import { readJsonBody } from './body.js';
 import { resolveClientOf, type TrustedProxies } from './client-address.js';
 import { errorBodyOf, toRequestError } from './error-handler.js';
@@ -40,9 +41,12 @@ class AnswerHeaders implements ResponseHeaders {
   }
 }
 
-/** The answer as Koa writes a JSON body (or none: 204); nothing when the body deadline already answered 408. */
+/**
+ * The answer as Koa writes an object body (or none: 204). Lane operations answer objects (their
+ * response schemas are objects); Koa would infer another type for a string or a buffer.
+ */
 function writeAnswer(res: http.ServerResponse, status: number, headers: AnswerHeaders, body: unknown): void {
-  if (res.headersSent || res.writableEnded || res.destroyed) return;
+  if (res.writableEnded || res.destroyed) return;
   if (body === undefined) {
     res.writeHead(status, headers.toObject()).end();
     return;
@@ -109,7 +113,9 @@ export function createRuntimeLane(options: {
       status = error.status;
       body = errorBodyOf(error, state);
     }
-    writeAnswer(res, status, headers, body);
+    // The body deadline may have answered 408 already (http-server.ts): that is what the client got.
+    if (res.headersSent) status = res.statusCode;
+    else writeAnswer(res, status, headers, body);
     metrics.record(req.method!, route.path, status, startedAt);
     logAnswered(log, state, { method: req.method!, url: req.url!, status, client, startedAt });
   }
@@ -119,7 +125,9 @@ export function createRuntimeLane(options: {
     if (!route) return fallback(req, res);
     answer(req, res, route).catch((err: Error) => {
       options.onError(err);
-      if (!res.headersSent) res.writeHead(500).end();
+      if (res.headersSent) return;
+      const body = JSON.stringify(new RequestError('INTERNAL_ERROR', 'Internal server error').toBody());
+      res.writeHead(500, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)) }).end(body);
     });
   };
 }

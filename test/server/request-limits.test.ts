@@ -58,6 +58,18 @@ describe('request limits before authentication', () => {
     expect(res.status).toBe(408);
     expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
   });
+
+  it('cuts off a body that stops arriving on a runtime operation too, and counts the 408 the client got', async () => {
+    const res = await rawExchange(server.url, ['POST /v1/licenses/refresh HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"token":', 10_000]);
+    expect(res.status).toBe(408);
+    expectStandardError(res.body, 'REQUEST_TIMEOUT', 408);
+    // Counted once the operation saw its body cut off: as the 408 sent, not as an outage (503).
+    const counted = await eventually('the 408 counted', async () => {
+      const metrics = String((await call('GET', '/metrics', { token: server.adminToken })).body);
+      return /latchkey_http_requests_total\{method="POST",route="\/v1\/licenses\/refresh",status="408"\} 1/.test(metrics) && metrics;
+    });
+    expect(counted).not.toMatch(/route="\/v1\/licenses\/refresh",status="503"/);
+  });
 });
 
 describe('uploads: an idle timeout per chunk, not a total one', async () => {
