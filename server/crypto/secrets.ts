@@ -1,4 +1,4 @@
-import { hash, randomBytes, randomInt, scrypt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomFillSync, randomInt, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: { N: number; r: number; p: number; maxmem: number }) => Promise<Buffer>;
@@ -8,13 +8,34 @@ export function newId(prefix: string): string {
   return `${prefix}_${randomHex(12)}`;
 }
 
+/**
+ * Random bytes drawn from the operating system's generator 4 KB at a time: one call into OpenSSL per
+ * hundred ids or secrets instead of one each (it showed in the sale paths' profiles, a sale minting
+ * several ids). Each byte is handed out once and zeroed as it is.
+ */
+const POOL_BYTES = 4096;
+const pool = Buffer.alloc(POOL_BYTES);
+let poolUsed = POOL_BYTES;
+
+function drawRandom(bytes: number, encoding: 'hex' | 'base64url'): string {
+  if (bytes > POOL_BYTES / 8) return randomBytes(bytes).toString(encoding);
+  if (poolUsed + bytes > POOL_BYTES) {
+    randomFillSync(pool);
+    poolUsed = 0;
+  }
+  const drawn = pool.toString(encoding, poolUsed, poolUsed + bytes);
+  pool.fill(0, poolUsed, poolUsed + bytes);
+  poolUsed += bytes;
+  return drawn;
+}
+
 export function randomHex(bytes: number): string {
-  return randomBytes(bytes).toString('hex');
+  return drawRandom(bytes, 'hex');
 }
 
 /** A high-entropy secret, URL-safe. */
 export function randomSecret(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url');
+  return drawRandom(bytes, 'base64url');
 }
 
 /** Characters for human-typed codes: upper-case alphanumerics without look-alikes (0 O 1 I L). */
