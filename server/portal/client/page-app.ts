@@ -114,7 +114,9 @@ function settingsTab(body: HTMLElement, app: App): void {
         });
         if (res.ok) {
           current = res.value;
-          document.getElementById('app-name')!.textContent = current.name;
+          // Gone when the user moved to another page while the save was on its way.
+          const heading = document.getElementById('app-name');
+          if (heading) heading.textContent = current.name;
         }
       },
     },
