@@ -144,7 +144,7 @@ function findNulCharacter(value: unknown, where: string): string | null {
   return null;
 }
 
-export function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   // Refused here as bad input, for every field at once, rather than failing later in the database.
   const nulAt = findNulCharacter(value, where);
