@@ -5,8 +5,12 @@
  * the value systeminformation gave for the same machine, so installations activated with it keep
  * their fingerprint: its sources are the same files (dmidecode and the DMI files show the same
  * SMBIOS strings, lscpu prints /proc/cpuinfo's fields on x86, lsblk takes a serial from udev or sysfs).
+ *
+ * The files are read synchronously: they are the kernel's (sysfs, procfs) or udev's (tmpfs), made
+ * in memory when read, so a read cannot wait on a disk, and a few dozen synchronous reads take less
+ * than a millisecond where the same reads through the thread pool took several on a first start.
  */
-import { readdir, readFile, realpath } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import type { Platform } from '../platform.js';
 import type { Probe } from './components.js';
@@ -21,12 +25,12 @@ export function readsHardwareFiles(platform: Pick<Platform, 'name' | 'arch'>): b
 export function linuxProbes(platform: Platform): Probe[] {
   return [
     async () => {
-      const [uuid, serial] = await Promise.all([readText(`${DMI}/product_uuid`), readText(`${DMI}/product_serial`)]);
+      const [uuid, serial] = [readText(`${DMI}/product_uuid`), readText(`${DMI}/product_serial`)];
       return { 'system.uuid': firmwareString(uuid)?.toLowerCase(), 'system.serial': firmwareString(serial) };
     },
-    async () => ({ 'board.serial': firmwareString(await readText(`${DMI}/board_serial`)) }),
-    async () => ({ cpu: cpuFromCpuinfo((await readText('/proc/cpuinfo')) ?? '') }),
-    async () => ({ 'disk.serial': firstFixedDiskSerial(await blockDisks()) }),
+    async () => ({ 'board.serial': firmwareString(readText(`${DMI}/board_serial`)) }),
+    async () => ({ cpu: cpuFromCpuinfo(readText('/proc/cpuinfo') ?? '') }),
+    async () => ({ 'disk.serial': firstFixedDiskSerial(blockDisks()) }),
     async () => ({ 'net.primary_mac': primaryMac(os.networkInterfaces()) }),
     async () => ({ 'os.machine_id': await platform.machineId() }),
   ];
@@ -46,7 +50,9 @@ export function firmwareString(raw: string | undefined): string | undefined {
  * first word, which names the manufacturer.
  */
 export function cpuFromCpuinfo(cpuinfo: string): string | undefined {
-  const first = cpuinfo.split(/\n\s*\n/)[0]!.split('\n');
+  // The first processor's block: the file repeats it for every core (thousands of lines on a big machine).
+  const end = cpuinfo.search(/\n\s*\n/);
+  const first = (end < 0 ? cpuinfo : cpuinfo.slice(0, end)).split('\n');
   const field = (name: string) =>
     first
       .find((line) => line.split(':')[0]!.trim().toLowerCase() === name)
@@ -108,21 +114,22 @@ export function firstFixedDiskSerial(disks: BlockDisk[]): string | undefined {
  * device-mapper), with a size and a model (a virtio disk has none), and the serial lsblk shows:
  * udev's ID_SERIAL_SHORT (SATA, SCSI), else the device's own (NVMe).
  */
-async function blockDisks(): Promise<BlockDisk[]> {
-  const names = await readdir('/sys/block').catch(() => [] as string[]);
-  const disks = await Promise.all(
-    names.map(async (name): Promise<BlockDisk | undefined> => {
-      const dir = `/sys/block/${name}`;
-      const [size, node, where] = await Promise.all([readText(`${dir}/size`), readText(`${dir}/dev`), realpath(`${dir}/device`).catch(() => undefined)]);
-      if (!where || !(Number(size) > 0)) return undefined;
-      const udev = node ? await readText(`/run/udev/data/b${node}`) : undefined;
-      const model = udev?.match(/^E:ID_MODEL=(.*)$/m)?.[1] ?? (await readText(`${dir}/device/model`));
-      if (!model) return undefined;
-      const serial = udev?.match(/^E:ID_SERIAL_SHORT=(.*)$/m)?.[1] ?? (await readText(`${dir}/device/serial`)) ?? '';
-      return { device: `/dev/${name}`, serial, usb: where.includes('/usb') };
-    }),
-  );
-  return disks.filter((disk) => disk !== undefined);
+function blockDisks(): BlockDisk[] {
+  const disks: BlockDisk[] = [];
+  for (const name of attempt(() => readdirSync('/sys/block')) ?? []) {
+    const dir = `/sys/block/${name}`;
+    // Empty devices (unused loop devices) go before the costlier look at what backs them.
+    if (!(Number(readText(`${dir}/size`)) > 0)) continue;
+    const where = attempt(() => realpathSync.native(`${dir}/device`));
+    if (!where) continue;
+    const node = readText(`${dir}/dev`);
+    const udev = node ? readText(`/run/udev/data/b${node}`) : undefined;
+    const model = udev?.match(/^E:ID_MODEL=(.*)$/m)?.[1] ?? readText(`${dir}/device/model`);
+    if (!model) continue;
+    const serial = udev?.match(/^E:ID_SERIAL_SHORT=(.*)$/m)?.[1] ?? readText(`${dir}/device/serial`) ?? '';
+    disks.push({ device: `/dev/${name}`, serial, usb: where.includes('/usb') });
+  }
+  return disks;
 }
 
 /** MAC prefixes of hypervisors' virtual cards (and the empty MAC), as systeminformation lists them. */
@@ -173,9 +180,16 @@ export function primaryMac(interfaces: NodeJS.Dict<os.NetworkInterfaceInfo[]>): 
 }
 
 /** A file's text, or undefined when it cannot be read (absent, root-only as the DMI serials are). */
-function readText(file: string): Promise<string | undefined> {
-  return readFile(file, 'utf8').then(
-    (text) => text.trim(),
-    () => undefined,
-  );
+function readText(file: string): string | undefined {
+  // Absent files are usual (no DMI tables in a VM, no udev record): asked first, as a thrown error costs more than a read.
+  return existsSync(file) ? attempt(() => readFileSync(file, 'utf8').trim()) : undefined;
+}
+
+/** What `read` returns, or undefined when it throws (a file absent or not readable). */
+function attempt<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
 }
