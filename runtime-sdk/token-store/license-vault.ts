@@ -63,7 +63,8 @@ export class LicenseVault {
   private token: SecretBuffer | undefined;
   private licenseKey: SecretBuffer | undefined;
   private cacheKey: SecretBuffer;
-  private deviceKey: SecretBuffer;
+  /** The installation's X25519 key pair: the cache's, else made when first needed (a start from the cache needs none). */
+  private deviceKey: SecretBuffer | undefined;
   private writes: Promise<void> = Promise.resolve();
   private savedHighWaterAt = 0;
   claims: RuntimeTokenClaims | null = null;
@@ -79,7 +80,6 @@ export class LicenseVault {
     private bindingKey: SecretBuffer | undefined,
   ) {
     this.cacheKey = this.deriveCacheKey(fingerprint.hash);
-    this.deviceKey = storeKeyPair(memory, generateDeviceKeyPair());
   }
 
   static async open(options: ResolvedOptions, memory: SecretMemory): Promise<LicenseVault> {
@@ -120,8 +120,10 @@ export class LicenseVault {
       // Read with the component set of a cache that did not open: a new activation reads them all.
       vault.fingerprint.verified = false;
     } else if (vault.record && fingerprint.verified && memoKey) {
-      // A cold start that read the cache: remember the fingerprint so the next start is warm.
-      void vault.save();
+      // A cold start that read the cache: remember the fingerprint so the next start is warm. Queued
+      // now (flush and dispose wait for it) but written after the answer: the app does not wait
+      // for a write that only speeds up its next start.
+      void vault.save(afterTheAnswer);
     }
     return vault;
   }
@@ -143,7 +145,7 @@ export class LicenseVault {
     this.memoKey = move(this.memoKey);
     this.bindingKey = move(this.bindingKey);
     this.cacheKey = move(this.cacheKey)!;
-    this.deviceKey = move(this.deviceKey)!;
+    this.deviceKey = move(this.deviceKey);
     this.memory = memory;
   }
 
@@ -174,6 +176,7 @@ export class LicenseVault {
 
   /** The installation's X25519 key pair, to unwrap a content key with. */
   readDeviceKey<T>(use: (pair: DeviceKeyPair) => T): T {
+    this.deviceKey ??= storeKeyPair(this.memory, generateDeviceKeyPair());
     return this.deviceKey.read((bytes) => use(JSON.parse(bytes.toString('utf8')) as DeviceKeyPair));
   }
 
@@ -261,7 +264,7 @@ export class LicenseVault {
     if (this.record) return;
     const { deviceKey } = ((await this.openBeside(REQUEST_KEY_SUFFIX)) ?? {}) as { deviceKey?: DeviceKeyPair };
     if (typeof deviceKey?.d !== 'string' || typeof deviceKey.x !== 'string') return;
-    this.deviceKey.dispose();
+    this.deviceKey?.dispose();
     this.deviceKey = storeKeyPair(this.memory, deviceKey);
   }
 
@@ -308,8 +311,7 @@ export class LicenseVault {
   async storeVerdict(verdict: Verdict): Promise<void> {
     this.verdict = verdict;
     if (!PERSISTED_VERDICTS.includes(verdict.reason)) return;
-    this.deviceKey.dispose();
-    this.deviceKey = storeKeyPair(this.memory, generateDeviceKeyPair());
+    this.dropDeviceKey();
     if (this.record) await this.save();
   }
 
@@ -321,8 +323,7 @@ export class LicenseVault {
   async forget(verdict: Verdict): Promise<void> {
     this.forgetSecrets();
     this.verdict = verdict;
-    this.deviceKey.dispose();
-    this.deviceKey = storeKeyPair(this.memory, generateDeviceKeyPair());
+    this.dropDeviceKey();
     await this.removeCacheFile();
   }
 
@@ -357,9 +358,15 @@ export class LicenseVault {
   dispose(): void {
     this.forgetSecrets();
     this.cacheKey.dispose();
-    this.deviceKey.dispose();
+    this.dropDeviceKey();
     this.memoKey?.dispose();
     this.bindingKey?.dispose();
+  }
+
+  /** Zeroes the device key pair; the next use makes a new one. */
+  private dropDeviceKey(): void {
+    this.deviceKey?.dispose();
+    this.deviceKey = undefined;
   }
 
   /** The body's key for fingerprint `hash`, bound as this cache is (cache-binding.ts), kept in secret memory only. */
@@ -394,7 +401,7 @@ export class LicenseVault {
     this.savedHighWaterAt = payload.highWaterAt;
     this.verdict = payload.verdict;
     if (payload.deviceKey) {
-      this.deviceKey.dispose();
+      this.deviceKey?.dispose();
       this.deviceKey = storeKeyPair(this.memory, payload.deviceKey);
     }
     try {
@@ -408,8 +415,10 @@ export class LicenseVault {
     if (!timesMatchToken(payload, this.claims)) this.verdict = { state: 'tampered', reason: 'cache_modified' };
   }
 
-  private save(): Promise<void> {
+  /** Queues a write of the cache as it is when the write runs, `after` (if given) resolved first. */
+  private save(after?: () => Promise<void>): Promise<void> {
     return this.enqueue(async () => {
+      await after?.();
       const record = this.record;
       if (!record || !this.token || !this.licenseKey) return;
       const verdict = this.verdict && PERSISTED_VERDICTS.includes(this.verdict.reason) ? this.verdict : null;
@@ -449,6 +458,9 @@ export class LicenseVault {
     this.record = null;
   }
 }
+
+/** Resolves once the callers waiting now have had their answer: after the pending promise callbacks and I/O. */
+const afterTheAnswer = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The file beside the cache that keeps an exported offline request's device key pair. */
 const REQUEST_KEY_SUFFIX = '.request';

@@ -74,6 +74,21 @@ describe('encrypted on-disk license cache', () => {
     hardwareAnswers();
   });
 
+  it('a cold start remembers the fingerprint, written after its answer: the next start needs no probe', async () => {
+    const { file, machine, dir } = await activatedCache('A8');
+    const { memo: _memo, ...envelope } = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.writeFileSync(file, JSON.stringify(envelope));
+    const cold = await track(clientOn(machine, authority, clock, dir));
+    expect((await cold.check()).state).toBe('valid');
+    await cold.dispose(); // waits for the queued write
+    expect(JSON.parse(fs.readFileSync(file, 'utf8')).memo).toEqual(expect.any(String));
+    let hardwareAnswers = () => {};
+    const stuckMachine = fakeMachine('A8', {}, { probesWaitFor: new Promise((resolve) => (hardwareAnswers = resolve)) });
+    const warm = await track(clientOn(stuckMachine, authority, clock, dir));
+    expect((await warm.check()).state).toBe('valid');
+    hardwareAnswers();
+  });
+
   it('a cloned OS id on other hardware passes the warm start, then the background probe drops the cache', async () => {
     const { file, machine } = await activatedCache('A5');
     const clone = fakeMachine('B5', { 'os.machine_id': machine.components['os.machine_id']! });
