@@ -6,18 +6,25 @@
 import * as z from 'zod/mini';
 import { LicenseError } from './errors.js';
 
+/**
+ * The schemas below are built once and shared by every option of their kind: a schema is
+ * immutable, and building schemas is most of what loading the options costs an app's start.
+ */
+const optionalNumber = (allowZero: boolean) => {
+  const wanted = allowZero ? 'must be a number of zero or more' : 'must be a positive number';
+  return z.optional(z.number({ error: wanted }).check(z.refine((n) => Number.isFinite(n) && (allowZero ? n >= 0 : n > 0), wanted)));
+};
+const [aboveZero, zeroOrMore] = [optionalNumber(false), optionalNumber(true)];
+
 /** A duration or count option: unset, or a finite number above zero (or zero, with `allowZero`). */
-export const positiveNumber = (allowZero = false) =>
-  z.optional(
-    z
-      .number({ error: allowZero ? 'must be a number of zero or more' : 'must be a positive number' })
-      .check(z.refine((n) => Number.isFinite(n) && (allowZero ? n >= 0 : n > 0), allowZero ? 'must be a number of zero or more' : 'must be a positive number')),
-  );
+export const positiveNumber = (allowZero = false) => (allowZero ? zeroOrMore : aboveZero);
 
 export const optionalFlag = z.optional(z.boolean({ error: 'must be true or false' }));
 
-/** An option that must be a function (a loader, a callback) when given. */
-export const optionalFunction = <T extends (...args: never[]) => unknown>() => z.optional(z.custom<T>((value) => typeof value === 'function', 'must be a function'));
+const anyFunction = z.optional(z.custom<(...args: never[]) => unknown>((value) => typeof value === 'function', 'must be a function'));
+
+/** An option that must be a function (a loader, a callback) when given; typed as the caller's option is. */
+export const optionalFunction = <T extends (...args: never[]) => unknown>() => anyFunction as unknown as z.ZodMiniOptional<z.ZodMiniCustom<T, T>>;
 
 /**
  * `options` parsed by `schema`, or the SDK's documented refusal: a `LicenseError` `INVALID_OPTIONS`
