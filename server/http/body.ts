@@ -46,6 +46,16 @@ export function readRawBody(req: http.IncomingMessage, limit: number): Promise<B
 }
 
 /**
+ * Whether the request's body was read in part and then left unread (an upload whose storage failed
+ * midway): its answer must close the connection. Node drains a body nobody read, but not one read
+ * in part, so the rest would stay unread and the client's next request on that connection would
+ * wait behind it until the idle timeout closed it (5 s by default).
+ */
+export function bodyLeftHalfRead(req: http.IncomingMessage): boolean {
+  return req.readableDidRead && !req.complete;
+}
+
+/**
  * The body stopped before its end: the client went away, or the body deadline (http-server.ts)
  * answered 408 and closed the connection. The client's doing, not an outage: without this its
  * ECONNRESET would read as the database's.

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { RequestError } from '../errors.js';
 import { quotaErrorFromDatabase } from '../quotas/index.js';
 import { StorageUnavailableError } from '../storage/blob-storage.js';
+import { bodyLeftHalfRead } from './body.js';
 import type { RequestState } from './logging.js';
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', '57P01', '57P02', '57P03', '08006', '08001']);
@@ -73,6 +74,7 @@ export function errorHandler(): Koa.Middleware {
       for (const [name, value] of Object.entries(error.extra.headers ?? {})) ctx.set(name, value);
       ctx.status = error.status;
       ctx.body = errorBodyOf(error, ctx.state as RequestState);
+      if (bodyLeftHalfRead(ctx.req)) ctx.set('Connection', 'close');
     }
   };
 }
