@@ -51,6 +51,9 @@ function answerClientError(limits: RequestLimits) {
   };
 }
 
+/** Longer than any client or balancer keeps an idle connection, so the client is always the one to close it. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /**
  * The HTTP server every process listens with (main.ts, the test server): header bytes and header
  * time capped by Node (`maxHeaderSize`, `headersTimeout`); Node's own total request timeout is
@@ -66,6 +69,10 @@ export function createHttpServer(limits: RequestLimits, handler?: http.RequestLi
     // 10 s limit run to 40 s).
     connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
   });
+  // An idle kept-alive connection is closed by its client first: fetch and undici close theirs after
+  // 4 s, and Node's default here (5 s) was so close that a request sent as the server closed could be
+  // reset (the likely cause of one ECONNRESET in a test run under load); balancers keep theirs 60 s (AWS ALB).
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('clientError', answerClientError(limits));
   if (handler) server.on('request', guardRequestBodies(handler, limits));
   return server;

@@ -35,7 +35,7 @@ export interface JsonAnswer {
 export function createUpstream() {
   const secret = randomSecret(32);
   // Kept-alive connections for requests with a small body; idle ones close before the server's
-  // own keep-alive timeout (5 s) would close them under a request.
+  // own keep-alive timeout (65 s, http-server.ts) would close them under a request.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4000 });
   // A streamed body (an upload) cannot be sent twice: it gets a fresh connection of its own.
   const streamingAgent = new http.Agent({ keepAlive: false });
