@@ -5,6 +5,9 @@ import { serveBaseline } from './serve.js';
 // the secret's hash, then one statement that upserts the shop's row, records the event (once per
 // event id) and, for a shop without a license, mints it with its fee and the fee's report job.
 // No validation, no ordering rules, no delivery page, no framework.
+// Its fee's report job is queued never to come due ('infinity') and the fee recorded as not
+// reported: the baseline never reports it, and Latchkey's job runner, on the same database, must
+// not do that work for it (it did, counted against Latchkey, until the jobs were made never due).
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -23,9 +26,9 @@ const APPLY = `
     INSERT INTO licenses (id, developer_id, app_id, license_key, license_type, device_limit, source)
     SELECT $8, $3, $2, $9, 'subscription', 2, 'commerce_platform' FROM shop, ev WHERE shop.license_id = $8 RETURNING id),
   fee AS (
-    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key)
-    SELECT id, $3, $2, 400, 'usd', 'commerce_platform', now(), 'license_fee:' || id FROM lic RETURNING license_id),
-  job AS (INSERT INTO jobs (kind, payload, max_attempts) SELECT 'report_license_fee', json_build_object('license_id', license_id), 12 FROM fee RETURNING 1)
+    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, report_status)
+    SELECT id, $3, $2, 400, 'usd', 'commerce_platform', now(), 'license_fee:' || id, 'not_reported' FROM lic RETURNING license_id),
+  job AS (INSERT INTO jobs (kind, payload, max_attempts, run_after) SELECT 'report_license_fee', json_build_object('license_id', license_id), 12, 'infinity' FROM fee RETURNING 1)
   SELECT (SELECT count(*) FROM lic) AS minted`;
 
 serveBaseline(async ({ pool, path, body, headers }) => {

@@ -5,6 +5,9 @@ import { serveBaseline } from './serve.js';
 // body, reading the session back from the processor, then one statement that records the event
 // and inserts the license, its fee, the fee's report job and the delivery email. No validation,
 // no framework, no template: a plain-text email with the key and an HMAC-signed link.
+// Its fee's report job is queued never to come due ('infinity') and the fee recorded as not
+// reported: the baseline never reports it, and Latchkey's job runner, on the same database, must
+// not do that work for it (it did, counted against Latchkey, until the jobs were made never due).
 
 const required = (name: string) =>
   process.env[name] ??
@@ -38,9 +41,9 @@ const FULFIL = `
     SELECT $3, $4, $5, $6, 'perpetual', $7, $8, 'direct_payment', $9, $10 FROM ev
     ON CONFLICT (payment_session_hash) WHERE payment_session_hash IS NOT NULL DO NOTHING RETURNING id),
   fee AS (
-    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key)
-    SELECT id, $4, $5, 400, 'usd', 'direct_payment', now(), 'license_fee:' || id FROM lic RETURNING license_id),
-  job AS (INSERT INTO jobs (kind, payload, max_attempts) SELECT 'report_license_fee', json_build_object('license_id', license_id), 12 FROM fee RETURNING 1)
+    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, report_status)
+    SELECT id, $4, $5, 400, 'usd', 'direct_payment', now(), 'license_fee:' || id, 'not_reported' FROM lic RETURNING license_id),
+  job AS (INSERT INTO jobs (kind, payload, max_attempts, run_after) SELECT 'report_license_fee', json_build_object('license_id', license_id), 12, 'infinity' FROM fee RETURNING 1)
   INSERT INTO email_outbox (id, developer_id, app_id, license_id, kind, recipient, subject, text_body, html_body, dedupe_key)
   SELECT $11, $4, $5, id, 'license_delivery', $8, 'Your license', $12, $12, 'license_delivery:' || id || ':' || $8 FROM lic
   RETURNING 1`;

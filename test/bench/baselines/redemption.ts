@@ -4,6 +4,9 @@ import { serveBaseline } from './serve.js';
 // What redeeming a code cannot do without: the code normalised and hashed, then one statement that
 // claims the code if it is available, inserts the license, its fee and the fee's report job, and
 // finds the newest READY build for an HMAC-signed link. No validation, no framework, no rate limit.
+// Its fee's report job is queued never to come due ('infinity') and the fee recorded as not
+// reported: the baseline never reports it, and Latchkey's job runner, on the same database, must
+// not do that work for it (it did, counted against Latchkey, until the jobs were made never due).
 
 const linkKey = randomBytes(32);
 
@@ -19,9 +22,9 @@ const REDEEM = `
       CASE WHEN license_expiry_days > 0 THEN now() + license_expiry_days * interval '1 day' END, features, channel FROM claimed
     RETURNING id, developer_id, app_id, source, license_type),
   fee AS (
-    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key)
-    SELECT id, developer_id, app_id, 400, 'usd', source, now(), 'license_fee:' || id FROM lic WHERE license_type <> 'trial' RETURNING license_id),
-  job AS (INSERT INTO jobs (kind, payload, max_attempts) SELECT 'report_license_fee', json_build_object('license_id', license_id), 12 FROM fee RETURNING 1)
+    INSERT INTO license_fees (license_id, developer_id, app_id, amount_cents, currency, source, charged_at, report_idempotency_key, report_status)
+    SELECT id, developer_id, app_id, 400, 'usd', source, now(), 'license_fee:' || id, 'not_reported' FROM lic WHERE license_type <> 'trial' RETURNING license_id),
+  job AS (INSERT INTO jobs (kind, payload, max_attempts, run_after) SELECT 'report_license_fee', json_build_object('license_id', license_id), 12, 'infinity' FROM fee RETURNING 1)
   SELECT claimed.app_name,
     (SELECT id FROM builds WHERE builds.app_id = claimed.app_id AND status = 'READY' ORDER BY completed_at DESC LIMIT 1) AS build_id
   FROM claimed`;
