@@ -32,7 +32,8 @@ export function createFeeLedger(deps: { queue: JobQueue; clock: Clock }) {
   return {
     /**
      * Charges the license's fee in `trx` (the transaction that sells the license), with the job that
-     * reports it to the payment processor. Call `queue.wake()` after the commit to report it at once.
+     * reports it to the payment processor a second or two later (FEE_REPORT_JOB in store.ts): no
+     * need to wake the job runner for it.
      */
     async recordLicenseFee(trx: Knex.Transaction, request: LicenseFeeRequest): Promise<LicenseFeeOutcome> {
       const fee = feeDue(request);

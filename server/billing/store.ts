@@ -26,10 +26,22 @@ export interface PendingFeeReport {
 }
 
 /**
- * The job that reports a charged fee to the payment processor. Processor outages are retried with
- * backoff (5 s doubling to 5 min): about half an hour in all.
+ * The job that reports a charged fee to the payment processor: one per fee, so every fee has its
+ * retries. A report is not urgent (the processor bills it with the month's subscription), so a
+ * fee's job is due a second after the sale and nothing wakes the runner for it: the runner's next
+ * look finds the fees sold meanwhile, and the first of their jobs reports them all
+ * (`findPendingFeeReports`), instead of four round trips to the database per sale. Processor
+ * outages are retried with backoff (5 s doubling to 5 min): about half an hour in all.
  */
-export const FEE_REPORT_JOB = { kind: 'report_license_fee', maxAttempts: 12 } as const satisfies { kind: JobKind; maxAttempts: number };
+export const FEE_REPORT_JOB = { kind: 'report_license_fee', maxAttempts: 12, delaySeconds: 1 } as const satisfies {
+  kind: JobKind;
+  maxAttempts: number;
+  delaySeconds: number;
+};
+
+/** The most fees one report job sends: about 20 s of a processor answering in 200 ms, well within its lease. */
+export const FEE_REPORT_BATCH = 100;
+
 export const feeReportPayload = (licenseId: string): JobPayloads['report_license_fee'] => ({ license_id: licenseId });
 
 const FEE_COLUMNS = [
@@ -68,6 +80,7 @@ export const chargeFeeCtes = (fee: { record: string; from?: string; where?: stri
       kind: `'${FEE_REPORT_JOB.kind}'`,
       payload: `jsonb_build_object('license_id', license_id)`,
       maxAttempts: String(FEE_REPORT_JOB.maxAttempts),
+      runAfter: `now() + interval '${FEE_REPORT_JOB.delaySeconds} seconds'`,
     })}
   )`;
 
@@ -82,18 +95,55 @@ export async function insertFeeOnce(trx: Knex.Transaction, fee: NewLicenseFee): 
   return rows.length > 0;
 }
 
-// The fee report job runs once per license sold: its two statements are prepared (hotQuery), and the
-// first reads the developer's billing customer with the fee, so a report costs no third round trip.
+/**
+ * A report job's batch: the pending fee of license $1 first, then the same developer's other
+ * pending fees, oldest first, $2 in all (the partial index license_fees_pending finds them
+ * however long the ledger); none when the job's own fee is settled (its siblings have jobs of their
+ * own). Each with the developer's billing customer, so a report costs no further round trip.
+ */
+const PENDING_FEE_REPORTS_SQL = `
+  WITH own AS (SELECT license_id, developer_id FROM license_fees WHERE license_id = $1 AND report_status = 'pending')
+  SELECT f.license_id, f.developer_id, f.amount_cents, f.currency, f.report_idempotency_key, d.billing_customer_id
+  FROM (
+    SELECT f.license_id, f.developer_id, f.amount_cents, f.currency, f.report_idempotency_key, f.charged_at, 0 AS rank
+    FROM license_fees f JOIN own USING (license_id)
+    UNION ALL
+    (SELECT f.license_id, f.developer_id, f.amount_cents, f.currency, f.report_idempotency_key, f.charged_at, 1
+     FROM license_fees f JOIN own ON f.developer_id = own.developer_id
+     WHERE f.report_status = 'pending' AND f.license_id <> own.license_id
+     ORDER BY f.charged_at, f.license_id LIMIT $2::int - 1)
+  ) f JOIN developers d ON d.id = f.developer_id
+  ORDER BY f.rank, f.charged_at, f.license_id`;
 
-export async function findPendingFeeReport(db: Db, licenseId: string): Promise<PendingFeeReport | undefined> {
-  const rows = await hotQuery<PendingFeeReport>(
-    db,
-    `SELECT f.license_id, f.developer_id, f.amount_cents, f.currency, f.report_idempotency_key, d.billing_customer_id
-     FROM license_fees f JOIN developers d ON d.id = f.developer_id WHERE f.license_id = $1 AND f.report_status = 'pending'`,
-    [licenseId],
-    'fees.find_pending_report',
-  );
-  return rows[0];
+export async function findPendingFeeReports(db: Db, licenseId: string, limit: number): Promise<PendingFeeReport[]> {
+  return hotQuery<PendingFeeReport>(db, PENDING_FEE_REPORTS_SQL, [licenseId, limit], 'fees.find_pending_reports');
+}
+
+/** A report's outcome, as the ledger records it. */
+export interface FeeSettlement {
+  license_id: string;
+  status: Exclude<FeeReportStatus, 'pending'>;
+  detail: string | null;
+}
+
+/**
+ * Settles pending reports only (a report settled by an earlier attempt keeps its outcome), and
+ * removes the report jobs of those fees that no runner holds: their work is done.
+ * A job a runner holds (the one settling, or one another runner took meanwhile) is left to finish:
+ * it finds its fee settled.
+ */
+const SETTLE_FEE_REPORTS_SQL = `
+  WITH outcome AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(license_id text, status text, detail text)),
+  settled AS (
+    UPDATE license_fees f SET report_status = o.status, report_detail = o.detail, reported_at = CASE WHEN o.status = 'reported' THEN $2::timestamptz END
+    FROM outcome o WHERE f.license_id = o.license_id AND f.report_status = 'pending')
+  DELETE FROM jobs j USING outcome o JOIN license_fees f ON f.license_id = o.license_id
+  WHERE j.developer_id = f.developer_id AND j.kind = '${FEE_REPORT_JOB.kind}' AND j.payload->>'license_id' = o.license_id
+    AND (j.locked_until IS NULL OR j.locked_until < now())`;
+
+export async function settleFeeReports(db: Db, settlements: FeeSettlement[], at: Date): Promise<void> {
+  if (settlements.length === 0) return;
+  await hotQuery(db, SETTLE_FEE_REPORTS_SQL, [JSON.stringify(settlements), at], 'fees.settle_reports');
 }
 
 /**
@@ -106,14 +156,4 @@ export async function reopenUnbilledFees(trx: Knex.Transaction, developerId: str
     .update({ report_status: 'pending', report_detail: null })
     .returning('license_id');
   return rows.map((r) => r.license_id);
-}
-
-/** Settles a pending report only: a report settled by an earlier attempt keeps its outcome. */
-export async function settleFeeReport(db: Db, licenseId: string, status: Exclude<FeeReportStatus, 'pending'>, detail: string | null, at: Date): Promise<void> {
-  await hotQuery(
-    db,
-    `UPDATE license_fees SET report_status = $2, report_detail = $3, reported_at = $4 WHERE license_id = $1 AND report_status = 'pending'`,
-    [licenseId, status, detail, status === 'reported' ? at : null],
-    'fees.settle_report',
-  );
 }

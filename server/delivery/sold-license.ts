@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { FeeCollection } from '../billing/fee-rule.js';
-import type { FeeLedger, LicenseFeeOutcome } from '../billing/fees.js';
+import type { FeeLedger } from '../billing/fees.js';
 import type { DownloadLinks } from '../builds/download-link.js';
 import type { DeliveryEmailRequest, EmailOutbox } from '../email/outbox.js';
 import type { LicenseType } from '../licenses/rules.js';
@@ -78,7 +78,6 @@ export function linkOffers(links: DownloadLinks, offers: readonly PlatformOffer[
 }
 
 export interface SaleDelivery extends Downloads {
-  fee: LicenseFeeOutcome;
   /** Whether the delivery email was queued (call `queue.wake()` after the commit). */
   emailQueued: boolean;
 }
@@ -126,7 +125,7 @@ export function createSoldLicenses(deps: { fees: Pick<FeeLedger, 'recordLicenseF
 
     async chargeAndDeliver(trx: Knex.Transaction, sale: Sale): Promise<SaleDelivery> {
       const { app, license } = sale;
-      const fee = await deps.fees.recordLicenseFee(trx, {
+      await deps.fees.recordLicenseFee(trx, {
         licenseId: license.id,
         appId: app.id,
         developerId: app.developer_id,
@@ -142,7 +141,7 @@ export function createSoldLicenses(deps: { fees: Pick<FeeLedger, 'recordLicenseF
         sale.email && download
           ? await deps.outbox.queueDeliveryEmail(trx, deliveryEmailRequest({ app, license, email: sale.email }, { download, downloads: offered.downloads }))
           : false;
-      return { fee, ...offered, emailQueued };
+      return { ...offered, emailQueued };
     },
   };
 }

@@ -29,7 +29,7 @@ interface EventScope {
   row: StoreLicenseRow;
   event: EntitlementEventInput;
   now: Date;
-  /** A job (fee report, email) was queued: wake the runner after the commit. */
+  /** An email was queued: wake the runner after the commit (a fee's report waits: billing/store.ts FEE_REPORT_JOB). */
   queued: boolean;
   /** The license to insert and the fee to charge with the event's record. */
   writes: EventWrites;
@@ -53,7 +53,7 @@ export function createEntitlementEvents(deps: {
   offer: StoreOffer;
   credentials: WebhookCredentials;
   clock: Clock;
-  /** Starts queued jobs (emails, fee reports) once the event is committed. */
+  /** Starts queued emails once the event is committed. */
   wakeJobs: () => void;
 }) {
   const { store, offer } = deps;
@@ -204,7 +204,7 @@ export function createEntitlementEvents(deps: {
     row.attribution = mergedAttribution(row.attribution, event);
     // A plain insert: another shop's event with this id, committed meanwhile, fails this one whole (retried: a duplicate).
     const recorded = record({ app, event, now }, { action: decision.action, note: decision.note, store_license_id: row.id, license_id: license?.id ?? null });
-    if (await store.finishEvent(trx, row, recorded, now, scope.writes)) scope.queued = true;
+    await store.finishEvent(trx, row, recorded, now, scope.writes);
     const delivery = grantType ? { key: license.license_key, url: offer.urlOf(row) } : undefined;
     return { outcome: answer(event.event_id, decision.action, decision.note, delivery), queued: scope.queued };
   }

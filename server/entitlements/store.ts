@@ -179,7 +179,7 @@ const PRIOR_AND_LICENSE = `
  * What an applied event leaves, in one statement: the license it mints (when $3; licenses/mint.ts's text), the license's fee
  * with the job reporting it (when $4; billing's CTEs: once per license, a fee already in the ledger
  * is left alone), the shop's row ($1) and the event's record ($2), each a jsonb row of its table.
- * Answers whether the fee was charged now (the job runner is woken after the commit).
+ * The fee's report job is left for the runner's next look (billing/store.ts FEE_REPORT_JOB).
  */
 const FINISH_EVENT = `
   WITH lic AS (
@@ -195,7 +195,7 @@ const FINISH_EVENT = `
     SELECT ${EVENT_COLUMNS.split(', ')
       .map((c) => `e.${c}`)
       .join(', ')} FROM jsonb_populate_record(NULL::entitlement_events, $2::jsonb) e)
-  SELECT (SELECT count(*) FROM fee)::int AS charged`;
+  SELECT 1`;
 
 /** The app of a companion request, with the webhook row to confirm its credentials against. */
 const WEBHOOK_APP = `
@@ -309,13 +309,7 @@ export function createEntitlementsStore(db: Db) {
         source: COMMERCE_PLATFORM_SOURCE,
       };
       const fee = writes.fee && feeRecord({ ...writes.fee, developer_id: writes.developerId, app_id: event.app_id, source: COMMERCE_PLATFORM_SOURCE, charged_at: now });
-      const [result] = await hotQuery<{ charged: number }>(
-        trx,
-        FINISH_EVENT,
-        [JSON.stringify(shop), JSON.stringify(record), mint && JSON.stringify(mint), fee],
-        'entitlements.finish_event',
-      );
-      return result!.charged > 0;
+      await hotQuery(trx, FINISH_EVENT, [JSON.stringify(shop), JSON.stringify(record), mint && JSON.stringify(mint), fee], 'entitlements.finish_event');
     },
 
     /** WEBHOOK_APP: a companion request's app with its webhook row (absent: disabled or deleted). */

@@ -48,6 +48,8 @@ export interface JobColumnsSql {
   kind: string;
   payload: string;
   maxAttempts: string;
+  /** When it becomes due (default: at once). */
+  runAfter?: string;
 }
 
 /**
@@ -57,7 +59,7 @@ export interface JobColumnsSql {
  * (redemption, the entitlement webhook) queue their jobs with it.
  */
 export const insertJobsSql = (from: string, job: JobColumnsSql) =>
-  `INSERT INTO jobs (developer_id, kind, payload, max_attempts) SELECT ${job.developerId}, ${job.kind}, ${job.payload}, ${job.maxAttempts} FROM ${from}`;
+  `INSERT INTO jobs (developer_id, kind, payload, max_attempts, run_after) SELECT ${job.developerId}, ${job.kind}, ${job.payload}, ${job.maxAttempts}, ${job.runAfter ?? 'now()'} FROM ${from}`;
 
 export function createJobQueue(): JobQueue {
   const listeners: (() => void)[] = [];

@@ -84,7 +84,8 @@ export function createMarketplace(deps: { store: MarketplaceStore; sold: SoldLic
             downloads: delivery.downloads,
             replayed: false,
           },
-          wake: delivery.emailQueued || delivery.fee === 'charged',
+          // The fee's report job waits for the runner's next look (billing/store.ts FEE_REPORT_JOB).
+          wake: delivery.emailQueued,
         };
       });
       if (wake) deps.wakeJobs();

@@ -34,7 +34,7 @@ export function createPayments(deps: {
   links: DownloadLinks;
   fees: Pick<FeeLedger, 'recordLicenseFee' | 'reportUnbilledFees'>;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail' | 'queuePaymentFailedEmail'>;
-  /** Starts jobs queued by a committed notification (emails, fee reports) at once. */
+  /** Starts the emails a committed notification queued at once. */
   wakeJobs: () => void;
   deactivation: AccountDeactivation;
 }) {

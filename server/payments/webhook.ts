@@ -31,7 +31,7 @@ export function createWebhookHandler(deps: {
   fulfilSession: FulfilSession;
   applySubscriptionEvent: ApplySubscriptionEvent;
   applyLicenseSubscriptionEvent: ApplyLicenseSubscriptionEvent;
-  /** After a commit that queued jobs (emails, fee reports): start them now. */
+  /** After a commit that may have queued an email: start it now (a fee's report waits: billing/store.ts FEE_REPORT_JOB). */
   afterCommit: () => void;
 }) {
   const { processor, store, clock } = deps;

@@ -153,7 +153,8 @@ export function createRedemption(deps: {
         const status = outcome.status === 'available' ? (await store.codeState(hash, now))?.status : outcome.status;
         throw fail(status && status !== 'available' ? status : 'redeemed');
       }
-      if (outcome.fee_charged || outcome.email_queued) deps.wakeJobs();
+      // The fee's report job waits for the runner's next look (billing/store.ts FEE_REPORT_JOB); an email goes at once.
+      if (outcome.email_queued) deps.wakeJobs();
       offered ??= sold.downloadsOf(outcome.platforms!, deliverableBuildsFromJson(outcome.builds!));
       const link = offered.download;
       return {

@@ -66,7 +66,6 @@ export interface RedeemOutcome {
   platforms: string[] | null;
   /** The app's newest deliverable builds, when asked for (`readBuilds`). */
   builds: DeliverableBuildJson[] | null;
-  fee_charged: boolean;
   email_queued: boolean;
 }
 
@@ -138,7 +137,7 @@ const REDEEM_SQL = `
   SELECT code.status, code.sellable, claimed.app_id IS NOT NULL AS claimed, claimed.app_id, claimed.app_name,
     (SELECT company_name FROM developers WHERE developers.id = claimed.developer_id) AS seller_name, claimed.platforms,
     CASE WHEN claimed.app_id IS NOT NULL AND $9::boolean THEN ${newestDeliverableBuildsJsonSql('claimed.app_id', 'claimed.delivery_mode')} END AS builds,
-    EXISTS (SELECT 1 FROM fee) AS fee_charged, EXISTS (SELECT 1 FROM email) AS email_queued
+    EXISTS (SELECT 1 FROM email) AS email_queued
   FROM code
   LEFT JOIN claimed ON true`;
 

@@ -23,9 +23,11 @@ const PRODUCT_KEY = 'bench-notes';
  * - The baseline looks the webhook up on every request; Latchkey remembers verified webhooks per
  *   process and confirms them in the event's first statement, so its credential check costs no
  *   round trip of its own.
- * - Latchkey's job runner reports each grant's fee during the run (claim, read, settle, delete:
- *   database work in the same process and database); the baseline only queues the job and
- *   never runs it. That work is counted against Latchkey, as it would be in production.
+ * - Latchkey's job runner reports the grants' fees during the run, in batches (a fee's job is due a
+ *   second after the sale; the first to run reports the developer's pending fees: claim, read,
+ *   settle with the batch's other jobs removed, delete), database work in the same process and
+ *   database; the baseline only queues the job, never due, and never runs it. That work is counted
+ *   against Latchkey, as it would be in production.
  */
 export default defineBench({
   title: 'Entitlement webhook events, against node:http doing the token and secret check and the same upsert with pg',

@@ -143,6 +143,39 @@ describe('the fee ledger', () => {
     );
     expect(await reportJobs(sale.licenseId)).toEqual([]);
   });
+
+  it("reports the developer's pending fees with the first job to run, its own first, and stops at a processor failure", async () => {
+    const seller = await tenant(server);
+    const [a, b, c] = [await soldLicense(seller), await soldLicense(seller), await soldLicense(seller)];
+    for (const sale of [a, b, c]) expect(await record(sale)).toBe('charged');
+    const db = server.database.db;
+    // A's job is an hour away, so B's runs first: it sends B, then the developer's oldest, A, then C.
+    await reportJobs(a.licenseId).update({ run_after: db.raw(`now() + interval '1 hour'`) });
+    const sent: string[] = [];
+    const processor: FeeUsageReporter = {
+      async reportLicenseFee(usage) {
+        sent.push(usage.licenseId);
+        // Down for C's first attempt: B's batch stops there; C's own job sends it again.
+        if (usage.licenseId === c.licenseId && sent.filter((id) => id === c.licenseId).length === 1) throw new Error('processor unavailable');
+        return { status: 'reported' };
+      },
+    };
+    const log = pino({ level: 'silent' });
+    const runner = createJobRunner({ db, queue, log, handlers: [reportLicenseFeeJob({ db, reporter: processor, clock: server.clock, log })] }, { concurrency: 2, pollMs: 100 });
+    runner.start();
+    try {
+      await eventually('every fee to be reported', async () => (await feeRows(c.licenseId).where({ report_status: 'reported' })).length > 0);
+    } finally {
+      await runner.stop();
+    }
+    const mine = new Set([a, b, c].map((sale) => sale.licenseId));
+    expect(sent.filter((id) => mine.has(id))).toEqual([b.licenseId, a.licenseId, c.licenseId, c.licenseId]);
+    for (const sale of [a, b, c]) {
+      expect(await feeRows(sale.licenseId).first()).toMatchObject({ report_status: 'reported', reported_at: expect.any(Date) });
+      // A's job was still an hour away: the batch that reported A removed it.
+      expect(await reportJobs(sale.licenseId)).toEqual([]);
+    }
+  });
 });
 
 describe('the fee report without a payment processor', () => {

@@ -34,6 +34,7 @@ import { soldSeatModels } from './032_sold_seat_models.js';
 import { devicePreviousFingerprints } from './033_device_previous_fingerprints.js';
 import { soldMeters } from './036_sold_meters.js';
 import { uploadPartKeys } from './037_upload_part_keys.js';
+import { pendingFeeIndex } from './038_pending_fee_index.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -72,4 +73,5 @@ export const migrations: Migration[] = [
   devicePreviousFingerprints,
   soldMeters,
   uploadPartKeys,
+  pendingFeeIndex,
 ];
