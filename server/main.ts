@@ -9,7 +9,7 @@ import { DataDirLockedError, lockDataDir } from './db/data-dir-lock.js';
 import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedCluster } from './db/embedded.js';
 import { createDb } from './db/knex.js';
 import { migrateToLatest } from './db/migrate.js';
-import { createHttpServer } from './http/http-server.js';
+import { closeServer, createHttpServer } from './http/http-server.js';
 import { createLogger } from './http/logging.js';
 import { loadKeyring } from './signing/load.js';
 import { tightenDataDir } from './storage/data-dir.js';
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     // Header and body limits before authentication; body time judged per route (uploads: idle only).
     const server = createHttpServer(config.requestLimits, handler).listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-    cleanups.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    cleanups.unshift(() => closeServer(server));
     log.info({ url: `http://${config.host}:${config.port}`, embedded: Boolean(cluster) }, 'latchkey is listening');
 
     if (config.runJobs) {

@@ -78,6 +78,27 @@ export function createHttpServer(limits: RequestLimits, handler?: http.RequestLi
   return server;
 }
 
+/** How long a stopping server lets requests in flight finish: within `docker stop`'s 10 s default. */
+export const SHUTDOWN_DRAIN_MS = 8_000;
+
+/**
+ * Stops accepting connections and closes each kept-alive one once its request is answered, then
+ * resolves. Node's `close()` closes only the connections idle at that moment: one answering a
+ * request then stays open for the whole keep-alive (65 s) and holds the shutdown. Past `drainMs`,
+ * whatever is still open (an upload, a client that keeps sending) is cut.
+ */
+export function closeServer(server: http.Server, drainMs = SHUTDOWN_DRAIN_MS): Promise<void> {
+  return new Promise((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    const cut = setTimeout(() => server.closeAllConnections(), drainMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(cut);
+      resolve();
+    });
+  });
+}
+
 interface BodyWatch {
   /** Upload routes: no total deadline, only the idle one. */
   relaxed: boolean;

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { freePort } from '../../server/db/embedded.js';
+import { eventually } from '../support/wait.js';
 import { cleanUpServer, EXIT_TIMEOUT_MS, killSpawnedServers, READY_TIMEOUT_MS, spawnServer, waitForExit, waitForReady, type ServerProcess } from '../support/server-process.js';
 
 afterAll(killSpawnedServers);
@@ -45,7 +47,7 @@ describe('the real server on its embedded PostgreSQL', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-startup-'));
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    server = spawnServer({ PORT: String(port), LATCHKEY_DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+    server = spawnServer({ PORT: String(port), LATCHKEY_DATA_DIR: dataDir, LOG_LEVEL: 'info' });
     await waitForReady(server, url);
   }, READY_TIMEOUT_MS + 10_000);
 
@@ -78,9 +80,28 @@ describe('the real server on its embedded PostgreSQL', () => {
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
   });
 
-  it('shuts down cleanly on SIGTERM: exit 0, PostgreSQL stopped, lock released', async () => {
+  it('shuts down cleanly on SIGTERM: the request in flight answered, its kept-alive connection closed, exit 0, PostgreSQL stopped, lock released', async () => {
+    // A registration whose body is still coming when the signal arrives, on a kept-alive connection:
+    // answered, then closed, rather than kept for the 65 s keep-alive (past waitForExit's patience).
+    const agent = new http.Agent({ keepAlive: true });
+    const body = JSON.stringify({ email: `dev-${randomBytes(4).toString('hex')}@example.com`, password: 'correct horse battery', company_name: 'Acme' });
+    const request = http.request(`${url}/v1/auth/register`, {
+      method: 'POST',
+      agent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      request.on('response', (res) => res.resume().on('end', () => resolve(res.statusCode!)));
+      request.on('error', reject);
+    });
+    request.write(body.slice(0, 10));
+    await new Promise((resolve) => setTimeout(resolve, 300));
     server.child.kill('SIGTERM');
+    await eventually('the server to start shutting down', async () => server.output().includes('shutting down'));
+    request.end(body.slice(10));
+    expect(await answered).toBe(201);
     expect(await waitForExit(server), server.output()).toBe(0);
+    agent.destroy();
     expect(fs.existsSync(lockFile())).toBe(false);
     expect(fs.existsSync(postmasterPidFile())).toBe(false);
   });
