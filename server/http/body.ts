@@ -49,10 +49,12 @@ export function readRawBody(req: http.IncomingMessage, limit: number): Promise<B
  * Whether the request's body was read in part and then left unread (an upload whose storage failed
  * midway): its answer must close the connection. Node drains a body nobody read, but not one read
  * in part, so the rest would stay unread and the client's next request on that connection would
- * wait behind it until the idle timeout closed it (5 s by default).
+ * wait behind it until the idle timeout closed it. A body being drained on purpose (flowing: a 413
+ * past the limit, a refused multipart) is not left: closing under a client still sending it could
+ * reset the connection before the answer arrives.
  */
 export function bodyLeftHalfRead(req: http.IncomingMessage): boolean {
-  return req.readableDidRead && !req.complete;
+  return req.readableDidRead && !req.complete && !req.readableFlowing;
 }
 
 /**

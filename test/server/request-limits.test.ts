@@ -118,6 +118,26 @@ describe('uploads: an idle timeout per chunk, not a total one', async () => {
     }
   });
 
+  it('drains a body it refuses midway (413) and keeps the connection, rather than closing it on the client still sending', async () => {
+    // Chunked, so the limit is found while reading: the rest is drained, and the answer must not
+    // close the connection under a client still sending it (its reset could come before the 413).
+    const oversized = Buffer.alloc(2 * 1024 * 1024, 'x');
+    const res = await fetch(`${server.url}/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < oversized.length; at += 64 * 1024) controller.enqueue(oversized.subarray(at, at + 64 * 1024));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ error_code: 'PAYLOAD_TOO_LARGE', status_code: 413 });
+    expect(res.headers.get('connection')).not.toBe('close');
+  });
+
   it('gives an unauthenticated upload no more time than any other body', async () => {
     const file = randomBytes(64 * 1024);
     const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'anon.bin', file);
