@@ -61,22 +61,11 @@ export async function upload(o: Owner, opts: UploadOptions): Promise<ApiResponse
   const form = new FormData();
   for (const [name, value] of Object.entries(opts.fields ?? {})) form.append(name, value);
   if (opts.file) form.append(opts.fileField ?? 'artifact', new Blob([opts.file.data]), opts.file.name);
-  const send = () =>
-    fetch(`${o.server.url}${opts.path ?? `/v1/apps/${o.app.id}/builds`}`, {
-      method: opts.method ?? 'POST',
-      headers: { authorization: `Bearer ${opts.token ?? o.dev.accessToken}` },
-      body: form,
-    });
-  let res: Response;
-  try {
-    res = await send();
-  } catch (err) {
-    // A kept-alive connection the server was closing as the request went out (Node closes idle
-    // ones at 5 s, fetch its own at 4 s on coarse timers, so under load the two cross): reset
-    // before any answer. Seen twice in full runs; sent again once, as a browser would.
-    if ((err as { cause?: { code?: string } }).cause?.code !== 'ECONNRESET') throw err;
-    res = await send();
-  }
+  const res = await fetch(`${o.server.url}${opts.path ?? `/v1/apps/${o.app.id}/builds`}`, {
+    method: opts.method ?? 'POST',
+    headers: { authorization: `Bearer ${opts.token ?? o.dev.accessToken}` },
+    body: form,
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
 }
