@@ -290,15 +290,17 @@ export function createActivationsStore(db: Db) {
     /**
      * The record a runtime token's fingerprint `named` stands for on the license: the device of that
      * fingerprint, else the one renamed from it (renameDevice); undefined when neither is on record.
+     * In a transaction (`held`), the record is held until it ends: a reset or deactivation removing it
+     * (or a rename) waits, and one that removed it meanwhile leaves nothing found.
      */
-    recordNamedBy: async (licenseId: string, named: string) =>
+    recordNamedBy: async (licenseId: string, named: string, held?: Knex.Transaction) =>
       (
         await hotQuery<{ fingerprint_hash: string; component_hashes: ComponentHashes | null }>(
-          db,
+          held ?? db,
           `SELECT fingerprint_hash, component_hashes FROM devices WHERE license_id = $1 AND (fingerprint_hash = $2 OR $2 = ANY (previous_fingerprints))
-           ORDER BY fingerprint_hash = $2 DESC, last_seen_at DESC LIMIT 1`,
+           ORDER BY fingerprint_hash = $2 DESC, last_seen_at DESC LIMIT 1${held ? ' FOR KEY SHARE' : ''}`,
           [licenseId, named],
-          'activations.record_named_by',
+          held ? 'activations.hold_record_named_by' : 'activations.record_named_by',
         )
       )[0],
 

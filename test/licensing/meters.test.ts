@@ -237,6 +237,27 @@ describe('metered features: consumption', () => {
     expect(await usedOf(lic.license_id, 'export')).toBe(1);
   });
 
+  it('a reset committed while a consumption runs leaves it refused 403 DEVICE_NOT_ACTIVATED, counting nothing', async () => {
+    const { lic, token } = await metered({ export: { uses_per_period: 5, period: 'year' } });
+    // Another session removes the license's devices as a reset does, and has not committed yet.
+    const reset = new pg.Client({ connectionString: server.database.url });
+    await reset.connect();
+    try {
+      await reset.query('BEGIN');
+      expect((await reset.query('DELETE FROM devices WHERE license_id = $1', [lic.license_id])).rowCount).toBe(1);
+      let answered = false;
+      const consumption = consume({ token, feature: 'export', idempotency_key: newKey() }).finally(() => (answered = true));
+      const waiting = async () =>
+        Number((await reset.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n);
+      for (let i = 0; i < 200 && !answered && (await waiting()) < 1; i++) await new Promise((r) => setTimeout(r, 25));
+      await reset.query('COMMIT');
+      expectError(await consumption, 403, 'DEVICE_NOT_ACTIVATED');
+    } finally {
+      await reset.end();
+    }
+    expect(await usedOf(lic.license_id, 'export')).toBe(0);
+  });
+
   it('accepts the token of a fingerprint another installation of the machine renamed (the record it stands for)', async () => {
     const lic = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: 1, meters: { export: { uses_per_period: 5, period: 'year' } } });
     const machine = { 'os.machine_id': randomFingerprint(), 'system.uuid': randomFingerprint(), 'board.serial': randomFingerprint(), 'disk.serial': randomFingerprint() };

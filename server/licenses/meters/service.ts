@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { readRuntimeToken } from '../../activations/runtime-token.js';
 import type { Clock } from '../../clock.js';
 import { RequestError, assertThat } from '../../errors.js';
@@ -73,8 +74,11 @@ export function createMetersService(deps: {
   store: MetersStore;
   clock: Clock;
   keyring: Keyring;
-  /** The device record a runtime token's fingerprint stands for on the license (activations' rule, which refresh and deactivation use). */
-  recordNamedBy: (licenseId: string, fingerprint: string) => Promise<object | undefined>;
+  /**
+   * The device record a runtime token's fingerprint stands for on the license (activations' rule, which
+   * refresh and deactivation use), held until the transaction ends.
+   */
+  recordNamedBy: (licenseId: string, fingerprint: string, held: Knex.Transaction) => Promise<object | undefined>;
 }) {
   const { store, clock, keyring, recordNamedBy } = deps;
 
@@ -113,11 +117,6 @@ export function createMetersService(deps: {
       if (counted) return replayOf(counted, input);
       const license = await store.findLicense(licenseId, now);
       assertUsable(license);
-      assertThat(
-        await recordNamedBy(licenseId, device),
-        'DEVICE_NOT_ACTIVATED',
-        'This device is not activated on the license (its devices may have been reset); activate it again',
-      );
       const meter = meterOf(license.meters, input.feature);
       assertThat(meter, 'METER_NOT_FOUND', `The license has no meter for ${input.feature}`);
       const period: PeriodBounds = periodContaining(meter.period, now);
@@ -127,6 +126,13 @@ export function createMetersService(deps: {
         await store.lockIdempotencyKey(trx, licenseId, input.idempotency_key);
         const twin = await store.findConsumption(licenseId, input.idempotency_key, trx);
         if (twin) return replayOf(twin, input);
+        // Checked under the record's lock, not before the transaction: a reset committed in between would
+        // otherwise let a removed device's consumption count; one still running waits for this to end.
+        assertThat(
+          await recordNamedBy(licenseId, device, trx),
+          'DEVICE_NOT_ACTIVATED',
+          'This device is not activated on the license (its devices may have been reset); activate it again',
+        );
         const used = await store.addToCounter(trx, at, input.quantity, meter);
         if (used === undefined) {
           const remaining = Math.max(0, meter.uses_per_period - (await store.usedInPeriod(trx, at)));
