@@ -65,7 +65,7 @@ function bareDir(): string {
 }
 
 describe('the packed SDK', { timeout: 180_000 }, () => {
-  it('holds only what an app needs: compiled entries, their types, the README, the Apache-2.0 license', async () => {
+  it('holds only what an app needs: compiled entries, their types, the README, the Apache-2.0 license, the bundled notices', async () => {
     const { stdout } = await promisify(execFile)('tar', ['tzf', tarball]);
     const files = stdout.trim().split('\n');
     expect(files).toContain('package/README.md');
@@ -74,10 +74,17 @@ describe('the packed SDK', { timeout: 180_000 }, () => {
     expect(files).toContain('package/dist/cjs/index.cjs');
     expect(files).toContain('package/dist/esm/index.d.ts');
     expect(files).toContain('package/dist/cjs/index.d.cts');
-    const unexpected = files.filter((f) => !/^package\/(README\.md|LICENSE|package\.json|dist\/.+\.(js|cjs|d\.ts|d\.cts))$/.test(f));
+    const unexpected = files.filter((f) => !/^package\/(README\.md|LICENSE|package\.json|dist\/THIRD_PARTY_NOTICES|dist\/.+\.(js|cjs|d\.ts|d\.cts))$/.test(f));
     expect(unexpected).toEqual([]);
-    const manifest = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/@latchkey/runtime-sdk/package.json'), 'utf8'));
+    const installed = path.join(project, 'node_modules/@latchkey/runtime-sdk');
+    const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
     expect(manifest.license).toBe('Apache-2.0');
+    // zod is built into dist (a cold import no longer loads its 97 modules): not installed, its MIT notice shipped instead.
+    expect(Object.keys(manifest.dependencies)).toEqual(['systeminformation']);
+    expect(fs.existsSync(path.join(project, 'node_modules/zod'))).toBe(false);
+    expect(fs.readFileSync(path.join(installed, 'dist/THIRD_PARTY_NOTICES'), 'utf8')).toMatch(
+      /^zod 4\.\d+\.\d+ \(MIT\), built into dist\/:\n\nMIT License\n\nCopyright \(c\) \d{4} Colin McDonnell/,
+    );
     for (const entry of ['.', './updates', './protocol', './engine']) {
       expect(Object.keys(manifest.exports[entry].import)).toEqual(['types', 'default']);
       expect(Object.keys(manifest.exports[entry].require)).toEqual(['types', 'default']);
