@@ -1,7 +1,7 @@
 /**
  * The pieces of the SDK's option schemas (`createLicenseClient`, `createUpdater`), in `zod/mini`:
- * its functional API lets a bundler keep only the checks used, so an app that only calls `check()`
- * carries a few KB of zod instead of its whole core.
+ * its functional API lets the SDK's build (which bundles zod: scripts/build.mjs) keep only the checks
+ * used, a few KB of zod instead of its whole core.
  */
 import * as z from 'zod/mini';
 import { LicenseError } from './errors.js';

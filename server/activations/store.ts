@@ -291,7 +291,8 @@ export function createActivationsStore(db: Db) {
      * The record a runtime token's fingerprint `named` stands for on the license: the device of that
      * fingerprint, else the one renamed from it (renameDevice); undefined when neither is on record.
      * In a transaction (`held`), the record is held until it ends: a reset or deactivation removing it
-     * (or a rename) waits, and one that removed it meanwhile leaves nothing found.
+     * (or a rename) waits, and one that removed it meanwhile leaves nothing found. Removals lock the
+     * license row first, so a caller holds that row before this one (meters/store.ts holdLicense).
      */
     recordNamedBy: async (licenseId: string, named: string, held?: Knex.Transaction) =>
       (

@@ -35,6 +35,15 @@ function expectLimitExceeded(res: ApiResponse, remaining: number, periodEndsAt: 
   expect(res.body).toMatchObject({ error_code: 'USAGE_LIMIT_EXCEEDED', status_code: 409, remaining, period_ends_at: periodEndsAt });
 }
 
+/**
+ * Sessions of the test database waiting on a lock now, asked through `session`, which may be inside
+ * a transaction: pg_stat_activity is otherwise read once per transaction and repeated after.
+ */
+async function sessionsWaitingOnLocks(session: pg.Client): Promise<number> {
+  await session.query('SELECT pg_stat_clear_snapshot()');
+  return Number((await session.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n);
+}
+
 /** The first instant of next month, UTC, from the server's clock now. */
 function nextMonthStart(now = new Date()): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
@@ -176,8 +185,7 @@ describe('metered features: consumption', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM meter_usage WHERE license_id = $1 AND feature = $2 FOR UPDATE', [lic.license_id, 'export']);
-      const waiting = async () =>
-        Number((await holder.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n);
+      const waiting = () => sessionsWaitingOnLocks(holder);
       const first = consume({ token, feature: 'export', quantity: 2, idempotency_key: key });
       for (let i = 0; i < 200 && (await waiting()) < 1; i++) await new Promise((r) => setTimeout(r, 25));
       let answered = false;
@@ -237,19 +245,19 @@ describe('metered features: consumption', () => {
     expect(await usedOf(lic.license_id, 'export')).toBe(1);
   });
 
-  it('a reset committed while a consumption runs leaves it refused 403 DEVICE_NOT_ACTIVATED, counting nothing', async () => {
+  it('a reset running when a consumption arrives: the consumption waits for it, then is refused 403 DEVICE_NOT_ACTIVATED, counting nothing', async () => {
     const { lic, token } = await metered({ export: { uses_per_period: 5, period: 'year' } });
-    // Another session removes the license's devices as a reset does, and has not committed yet.
+    // Another session resets the license's devices as a reset does: the license row locked first, then its devices removed.
     const reset = new pg.Client({ connectionString: server.database.url });
     await reset.connect();
     try {
       await reset.query('BEGIN');
-      expect((await reset.query('DELETE FROM devices WHERE license_id = $1', [lic.license_id])).rowCount).toBe(1);
+      await reset.query('SELECT 1 FROM licenses WHERE id = $1 FOR UPDATE', [lic.license_id]);
       let answered = false;
       const consumption = consume({ token, feature: 'export', idempotency_key: newKey() }).finally(() => (answered = true));
-      const waiting = async () =>
-        Number((await reset.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n);
-      for (let i = 0; i < 200 && !answered && (await waiting()) < 1; i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 200 && !answered && (await sessionsWaitingOnLocks(reset)) < 1; i++) await new Promise((r) => setTimeout(r, 25));
+      // Had the consumption taken the device's record first, this delete and the consumption would deadlock.
+      expect((await reset.query('DELETE FROM devices WHERE license_id = $1', [lic.license_id])).rowCount).toBe(1);
       await reset.query('COMMIT');
       expectError(await consumption, 403, 'DEVICE_NOT_ACTIVATED');
     } finally {

@@ -115,24 +115,24 @@ export function createMetersService(deps: {
       const consumedAt = consumedAtOf(input, now);
       const counted = await store.findConsumption(licenseId, input.idempotency_key);
       if (counted) return replayOf(counted, input);
-      const license = await store.findLicense(licenseId, now);
-      assertUsable(license);
-      const meter = meterOf(license.meters, input.feature);
-      assertThat(meter, 'METER_NOT_FOUND', `The license has no meter for ${input.feature}`);
-      const period: PeriodBounds = periodContaining(meter.period, now);
-      const at = { licenseId, feature: input.feature, period };
       return store.transaction(async (trx) => {
         // Twins with this key wait here until the first commits, then answer its answer (or the key's reuse).
         await store.lockIdempotencyKey(trx, licenseId, input.idempotency_key);
         const twin = await store.findConsumption(licenseId, input.idempotency_key, trx);
         if (twin) return replayOf(twin, input);
-        // Checked under the record's lock, not before the transaction: a reset committed in between would
-        // otherwise let a removed device's consumption count; one still running waits for this to end.
+        // The license and the device's record are read held, not before the transaction: a reset
+        // committed in between would otherwise let a removed device's units count.
+        const license = await store.holdLicense(trx, licenseId, now);
+        assertUsable(license);
         assertThat(
           await recordNamedBy(licenseId, device, trx),
           'DEVICE_NOT_ACTIVATED',
           'This device is not activated on the license (its devices may have been reset); activate it again',
         );
+        const meter = meterOf(license.meters, input.feature);
+        assertThat(meter, 'METER_NOT_FOUND', `The license has no meter for ${input.feature}`);
+        const period: PeriodBounds = periodContaining(meter.period, now);
+        const at = { licenseId, feature: input.feature, period };
         const used = await store.addToCounter(trx, at, input.quantity, meter);
         if (used === undefined) {
           const remaining = Math.max(0, meter.uses_per_period - (await store.usedInPeriod(trx, at)));

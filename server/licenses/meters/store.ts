@@ -29,11 +29,18 @@ export function createMetersStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
 
-    /** The license a runtime token names, with its meters and status now. */
-    findLicense: (licenseId: string, now: Date) =>
-      db('licenses')
+    /**
+     * The license a runtime token names, with its meters and status now, held (FOR KEY SHARE) until
+     * the transaction ends: a reset, a deactivation or a store's revoke, which lock the license row
+     * before removing its devices, wait for the consumption, or the consumption for them. Taken
+     * before the device record, in their order (license, then device): the other way round, the two
+     * would deadlock.
+     */
+    holdLicense: (trx: Knex.Transaction, licenseId: string, now: Date) =>
+      trx('licenses')
         .where({ id: licenseId })
-        .first<MeteredLicense | undefined>('id', 'meters', db.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now])),
+        .forKeyShare()
+        .first<MeteredLicense | undefined>('id', 'meters', trx.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now])),
 
     /** The developer's license's meters; undefined when the license is not the developer's. */
     findMeters: (developerId: string, licenseId: string) =>
