@@ -48,11 +48,12 @@ const shared = {
   legalComments: 'none',
   logLevel: 'warning',
   absWorkingDir: root,
+  metafile: true,
 };
 
 fs.rmSync(dist, { recursive: true, force: true });
 
-await esbuild.build({
+const esm = await esbuild.build({
   ...shared,
   entryPoints: Object.fromEntries(ENTRIES.map((e) => [e.name, e.source])),
   outdir: path.join(dist, 'esm'),
@@ -62,7 +63,7 @@ await esbuild.build({
 });
 
 // One CommonJS module with every entry as a namespace; `import.meta.url` becomes this file's URL.
-await esbuild.build({
+const cjs = await esbuild.build({
   ...shared,
   stdin: {
     contents: ENTRIES.map((e) => `export * as ${camel(e.name)} from './${e.source}';`).join('\n'),
@@ -98,6 +99,16 @@ for (const entry of ENTRIES) {
   copy(path.join(dist, 'cjs', `${entry.name}.d.cts`), `export * from './${module}.cjs';\n`);
 }
 
+// A package built in without its notice would ship its code without its licence: refused.
+const builtIn = new Set(
+  [esm, cjs].flatMap((result) =>
+    Object.keys(result.metafile.inputs)
+      .filter((file) => file.includes('node_modules/'))
+      .map(packageOf),
+  ),
+);
+const unnoticed = [...builtIn].filter((name) => !BUNDLED.includes(name));
+if (unnoticed.length > 0) throw new Error(`built into dist without a notice (add to BUNDLED, or make them dependencies): ${unnoticed.join(', ')}`);
 fs.writeFileSync(path.join(dist, THIRD_PARTY_NOTICES), BUNDLED.map(notice).join('\n'));
 
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
@@ -106,6 +117,12 @@ fs.renameSync(dist, path.join(root, 'dist'));
 function copy(file, text) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, text);
+}
+
+/** The package a bundled file comes from: `node_modules/<name>/…` or `node_modules/@scope/<name>/…`. */
+function packageOf(file) {
+  const parts = file.split('node_modules/').pop().split('/');
+  return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
 /** The name, version and licence of a bundled package, as its own package ships them. */
