@@ -9,10 +9,11 @@
  *   `.cjs` specifiers) beside the CommonJS ones, so TypeScript reads each in the right module format.
  *
  * Dependencies stay external: an app's bundler or Node resolves them from the app's node_modules.
- * zod is the exception, a devDependency built in (BUNDLED): `zod/mini` loads 97 ES modules, and Node's loader took about
- * 100 ms to load them in a fresh process, most of a cold `import` of the SDK (`npm run bench --
- * sdk-package`). Bundled, the SDK carries only the `zod/mini` checks it uses, as one module; its
- * licence goes with it (THIRD_PARTY_NOTICES).
+ * zod is the exception, a devDependency built in (BUNDLED): `zod/mini` loads 97 ES modules, and
+ * Node's loader took about 100 ms to load them in a fresh process, most of a cold `import` of the
+ * SDK (`npm run bench -- sdk-package`). Bundled, the SDK carries only the `zod/mini` checks it
+ * uses, as one module; its licence goes with it (THIRD_PARTY_NOTICES), and the build refuses any
+ * other package built in without one.
  * Everything is written to dist.next and swapped in at the end, so a build running beside the tests
  * never leaves them without dist/, and a failed build leaves the last good one.
  */
@@ -36,7 +37,10 @@ const ENTRIES = [
   { name: 'engine-integrity', source: 'engine/integrity.ts' },
 ];
 
-/** The packages built into dist: devDependencies (not external, and an install does not fetch them), whose licences ship in THIRD_PARTY_NOTICES. */
+/**
+ * The packages built into dist: devDependencies (not external, and an install does not fetch
+ * them), whose licences ship in THIRD_PARTY_NOTICES.
+ */
 const BUNDLED = ['zod'];
 const THIRD_PARTY_NOTICES = 'THIRD_PARTY_NOTICES';
 
