@@ -10,9 +10,15 @@
  *
  * Assets: in a single executable the script reads them with `require('node:sea').getAsset(name)`;
  * in the archive they lie beside the script, at `path.join(__dirname, name)`.
+ *
+ * Every deliverable carries THIRD_PARTY_NOTICES, an asset like the others: the notices of what the
+ * script holds, given by the caller, then Node's licence. Open-source licences (MIT, Apache-2.0,
+ * Node's own) ask that their notice go with every copy, and a customer who got one file gets them
+ * in it: as plain text in an executable's blob, or a file beside the script in an archive.
  */
+import fs from 'node:fs/promises';
 import path from 'node:path';
-import { hostRuntimePlatform, nodeRuntime, type RuntimePlatform } from '../runtimes/node-runtimes.js';
+import { hostRuntimePlatform, NODE_RUNTIME_VERSION, nodeRuntime, nodeRuntimeLicense, type RuntimePlatform } from '../runtimes/node-runtimes.js';
 import { buildSingleExecutable, singleExecutableUnavailable, type ExecutableFormat } from '../sea/single-executable.js';
 import { buildLauncherArchive } from './launcher-archive.js';
 
@@ -40,6 +46,8 @@ export interface DeliverableJob {
   /** A self-contained CommonJS script: it can `require` built-in modules only. */
   script: string;
   assets?: Record<string, string>;
+  /** The notices of the open-source code the script holds (THIRD_PARTY_NOTICES; Node's licence is added). */
+  notices: string;
   /** The command's name where the format shows one (the archive's folder and launcher): `[a-z0-9._-]`. */
   name: string;
   runtimes: RuntimeSource;
@@ -54,6 +62,9 @@ export interface Deliverable {
   extension: string;
 }
 
+/** The asset that holds the notices of everything the deliverable carries. */
+export const NOTICES_ASSET = 'THIRD_PARTY_NOTICES';
+
 /** This machine cannot make the platform's deliverable (no runtime runs here, postject missing). */
 export class DeliverableUnavailableError extends Error {}
 
@@ -61,8 +72,12 @@ export async function buildDeliverable(job: DeliverableJob): Promise<Deliverable
   const delivery = DELIVERY[job.platform];
   const nodeBinary = await nodeRuntime(job.platform, job.runtimes.dir, job.runtimes.registry);
   const file = path.join(job.workDir, `deliverable${delivery.extension}`);
+  const notices = path.join(job.workDir, NOTICES_ASSET);
+  const nodeLicense = await nodeRuntimeLicense(job.platform, job.runtimes.dir, job.runtimes.registry);
+  await fs.writeFile(notices, `${job.notices.trimEnd()}\n\n== Node.js ${NODE_RUNTIME_VERSION}: the runtime this file embeds ==\n\n${nodeLicense.trim()}\n`);
+  const assets = { ...job.assets, [NOTICES_ASSET]: notices };
   if (delivery.format === 'launcher_archive') {
-    await buildLauncherArchive({ script: job.script, assets: job.assets, nodeBinary, name: job.name, output: file, workDir: job.workDir });
+    await buildLauncherArchive({ script: job.script, assets, nodeBinary, name: job.name, output: file, workDir: job.workDir });
   } else {
     const unavailable = singleExecutableUnavailable();
     const host = hostRuntimePlatform();
@@ -71,7 +86,7 @@ export async function buildDeliverable(job: DeliverableJob): Promise<Deliverable
     const blobWriter = await nodeRuntime(host, job.runtimes.dir, job.runtimes.registry);
     await buildSingleExecutable({
       script: job.script,
-      assets: job.assets,
+      assets,
       nodeBinary,
       blobWriter,
       useCodeCache: host === job.platform,

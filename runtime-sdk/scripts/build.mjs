@@ -118,6 +118,11 @@ fs.writeFileSync(path.join(dist, THIRD_PARTY_NOTICES), BUNDLED.map(notice).join(
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
 fs.renameSync(dist, path.join(root, 'dist'));
 
+// The package's own licence beside its manifest, where `npm pack` takes it and where the server's
+// protection reads it for the notices a protected build carries: the project's LICENSE, copied
+// (npm packs no symlink).
+fs.copyFileSync(path.join(root, '..', 'LICENSE'), path.join(root, 'LICENSE'));
+
 function copy(file, text) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, text);

@@ -118,7 +118,7 @@ export const Build = z.object({
     .enum(PACKAGE_FORMATS)
     .nullable()
     .describe(
-      'null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself',
+      'null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs',
     ),
   engine_version: z.string().nullable().describe('Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was'),
   failure_reason: z.string().nullable().describe('Why a FAILED build failed, in words'),

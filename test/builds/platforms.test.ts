@@ -57,6 +57,25 @@ afterAll(async () => {
 const home = () => fs.mkdtempSync(path.join(work, 'home-'));
 const bytesOf = (platform: RuntimePlatform) => fs.readFileSync(delivered.get(platform)!.file);
 
+/**
+ * The notices every delivered file carries (the licences of MIT, Apache-2.0 and Node ask for them
+ * in every copy): the engine (this project's SDK), zod built into it, the hardware probes bundled
+ * with it, and, where the file embeds Node, Node's licence. Each heading, then its licence's text.
+ */
+function expectNotices(text: string, { embedsNode }: { embedsNode: boolean }): void {
+  const section = (heading: RegExp) => {
+    const at = text.search(heading);
+    expect(at, `${heading} in the notices`).toBeGreaterThanOrEqual(0);
+    return text.slice(at, at + 2000);
+  };
+  expect(section(/== @latchkey\/runtime-sdk \S+ \(Apache-2\.0\): the Latchkey runtime engine ==/)).toContain('Apache License');
+  expect(section(/zod \d+\.\d+\.\d+ \(MIT\)/)).toContain('Permission is hereby granted, free of charge');
+  expect(section(/== systeminformation \d+\.\d+\.\d+ \(MIT\) ==/)).toContain('Sebastian Hildebrandt');
+  if (embedsNode)
+    expect(section(new RegExp(`== Node\\.js ${NODE_RUNTIME_VERSION.replaceAll('.', '\\.')}: the runtime this file embeds ==`))).toContain('Node.js is licensed for use as follows');
+  else expect(text).not.toContain('Node.js is licensed for use as follows');
+}
+
 describe('linux and Windows: Node single executables from the pinned runtime of the platform', () => {
   const cases: [RuntimePlatform, 'elf' | 'pe', 'x64' | 'arm64', string][] = [
     ['linux-x64', 'elf', 'x64', 'notes-pro-2.1.0-linux-x64'],
@@ -74,6 +93,10 @@ describe('linux and Windows: Node single executables from the pinned runtime of 
     expect(facts.seaBlobBytes).toBeGreaterThan(1000);
     // Node 22, not the server's own Node.
     expect(bytes.includes(`node-v${NODE_RUNTIME_VERSION}`) || bytes.includes(`v${NODE_RUNTIME_VERSION}`)).toBe(true);
+    // The notices are a plain-text asset of the blob (the Windows runtimes' packages carry no licence: Node's comes from linux-x64's).
+    const notices = bytes.indexOf('Notices of the open-source software in this file');
+    expect(notices).toBeGreaterThan(0);
+    expectNotices(bytes.subarray(notices, notices + 400_000).toString('latin1'), { embedsNode: true });
   });
 
   it('linux-x64 runs: asks for a license key and exits 2 without one, runs the app with one, on Node 22', { timeout: 60_000 }, async () => {
@@ -127,6 +150,7 @@ describe('macOS: an archive with the vendor-signed Node runtime unmodified, the 
 
     const dir = fs.mkdtempSync(path.join(work, `${platform}-`));
     await extract({ file, cwd: dir });
+    expectNotices(fs.readFileSync(path.join(dir, 'notes-pro/app/THIRD_PARTY_NOTICES'), 'utf8'), { embedsNode: true });
     const runtime = fs.readFileSync(path.join(dir, 'notes-pro/runtime/node'));
     expect(inspectExecutable(runtime)).toMatchObject({ format: 'macho', machine, codeSignature: true, seaBlobBytes: null, fuseFlipped: false });
     // Byte for byte the runtime npm publishes, so Apple's signature on it still holds.
@@ -154,10 +178,21 @@ describe('macOS: an archive with the vendor-signed Node runtime unmodified, the 
 });
 
 describe('cross_platform', () => {
-  it('stays a JavaScript bundle for an installed Node >= 20, and says so', async () => {
-    const plain = { ...o, app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Anywhere', platforms: ['linux-x64'] } })).body };
+  it('stays a JavaScript bundle for an installed Node >= 20, and says so', { timeout: 60_000 }, async () => {
+    const plain = {
+      ...o,
+      app: (await o.call('POST', '/v1/apps', { token: o.dev.accessToken, body: { name: 'Anywhere', platforms: ['linux-x64'], protection_level: 'hardened' } })).body,
+    };
     const build = await settled(plain, (await uploadBuild(plain, { data: APP_SOURCE, name: 'main.mjs' })).id);
     expect(build).toMatchObject({ status: 'READY', package_format: 'javascript_bundle', package_name: 'anywhere-cross_platform.mjs' });
+    // The notices close the bundle as a comment after the protected region: a hardened bundle still
+    // passes its integrity check. The customer's own Node brings its licence.
+    const file = await downloadPackage(plain, build as any, work);
+    const text = fs.readFileSync(file, 'utf8');
+    expect(text.trimEnd().endsWith('*/')).toBe(true);
+    expectNotices(text.slice(text.lastIndexOf('/*! THIRD_PARTY_NOTICES')), { embedsNode: false });
+    const key = (await createLicense(o.call, o.dev, { app_id: plain.app.id })).license_key;
+    expect(await runProtected(file, { home: home(), env: { LATCHKEY_LICENSE_KEY: key } })).toMatchObject({ code: 0, stdout: 'Notes Pro says hello on linux \n' });
     const openapi = await o.call('GET', '/v1/openapi.json');
     expect(JSON.stringify(openapi.body)).toContain('Node >= 20');
   });

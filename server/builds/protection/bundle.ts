@@ -5,16 +5,17 @@ import * as esbuild from 'esbuild';
 import { APP_MODULE, APP_ROOT_KEY, sealVault, SODIUM_ASSET, VAULT_ASSET, type EngineConfig, type VaultFiles } from '@latchkey/runtime-sdk/engine';
 import { DIGEST_PLACEHOLDER, fillSlot, protectedRegion, REGION_BEGIN, REGION_END, regionDigest } from '@latchkey/runtime-sdk/engine/integrity';
 import type { JavaScriptApp } from './javascript-app.js';
+import { engineNotices } from './notices.js';
 
 /**
  * The runtime engine's entry module, bundled into every protected app: the ES module build the
  * SDK package ships (its `import` condition), so the app gets the same engine as any app that
  * installs the SDK, and the bundle can split nothing it does not use.
  */
+const ENGINE_PACKAGE = path.dirname(createRequire(import.meta.url).resolve('@latchkey/runtime-sdk/package.json'));
 const ENGINE_MODULE = ((): string => {
-  const manifestFile = createRequire(import.meta.url).resolve('@latchkey/runtime-sdk/package.json');
-  const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as { exports: Record<string, { import: { default: string } }> };
-  return path.join(path.dirname(manifestFile), manifest.exports['./engine']!.import.default);
+  const manifest = JSON.parse(fs.readFileSync(path.join(ENGINE_PACKAGE, 'package.json'), 'utf8')) as { exports: Record<string, { import: { default: string } }> };
+  return path.join(ENGINE_PACKAGE, manifest.exports['./engine']!.import.default);
 })();
 
 /** The authority's signed integrity document over a protected region's SHA-256 (docs/protocol.md). */
@@ -165,13 +166,19 @@ const ENTRY_PARTS: Record<BundleFormat, { imports: string; ownFile: string; vaul
 /** Files the protected script reads beside its code, by name (see ENTRY_PARTS): none for a bundle. */
 export type BundleAssets = Record<string, string>;
 
+export interface BundledEngine {
+  assets: BundleAssets;
+  /** The notices of the open-source code around the app (notices.ts): at the end of an ES module bundle, and for a deliverable to carry. */
+  notices: string;
+}
+
 /**
  * Protects the app: its code bundled into one ES module and sealed with every file it carries into
  * the vault under the build's content key; the runtime engine bundled around the vault, in the clear.
  * The engine runs the license gate, gets the content key for this device, and runs the app from
  * memory. A hardened bundle is minified and carries the SHA-256 of its code (the engine's integrity.ts).
  */
-export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
+export async function bundleWithEngine(job: BundleJob): Promise<BundledEngine> {
   const files = await appFiles(job.app.root);
   files.set(APP_MODULE, await bundleApp(job.app, job.hardened));
   const sealed = sealVault(files, job.contentKey, job.engine.buildId);
@@ -193,8 +200,9 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
       `.catch((err) => { console.error(err); process.exitCode = 1; });\n`,
   );
   const prelude = job.format === 'esm' ? `\n${ESM_PRELUDE}` : '';
+  let metafile: esbuild.Metafile;
   try {
-    await esbuild.build({
+    ({ metafile } = await esbuild.build({
       entryPoints: [entry],
       outfile: job.outfile,
       bundle: true,
@@ -212,13 +220,17 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundleAssets> {
       ...(carriesSodium ? { plugins: [sodiumBindingPlugin] } : { external: ['sodium-native'] }),
       tsconfigRaw: {},
       ...(job.format === 'esm' ? { define: { __dirname: '__lk_dirname', __filename: '__lk_filename' } } : {}),
+      metafile: true,
       logLevel: 'silent',
-    });
+    }));
   } catch (err) {
     throw new BundleError(`the runtime engine could not be bundled: ${(err as Error).message}`);
   }
   if (job.hardened) await bakeIntegrity(job.outfile, job.signIntegrity);
-  return assets;
+  const notices = engineNotices(ENGINE_PACKAGE, metafile, process.cwd());
+  // After the protected region's end: a comment the integrity check does not hash and no start parses twice.
+  if (job.format === 'esm') await fs.promises.appendFile(job.outfile, `\n/*! THIRD_PARTY_NOTICES\n${notices.replaceAll('*/', '* /')}*/\n`);
+  return { assets, notices };
 }
 
 /**

@@ -4,7 +4,7 @@ import { RuntimeIntegrityError } from '@latchkey/native/runtimes';
 import type { EngineConfig } from '@latchkey/runtime-sdk/engine';
 import type { NodeRuntimeSource } from '../../config.js';
 import type { BuildPlatform, PackageFormat } from '../schemas.js';
-import { BundleError, bundleWithEngine, sodiumAddonFor, type BundleAssets, type IntegritySigner } from './bundle.js';
+import { BundleError, bundleWithEngine, sodiumAddonFor, type BundledEngine, type IntegritySigner } from './bundle.js';
 import type { JavaScriptApp } from './javascript-app.js';
 
 export interface ProtectionJob {
@@ -60,9 +60,9 @@ export async function protectJavaScriptApp(job: ProtectionJob): Promise<Protecte
     return { file, format: 'javascript_bundle' };
   }
   const script = path.join(job.workDir, 'protected.cjs');
-  let assets: BundleAssets;
+  let engine: BundledEngine;
   try {
-    assets = await bundle('cjs', script);
+    engine = await bundle('cjs', script);
   } catch (err) {
     if (err instanceof BundleError && /Top-level await is currently not supported/.test(err.message)) {
       throw new BundleError(
@@ -73,7 +73,15 @@ export async function protectJavaScriptApp(job: ProtectionJob): Promise<Protecte
     throw err;
   }
   try {
-    const delivered = await buildDeliverable({ platform: job.platform, script, assets, name: commandName(job.engine.appName), runtimes: job.nodeRuntimes, workDir: job.workDir });
+    const delivered = await buildDeliverable({
+      platform: job.platform,
+      script,
+      assets: engine.assets,
+      notices: engine.notices,
+      name: commandName(job.engine.appName),
+      runtimes: job.nodeRuntimes,
+      workDir: job.workDir,
+    });
     return { file: delivered.file, format: delivered.format };
   } catch (err) {
     if (err instanceof RuntimeIntegrityError) throw new PackagingError(`the Node runtime for ${job.platform} could not be used: ${err.message}`);

@@ -3362,7 +3362,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
@@ -3456,7 +3456,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
@@ -3537,7 +3537,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
@@ -3688,7 +3688,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
@@ -3767,7 +3767,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
@@ -3856,7 +3856,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
@@ -4215,7 +4215,7 @@ export interface operations {
              * @enum {string}
              */
             scan_status: 'PENDING' | 'CLEAN' | 'INFECTED' | 'REJECTED';
-            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself */
+            /** @description null until READY. `single_executable`: runs without Node (linux, Windows); `launcher_archive`: a .tar.gz with the signed Node runtime, the app and `bin/<app>` (macOS); `javascript_bundle`: a .mjs that needs Node >= 20.12 (cross_platform); `as_uploaded`: the upload itself. Every protected package carries THIRD_PARTY_NOTICES, the licences of the open-source code around the app (the engine, what it bundles, and Node where embedded): an asset of the executable, a file beside the app in the archive, the closing comment of the .mjs */
             package_format: ('single_executable' | 'launcher_archive' | 'javascript_bundle' | 'as_uploaded') | null;
             /** @description Runtime engine injected by protection (`1.0.0.0.0.N`); null when none was */
             engine_version: string | null;
