@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { newId, randomHex } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
+import { bodyCutOff } from '../http/body.js';
 import { RequestError, assertThat } from '../errors.js';
 import { BlobNotFoundError, type BlobStorage, type StagedBlob } from '../storage/blob-storage.js';
 import { digestingStream } from '../storage/digest.js';
@@ -163,8 +164,8 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
       // still sees it (the stream is left errored), and nothing else should report it.
       limit.on('error', () => {});
       // A client gone mid-chunk: the chunk fails and nothing of it is kept.
-      body.on('error', (err) => limit.destroy(err));
-      body.on('aborted', () => limit.destroy(new Error('the request was aborted')));
+      body.on('error', () => limit.destroy(bodyCutOff()));
+      body.on('aborted', () => limit.destroy(bodyCutOff()));
       const staged: StagedBlob = await storage.stage(body.pipe(limit), newPartKey(id, offset));
       if (staged.size === 0) {
         await staged.discard();

@@ -60,9 +60,10 @@ export function bodyLeftHalfRead(req: http.IncomingMessage): boolean {
 /**
  * The body stopped before its end: the client went away, or the body deadline (http-server.ts)
  * answered 408 and closed the connection. The client's doing, not an outage: without this its
- * ECONNRESET would read as the database's.
+ * ECONNRESET would read as the database's, and an abort as a server error. Every reader of a
+ * request body (JSON, multipart, upload chunks) fails with it.
  */
-function bodyCutOff(): RequestError {
+export function bodyCutOff(): RequestError {
   return new RequestError('REQUEST_TIMEOUT', 'The request body did not arrive whole');
 }
 

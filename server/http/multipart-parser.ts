@@ -1,5 +1,6 @@
 import { Readable, Writable } from 'node:stream';
 import { RequestError } from '../errors.js';
+import { bodyCutOff } from './body.js';
 
 /**
  * A streaming multipart/form-data parser (RFC 7578), for uploads of gigabytes. It finds boundaries
@@ -329,8 +330,8 @@ export async function parseMultipart<T>(body: Readable, boundary: string, limits
     await new Promise<void>((resolve, reject) => {
       parser.once('finish', resolve);
       parser.once('error', reject);
-      body.once('error', reject);
-      body.once('aborted', () => reject(new Error('the request was aborted')));
+      body.once('error', () => reject(bodyCutOff()));
+      body.once('aborted', () => reject(bodyCutOff()));
       body.pipe(parser);
     });
   } catch (err) {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { settled, storedFiles } from '../builds/support.js';
 import { createApp, registerDeveloper } from '../support/fixtures.js';
@@ -103,6 +103,39 @@ describe('uploads: an idle timeout per chunk, not a total one', async () => {
     await eventually('the staged part to be removed', async () => storedFiles(server).filter(isNew).length === 0, 50);
     const builds = await call('GET', `/v1/apps/${app.id}/builds`, { token: dev.accessToken });
     expect(builds.body.every((b: { artifact_name: string }) => b.artifact_name !== 'stalled.bin')).toBe(true);
+  });
+
+  it('takes a client that leaves mid-upload as the client cut off, not as a server error (no 500 counted), and keeps nothing of it', async () => {
+    const before = storedFiles(server);
+    const file = randomBytes(256 * 1024);
+    const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'left.bin', file);
+    const res = await rawExchange(server.url, [head(form.length, form.contentType), form.head, file.subarray(0, 100 * 1024), 200, null]);
+    expect(res.status).toBe(0);
+    const metrics = await eventually('the cut-off upload counted', async () => {
+      const text = String((await call('GET', '/metrics', { token: server.adminToken })).body);
+      return /route="\/v1\/apps\/\{app_id\}\/builds",status="408"\} 1\n/.test(text) && text;
+    });
+    expect(metrics).not.toMatch(/route="\/v1\/apps\/\{app_id\}\/builds",status="5\d\d"/);
+    const isNew = (f: string) => !before.includes(f) && !/^apps\/[^/]+\/builds\/[^/]+\/(package|protected)/.test(f);
+    await eventually('the staged part to be removed', async () => storedFiles(server).filter(isNew).length === 0, 50);
+  });
+
+  it('takes a client that leaves mid-chunk of a resumable upload the same way: the chunk keeps nothing, and the upload resumes where it stood', async () => {
+    const file = randomBytes(256 * 1024);
+    const body = { filename: 'resumed.bin', size_bytes: file.length, sha256: createHash('sha256').update(file).digest('hex'), platform: 'cross_platform' };
+    const session = await call('POST', `/v1/apps/${app.id}/uploads`, { token: dev.accessToken, body });
+    expect(session.status).toBe(201);
+    const chunk =
+      `PUT /v1/apps/${app.id}/uploads/${session.body.id}?offset=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${dev.accessToken}\r\n` +
+      `Content-Type: application/octet-stream\r\nContent-Length: ${file.length}\r\n\r\n`;
+    expect((await rawExchange(server.url, [chunk, file.subarray(0, 100 * 1024), 200, null])).status).toBe(0);
+    const route = 'route="\\/v1\\/apps\\/\\{app_id\\}\\/uploads\\/\\{upload_id\\}"';
+    const metrics = await eventually('the cut-off chunk counted', async () => {
+      const text = String((await call('GET', '/metrics', { token: server.adminToken })).body);
+      return new RegExp(`method="PUT",${route},status="408"\\} 1\\n`).test(text) && text;
+    });
+    expect(metrics).not.toMatch(new RegExp(`${route},status="5\\d\\d"`));
+    expect((await call('GET', `/v1/apps/${app.id}/uploads/${session.body.id}`, { token: dev.accessToken })).body.offset).toBe(0);
   });
 
   it('answers an upload body it refuses before its end, rather than resetting the client still sending it', async () => {
