@@ -86,7 +86,7 @@ const runtimeDir = (platform: RuntimePlatform, cacheDir: string): string => path
 /** What is kept of a runtime's package: its executable, and its licence where it has one. */
 const keptFiles = (pkg: RuntimePackage): string[] => (pkg.license ? [pkg.binary, LICENSE_FILE] : [pkg.binary]);
 
-/** Unpacks in progress in this process, by folder: concurrent builds of one platform fetch once. */
+/** Unpacks in progress in this process, by file: concurrent builds of one platform fetch once. */
 const inFlight = new Map<string, Promise<string>>();
 
 /**
@@ -96,37 +96,48 @@ const inFlight = new Map<string, Promise<string>>();
  * without internet access is provisioned), else downloaded from the npm registry.
  */
 export function nodeRuntime(platform: RuntimePlatform, cacheDir: string, registry: string = DEFAULT_REGISTRY): Promise<string> {
-  const dir = runtimeDir(platform, cacheDir);
-  let pending = inFlight.get(dir);
+  return unpacked(platform, cacheDir, registry, NODE_RUNTIMES[platform].binary);
+}
+
+/**
+ * Node's licence, which every executable built on a runtime must carry (it embeds Node, V8,
+ * OpenSSL, ICU and the rest the licence names), kept from the package when it is unpacked.
+ */
+export async function nodeRuntimeLicense(platform: RuntimePlatform, cacheDir: string, registry: string = DEFAULT_REGISTRY): Promise<string> {
+  return fs.readFile(await unpacked(licenseSource(platform), cacheDir, registry, LICENSE_FILE), 'utf8');
+}
+
+/**
+ * The package Node's licence is read from: the target's own; for the Windows packages, which carry
+ * none, the server's own platform's (its runtime writes every single executable's blob, so it is
+ * unpacked already) or else linux-x64's. One text per version, whatever the platform.
+ */
+function licenseSource(platform: RuntimePlatform): RuntimePlatform {
+  if (NODE_RUNTIMES[platform].license) return platform;
+  const host = hostRuntimePlatform();
+  return host && NODE_RUNTIMES[host].license ? host : 'linux-x64';
+}
+
+/** A kept file of the runtime's package (`keptFiles`), unpacked when it is not there yet. */
+function unpacked(platform: RuntimePlatform, cacheDir: string, registry: string, file: string): Promise<string> {
+  const target = path.join(runtimeDir(platform, cacheDir), file);
+  let pending = inFlight.get(target);
   if (!pending) {
-    pending = unpackRuntime(platform, cacheDir, dir, registry).finally(() => inFlight.delete(dir));
-    inFlight.set(dir, pending);
+    pending = unpackOnce(platform, cacheDir, registry, target).finally(() => inFlight.delete(target));
+    inFlight.set(target, pending);
   }
   return pending;
 }
 
-/**
- * Node's licence, which every executable built on the runtime must carry (it embeds Node, V8,
- * OpenSSL, ICU and the rest the licence names): from the platform's package, or, for the Windows
- * packages, which carry none, from linux-x64's of the same version (one text per version).
- */
-export async function nodeRuntimeLicense(platform: RuntimePlatform, cacheDir: string, registry: string = DEFAULT_REGISTRY): Promise<string> {
-  const source: RuntimePlatform = NODE_RUNTIMES[platform].license ? platform : 'linux-x64';
-  await nodeRuntime(source, cacheDir, registry);
-  return fs.readFile(path.join(runtimeDir(source, cacheDir), LICENSE_FILE), 'utf8');
-}
-
-async function unpackRuntime(platform: RuntimePlatform, cacheDir: string, dir: string, registry: string): Promise<string> {
+async function unpackOnce(platform: RuntimePlatform, cacheDir: string, registry: string, target: string): Promise<string> {
+  if (await exists(target)) return target;
   const pkg = NODE_RUNTIMES[platform];
-  const binary = path.join(dir, pkg.binary);
-  const unpacked = async () => (await Promise.all(keptFiles(pkg).map((file) => exists(path.join(dir, file))))).every(Boolean);
-  if (await unpacked()) return binary;
   await fs.mkdir(cacheDir, { recursive: true, mode: 0o700 });
   // Processes sharing the cache (several servers on one volume, parallel test files) fetch one at a time.
   const release = await lock(path.join(cacheDir, `.${pkg.name}-${NODE_RUNTIME_VERSION}.lock`));
   try {
-    if (await unpacked()) return binary;
-    return await fetchAndUnpack(platform, cacheDir, dir, registry);
+    if (!(await exists(target))) await fetchAndUnpack(platform, cacheDir, registry);
+    return target;
   } finally {
     await release();
   }
@@ -149,9 +160,9 @@ async function lock(file: string): Promise<() => Promise<void>> {
   }
 }
 
-async function fetchAndUnpack(platform: RuntimePlatform, cacheDir: string, dir: string, registry: string): Promise<string> {
+async function fetchAndUnpack(platform: RuntimePlatform, cacheDir: string, registry: string): Promise<void> {
   const pkg = NODE_RUNTIMES[platform];
-  const binary = path.join(dir, pkg.binary);
+  const dir = runtimeDir(platform, cacheDir);
   const tarball = await readTarball(platform, cacheDir, registry);
   const digest = `sha512-${createHash('sha512').update(tarball.bytes).digest('base64')}`;
   if (digest !== pkg.integrity) throw new RuntimeIntegrityError(`${pkg.name}@${NODE_RUNTIME_VERSION} from ${tarball.from} does not match its pinned integrity`);
@@ -165,16 +176,17 @@ async function fetchAndUnpack(platform: RuntimePlatform, cacheDir: string, dir: 
     await fs.chmod(path.join(staging, pkg.binary), 0o755);
     await fs.rename(staging, dir).catch(async (err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
-      // Another process unpacked the same runtime first: theirs is as good. A cache unpacked before
-      // the licence was kept gets it added beside its executable.
+      // The folder is there: a cache unpacked before the licence was kept. What it lacks is renamed
+      // in, each file whole (a reader without the lock never sees one half written); what it has stays.
       for (const file of keptFiles(pkg)) {
-        if (!(await exists(path.join(dir, file)))) await fs.copyFile(path.join(staging, file), path.join(dir, file));
+        if (await exists(path.join(dir, file))) continue;
+        await fs.mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+        await fs.rename(path.join(staging, file), path.join(dir, file));
       }
     });
   } finally {
     await fs.rm(staging, { recursive: true, force: true });
   }
-  return binary;
 }
 
 async function readTarball(platform: RuntimePlatform, cacheDir: string, registry: string): Promise<{ bytes: Buffer; from: string }> {

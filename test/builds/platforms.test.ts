@@ -58,11 +58,12 @@ const home = () => fs.mkdtempSync(path.join(work, 'home-'));
 const bytesOf = (platform: RuntimePlatform) => fs.readFileSync(delivered.get(platform)!.file);
 
 /**
- * The notices every delivered file carries (the licences of MIT, Apache-2.0 and Node ask for them
- * in every copy): the engine (this project's SDK), zod built into it, the hardware probes bundled
- * with it, and, where the file embeds Node, Node's licence. Each heading, then its licence's text.
+ * The notices every delivered file carries (the licences of MIT, Apache-2.0, ISC, BSD and Node ask
+ * for them in every copy): the engine (this project's SDK), zod built into it, the hardware probes
+ * bundled with it; in an executable also Node's licence and what its sodium-native addon has
+ * compiled in. Each heading, then its licence's text.
  */
-function expectNotices(text: string, { embedsNode }: { embedsNode: boolean }): void {
+function expectNotices(text: string, { executable }: { executable: boolean }): void {
   const section = (heading: RegExp) => {
     const at = text.search(heading);
     expect(at, `${heading} in the notices`).toBeGreaterThanOrEqual(0);
@@ -71,9 +72,17 @@ function expectNotices(text: string, { embedsNode }: { embedsNode: boolean }): v
   expect(section(/== @latchkey\/runtime-sdk \S+ \(Apache-2\.0\): the Latchkey runtime engine ==/)).toContain('Apache License');
   expect(section(/zod \d+\.\d+\.\d+ \(MIT\)/)).toContain('Permission is hereby granted, free of charge');
   expect(section(/== systeminformation \d+\.\d+\.\d+ \(MIT\) ==/)).toContain('Sebastian Hildebrandt');
-  if (embedsNode)
-    expect(section(new RegExp(`== Node\\.js ${NODE_RUNTIME_VERSION.replaceAll('.', '\\.')}: the runtime this file embeds ==`))).toContain('Node.js is licensed for use as follows');
-  else expect(text).not.toContain('Node.js is licensed for use as follows');
+  const nodeHeading = new RegExp(`== Node\\.js ${NODE_RUNTIME_VERSION.replaceAll('.', '\\.')}: the runtime this file embeds ==`);
+  if (!executable) {
+    expect(text).not.toMatch(nodeHeading);
+    expect(text).not.toContain('libsodium');
+    return;
+  }
+  expect(section(nodeHeading)).toContain('Node.js is licensed for use as follows');
+  expect(section(/== sodium-native \d+\.\d+\.\d+ \(MIT\) ==/)).toContain('Mathias Buus');
+  expect(section(/== libsodium \(ISC\), jedisct1\/libsodium#\w+: compiled into sodium-native's addon/)).toContain('Frank Denis');
+  expect(section(/== libjstl \(Apache-2\.0\), holepunchto\/libjstl#\w+/)).toContain('Holepunch');
+  expect(section(/== sodium-native's pbkdf2 extension \(BSD-2-Clause\)/)).toContain('Colin Percival');
 }
 
 describe('linux and Windows: Node single executables from the pinned runtime of the platform', () => {
@@ -96,7 +105,7 @@ describe('linux and Windows: Node single executables from the pinned runtime of 
     // The notices are a plain-text asset of the blob (the Windows runtimes' packages carry no licence: Node's comes from linux-x64's).
     const notices = bytes.indexOf('Notices of the open-source software in this file');
     expect(notices).toBeGreaterThan(0);
-    expectNotices(bytes.subarray(notices, notices + 400_000).toString('latin1'), { embedsNode: true });
+    expectNotices(bytes.subarray(notices, notices + 400_000).toString('latin1'), { executable: true });
   });
 
   it('linux-x64 runs: asks for a license key and exits 2 without one, runs the app with one, on Node 22', { timeout: 60_000 }, async () => {
@@ -150,7 +159,7 @@ describe('macOS: an archive with the vendor-signed Node runtime unmodified, the 
 
     const dir = fs.mkdtempSync(path.join(work, `${platform}-`));
     await extract({ file, cwd: dir });
-    expectNotices(fs.readFileSync(path.join(dir, 'notes-pro/app/THIRD_PARTY_NOTICES'), 'utf8'), { embedsNode: true });
+    expectNotices(fs.readFileSync(path.join(dir, 'notes-pro/app/THIRD_PARTY_NOTICES'), 'utf8'), { executable: true });
     const runtime = fs.readFileSync(path.join(dir, 'notes-pro/runtime/node'));
     expect(inspectExecutable(runtime)).toMatchObject({ format: 'macho', machine, codeSignature: true, seaBlobBytes: null, fuseFlipped: false });
     // Byte for byte the runtime npm publishes, so Apple's signature on it still holds.
@@ -190,7 +199,7 @@ describe('cross_platform', () => {
     const file = await downloadPackage(plain, build as any, work);
     const text = fs.readFileSync(file, 'utf8');
     expect(text.trimEnd().endsWith('*/')).toBe(true);
-    expectNotices(text.slice(text.lastIndexOf('/*! THIRD_PARTY_NOTICES')), { embedsNode: false });
+    expectNotices(text.slice(text.lastIndexOf('/*! THIRD_PARTY_NOTICES')), { executable: false });
     const key = (await createLicense(o.call, o.dev, { app_id: plain.app.id })).license_key;
     expect(await runProtected(file, { home: home(), env: { LATCHKEY_LICENSE_KEY: key } })).toMatchObject({ code: 0, stdout: 'Notes Pro says hello on linux \n' });
     const openapi = await o.call('GET', '/v1/openapi.json');

@@ -227,7 +227,7 @@ export async function bundleWithEngine(job: BundleJob): Promise<BundledEngine> {
     throw new BundleError(`the runtime engine could not be bundled: ${(err as Error).message}`);
   }
   if (job.hardened) await bakeIntegrity(job.outfile, job.signIntegrity);
-  const notices = engineNotices(ENGINE_PACKAGE, metafile, process.cwd());
+  const notices = engineNotices(ENGINE_PACKAGE, metafile, process.cwd(), { sodiumAddon: carriesSodium });
   // After the protected region's end: a comment the integrity check does not hash and no start parses twice.
   if (job.format === 'esm') await fs.promises.appendFile(job.outfile, `\n/*! THIRD_PARTY_NOTICES\n${notices.replaceAll('*/', '* /')}*/\n`);
   return { assets, notices };
