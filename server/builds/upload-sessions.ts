@@ -159,6 +159,8 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
           headers: { 'Upload-Offset': String(session.received_bytes) },
         });
       }
+      // The client left while the session was looked up: its events are past, and a pipe from it would never end.
+      if (body.destroyed) throw bodyCutOff();
       const limit = capped(session.size_bytes - offset);
       // Its failure can come before storage starts reading (a small chunk fits its buffer): storage
       // still sees it (the stream is left errored), and nothing else should report it.

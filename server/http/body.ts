@@ -9,6 +9,8 @@ import { RequestError } from '../errors.js';
 export function readRawBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] || 0);
   if (declared > limit) return Promise.reject(tooLarge(limit));
+  // The client left before anything read the body (during authentication, say): its events are past.
+  if (req.destroyed) return Promise.reject(bodyCutOff());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -330,6 +330,8 @@ export async function parseMultipart<T>(body: Readable, boundary: string, limits
     await new Promise<void>((resolve, reject) => {
       parser.once('finish', resolve);
       parser.once('error', reject);
+      // Gone before the parser started (its events past: a pipe from it would never end), or while it reads.
+      if (body.destroyed) return reject(bodyCutOff());
       body.once('error', () => reject(bodyCutOff()));
       body.once('aborted', () => reject(bodyCutOff()));
       body.pipe(parser);

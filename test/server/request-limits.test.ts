@@ -138,6 +138,31 @@ describe('uploads: an idle timeout per chunk, not a total one', async () => {
     expect((await call('GET', `/v1/apps/${app.id}/uploads/${session.body.id}`, { token: dev.accessToken })).body.offset).toBe(0);
   });
 
+  it('counts a client gone before anything read its body (while it was authenticated, rate limited, looked up) the same, instead of waiting on it forever', async () => {
+    const file = randomBytes(64 * 1024);
+    const body = { filename: 'gone.bin', size_bytes: file.length, sha256: createHash('sha256').update(file).digest('hex'), platform: 'cross_platform' };
+    const session = await call('POST', `/v1/apps/${app.id}/uploads`, { token: dev.accessToken, body });
+    const chunkHead =
+      `PUT /v1/apps/${app.id}/uploads/${session.body.id}?offset=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${dev.accessToken}\r\n` +
+      `Content-Type: application/octet-stream\r\nContent-Length: ${file.length}\r\n\r\n`;
+    const form = multipartParts({ platform: 'cross_platform' }, 'artifact', 'gone.bin', file);
+    const loginHead = 'POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"email":';
+    // Each dropped as soon as its first bytes are out: the server learns of it before it reads the body.
+    await rawExchange(server.url, [chunkHead, file.subarray(0, 1024), null]);
+    await rawExchange(server.url, [head(form.length, form.contentType), form.head, null]);
+    await rawExchange(server.url, [loginHead, null]);
+    const counted = (text: string, method: string, route: string) => new RegExp(`method="${method}",route="${route}",status="408"\\} \\d+\\n`).test(text);
+    await eventually('each request counted as cut off', async () => {
+      const text = String((await call('GET', '/metrics', { token: server.adminToken })).body);
+      return (
+        counted(text, 'PUT', '\\/v1\\/apps\\/\\{app_id\\}\\/uploads\\/\\{upload_id\\}') &&
+        counted(text, 'POST', '\\/v1\\/apps\\/\\{app_id\\}\\/builds') &&
+        counted(text, 'POST', '\\/v1\\/auth\\/login')
+      );
+    });
+    expect((await call('GET', `/v1/apps/${app.id}/uploads/${session.body.id}`, { token: dev.accessToken })).body.offset).toBe(0);
+  });
+
   it('answers an upload body it refuses before its end, rather than resetting the client still sending it', async () => {
     // The wrong media type is refused on the headers, with 8 MB still on their way. Closing the
     // connection then races the client's sending: under load its reset came before the answer.
