@@ -110,7 +110,7 @@ export async function nodeRuntimeLicense(platform: RuntimePlatform, cacheDir: st
 /**
  * The package Node's licence is read from: the target's own; for the Windows packages, which carry
  * none, the server's own platform's (its runtime writes every single executable's blob, so it is
- * unpacked already) or else linux-x64's. One text per version, whatever the platform.
+ * fetched anyway), or linux-x64's on a Windows server. One text per version, whatever the platform.
  */
 function licenseSource(platform: RuntimePlatform): RuntimePlatform {
   if (NODE_RUNTIMES[platform].license) return platform;

@@ -80,8 +80,9 @@ function expectNotices(text: string, { executable }: { executable: boolean }): v
   }
   expect(section(nodeHeading)).toContain('Node.js is licensed for use as follows');
   expect(section(/== sodium-native \d+\.\d+\.\d+ \(MIT\) ==/)).toContain('Mathias Buus');
-  expect(section(/== libsodium \(ISC\), jedisct1\/libsodium#\w+: compiled into sodium-native's addon/)).toContain('Frank Denis');
-  expect(section(/== libjstl \(Apache-2\.0\), holepunchto\/libjstl#\w+/)).toContain('Holepunch');
+  expect(section(/== libsodium \(ISC\), github:jedisct1\/libsodium#\w+: compiled into sodium-native's addon/)).toContain('Frank Denis');
+  expect(section(/== libjstl \(Apache-2\.0\), github:holepunchto\/libjstl#\w+/)).toContain('Holepunch');
+  expect(section(/== bare-compat-napi \(its headers\) \(Apache-2\.0\), bare-compat-napi/)).toContain('Holepunch');
   expect(section(/== sodium-native's pbkdf2 extension \(BSD-2-Clause\)/)).toContain('Colin Percival');
 }
 
