@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { randomSecret, safeEqual } from '../crypto/secrets.js';
 import { RequestError } from '../errors.js';
+import { bodyCutOff } from '../http/body.js';
 
 /**
  * The portal reaches the public API over HTTP, on the very socket address the browser's request
@@ -43,6 +44,8 @@ export function createUpstream() {
   function attempt(ctx: Koa.Context, req: UpstreamRequest, retryOnReset: boolean): Promise<http.IncomingMessage> {
     const socket = ctx.req.socket;
     const streamed = req.body !== undefined && !Buffer.isBuffer(req.body);
+    // The browser left while its session was checked: its events are past, and a pipe from it would never end.
+    if (streamed && (req.body as Readable).destroyed) return Promise.reject(bodyCutOff());
     return new Promise((resolve, reject) => {
       const outgoing = http.request(
         {

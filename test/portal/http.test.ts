@@ -4,7 +4,9 @@ import { sha256Hex } from '../../server/crypto/secrets.js';
 import { RATE_LIMITS } from '../../server/http/rate-limit.js';
 import { createApp, randomFingerprint, registerDeveloper, setPlan } from '../support/fixtures.js';
 import { client, formData } from '../support/http.js';
+import { multipartParts, rawExchange } from '../support/raw-http.js';
 import { startTestServer } from '../support/server.js';
+import { eventually } from '../support/wait.js';
 import { cookieAttributes, PortalClient } from './support.js';
 
 // The portal's HTTP contract without a browser: cookies, CSRF and Origin checks, the proxy's
@@ -238,6 +240,23 @@ describe('the proxy', () => {
       req.write('--xyz\r\nContent-Disposition: form-data; name="platform"\r\n\r\nlinux-x64\r\n');
     });
     expect(status).toBe(404);
+  });
+
+  it('cuts off an upload whose browser left while the portal checked its session, instead of sending the API a body that never comes', async () => {
+    const { portal } = await signedIn();
+    const app = (await portal.api('POST', '/v1/apps', { body: { name: 'Gone', platforms: ['linux-x64'] } })).body;
+    const form = multipartParts({ platform: 'linux-x64' }, 'artifact', 'gone.bin', Buffer.alloc(64 * 1024, 1));
+    const cookie = [...portal.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const head =
+      `POST /portal/api/v1/apps/${app.id}/builds HTTP/1.1\r\nHost: x\r\nCookie: ${cookie}\r\nX-CSRF-Token: ${portal.csrf}\r\nOrigin: ${server.url}\r\n` +
+      `Content-Type: ${form.contentType}\r\nContent-Length: ${form.length}\r\n\r\n`;
+    // Dropped as soon as its first bytes are out: the portal learns of it while it reads the session.
+    expect((await rawExchange(server.url, [head, form.head, null])).status).toBe(0);
+    // Answered 408 at once (the API's own body deadline would have taken 30 seconds).
+    await eventually('the portal request counted as cut off', async () => {
+      const text = String((await call('GET', '/metrics', { token: server.adminToken })).body);
+      return text.includes(`method="POST",route="/portal/api/v1/apps/${app.id}/builds",status="408"} 1\n`);
+    });
   });
 
   it('does not forward the sign-in, refresh or operator endpoints, nor paths that leave /v1', async () => {
