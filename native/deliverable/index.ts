@@ -70,6 +70,13 @@ export class DeliverableUnavailableError extends Error {}
 
 export async function buildDeliverable(job: DeliverableJob): Promise<Deliverable> {
   const delivery = DELIVERY[job.platform];
+  // What a single executable needs of this server, checked before any runtime is downloaded.
+  const host = hostRuntimePlatform();
+  if (delivery.format === 'single_executable') {
+    const unavailable = singleExecutableUnavailable();
+    if (unavailable) throw new DeliverableUnavailableError(unavailable);
+    if (!host) throw new DeliverableUnavailableError(`no pinned Node runtime runs on this server (${process.platform}-${process.arch})`);
+  }
   const nodeBinary = await nodeRuntime(job.platform, job.runtimes.dir, job.runtimes.registry);
   const file = path.join(job.workDir, `deliverable${delivery.extension}`);
   const notices = path.join(job.workDir, NOTICES_ASSET);
@@ -79,11 +86,7 @@ export async function buildDeliverable(job: DeliverableJob): Promise<Deliverable
   if (delivery.format === 'launcher_archive') {
     await buildLauncherArchive({ script: job.script, assets, nodeBinary, name: job.name, output: file, workDir: job.workDir });
   } else {
-    const unavailable = singleExecutableUnavailable();
-    const host = hostRuntimePlatform();
-    if (unavailable) throw new DeliverableUnavailableError(unavailable);
-    if (!host) throw new DeliverableUnavailableError(`no pinned Node runtime runs on this server (${process.platform}-${process.arch})`);
-    const blobWriter = await nodeRuntime(host, job.runtimes.dir, job.runtimes.registry);
+    const blobWriter = await nodeRuntime(host!, job.runtimes.dir, job.runtimes.registry);
     await buildSingleExecutable({
       script: job.script,
       assets,
