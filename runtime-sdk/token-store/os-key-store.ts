@@ -1,8 +1,9 @@
 /**
  * A 32-byte secret per app and user kept by the operating system's own store, which the cache keys
  * are bound to where there is one: the Secret Service on Linux (through `secret-tool`, when a desktop
- * session bus runs), the login Keychain on macOS (`/usr/bin/security`), DPAPI on Windows (PowerShell,
- * the protected blob in a file beside the cache). A copied cache then opens only for this user on this
+ * session bus runs), the login Keychain on macOS (`/usr/bin/security`), DPAPI on Windows (called in
+ * this process through koffi where the app carries it, else through PowerShell; the protected blob in a
+ * file beside the cache). A copied cache then opens only for this user on this
  * machine, and reading it takes the OS store's consent, not just the user's files. Where none is
  * present (servers, containers, CI) the cache is bound to the fingerprint and the install instead.
  *
@@ -13,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { loadDpapiCalls, type DpapiCalls } from './dpapi-in-process.js';
 
 export type OsKeyStoreName = 'secret-service' | 'keychain' | 'dpapi';
 
@@ -39,11 +41,14 @@ const POWERSHELL = 'WindowsPowerShell\\v1.0\\powershell.exe';
 export interface OsKeyStoreTools {
   security: string;
   powershell: (env: NodeJS.ProcessEnv) => string;
+  /** DPAPI in this process (dpapi-in-process.ts); undefined where it cannot be called, and PowerShell is used. */
+  dpapiCalls: () => Promise<DpapiCalls | undefined>;
 }
 
 const SYSTEM_TOOLS: OsKeyStoreTools = {
   security: SECURITY,
   powershell: (env) => `${env.SystemRoot ?? env.windir ?? 'C:\\Windows'}\\System32\\${POWERSHELL}`,
+  dpapiCalls: loadDpapiCalls,
 };
 
 /** The store this machine has for `appId`, or undefined where there is none. */
@@ -61,8 +66,11 @@ export async function findOsKeyStore(
   }
   if (platform === 'darwin') return (await isExecutable(tools.security)) ? keychain(tools.security, env, appId) : undefined;
   if (platform === 'win32') {
+    const file = path.join(cacheDir, 'license.key');
+    const calls = await tools.dpapiCalls();
+    if (calls) return dpapi(inProcess(calls), file);
     const powershell = tools.powershell(env);
-    return (await isExecutable(powershell)) ? dpapi(powershell, env, path.join(cacheDir, 'license.key')) : undefined;
+    return (await isExecutable(powershell)) ? dpapi(throughPowerShell(powershell, env), file) : undefined;
   }
   return undefined;
 }
@@ -108,27 +116,51 @@ function keychain(security: string, env: NodeJS.ProcessEnv, appId: string): OsKe
   };
 }
 
+/** DPAPI's two operations on base64 text: the protected blob of a secret, and the secret of a blob; undefined when refused. */
+interface DpapiProtector {
+  protect(secret: string): Promise<string | undefined>;
+  unprotect(blob: string): Promise<string | undefined>;
+}
+
+/** In this process (dpapi-in-process.ts): about a millisecond. */
+function inProcess(calls: DpapiCalls): DpapiProtector {
+  const transform = (call: (input: Uint8Array) => Buffer | undefined, input: string) => {
+    const output = call(Buffer.from(input, 'base64'));
+    const text = output?.toString('base64');
+    output?.fill(0);
+    return Promise.resolve(text);
+  };
+  return { protect: (secret) => transform(calls.protect, secret), unprotect: (blob) => transform(calls.unprotect, blob) };
+}
+
 /**
- * DPAPI (CurrentUser): the blob only this Windows user on this machine can unprotect, in a file beside
- * the cache. `powershell.exe -NoProfile -NonInteractive -Command <script>` runs ProtectedData.Protect
- * or .Unprotect (System.Security) on the base64 input in `LATCHKEY_DPAPI_INPUT` (the child's own
+ * `powershell.exe -NoProfile -NonInteractive -Command <script>` runs ProtectedData.Protect or
+ * .Unprotect (System.Security) on the base64 input in `LATCHKEY_DPAPI_INPUT` (the child's own
  * environment, which other users cannot read, unlike the command line) and prints the base64 result.
- * Each start unprotects once: one PowerShell start (docs/design.md, OS key store, says what it costs).
+ * One PowerShell start each (docs/design.md, OS key store, says what it costs).
  */
-function dpapi(powershell: string, env: NodeJS.ProcessEnv, file: string): OsKeyStore {
+function throughPowerShell(powershell: string, env: NodeJS.ProcessEnv): DpapiProtector {
   const script = (method: 'Protect' | 'Unprotect') =>
     `Add-Type -AssemblyName System.Security; [Convert]::ToBase64String([Security.Cryptography.ProtectedData]::${method}([Convert]::FromBase64String($env:LATCHKEY_DPAPI_INPUT), $null, 'CurrentUser'))`;
-  const run = (method: 'Protect' | 'Unprotect', input: string) =>
-    runTool(powershell, ['-NoProfile', '-NonInteractive', '-Command', script(method)], { ...env, LATCHKEY_DPAPI_INPUT: input });
+  const run = async (method: 'Protect' | 'Unprotect', input: string) =>
+    (await runTool(powershell, ['-NoProfile', '-NonInteractive', '-Command', script(method)], { ...env, LATCHKEY_DPAPI_INPUT: input }))?.trim();
+  return { protect: (secret) => run('Protect', secret), unprotect: (blob) => run('Unprotect', blob) };
+}
+
+/**
+ * DPAPI (CurrentUser): the blob only this Windows user on this machine can unprotect, as base64 text
+ * in a file beside the cache. Each start unprotects it once.
+ */
+function dpapi(protector: DpapiProtector, file: string): OsKeyStore {
   return {
     name: 'dpapi',
     async load() {
       const blob = await readFile(file, 'utf8').catch(() => undefined);
-      return blob ? decodeSecret((await run('Unprotect', blob.trim()))?.trim()) : undefined;
+      return blob ? decodeSecret(await protector.unprotect(blob.trim())) : undefined;
     },
     async create() {
       const secret = randomBytes(SECRET_BYTES);
-      const blob = (await run('Protect', secret.toString('base64')))?.trim();
+      const blob = await protector.protect(secret.toString('base64'));
       if (!blob) return undefined;
       await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
       await writeFile(file, blob, { mode: 0o600 });

@@ -4,7 +4,7 @@
  * launcher for macOS. Checked from the bytes customers download (headers, injected blob, fuse), run
  * for real where this machine can: linux-x64 natively, win-x64 under wine64 when it is installed.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_RUNTIME_VERSION, NODE_RUNTIMES, nodeRuntime, type RuntimePlatform } from '../../native/runtimes/node-runtimes.js';
 import { createLicense, setPlan } from '../support/fixtures.js';
 import { NODE_RUNTIMES_DIR, startTestServer, type TestServer } from '../support/server.js';
+import { underWine, wine64, winePrefix } from '../support/wine.js';
 import { inspectExecutable } from './executables.js';
 import { downloadPackage, owner, runProtected, settled, uploadBuild, type Owner } from './support.js';
 
@@ -26,9 +27,6 @@ let licenseKey: string;
 const delivered = new Map<RuntimePlatform, { build: Record<string, any>; file: string }>();
 const PLATFORMS: RuntimePlatform[] = ['linux-x64', 'linux-arm64', 'win-x64', 'win-arm64', 'mac-x64', 'mac-arm64'];
 const APP_SOURCE = `import os from 'node:os';\nconsole.log('Notes Pro says hello on ' + os.platform() + ' ' + process.argv.slice(2).join(' '));\n`;
-
-/** wine64 from Debian's package (not on PATH there), or on PATH. */
-const wine64 = ['/usr/lib/wine/wine64', ...(process.env.PATH ?? '').split(':').map((d) => path.join(d, 'wine64'))].find((f) => fs.existsSync(f));
 
 beforeAll(async () => {
   // Two protection jobs at once for one developer: the six builds below take a minute, not two.
@@ -120,31 +118,17 @@ describe('linux and Windows: Node single executables from the pinned runtime of 
   });
 
   it.skipIf(!wine64)('win-x64 runs under wine64 the same way', { timeout: 300_000 }, async () => {
-    const prefix = fs.mkdtempSync(path.join(work, 'wine-'));
-    const env = { PATH: process.env.PATH ?? '', HOME: home(), WINEPREFIX: prefix, WINEDEBUG: '-all' };
-    // A new prefix says Windows 7, on which Node 22 refuses to start; customers run Windows 10 or later.
-    await run(wine64!, ['winecfg', '-v', 'win10'], { env, timeout: 240_000 });
+    const env = await winePrefix(work, home());
     const exe = delivered.get('win-x64')!.file;
-    const refused = await underWine(exe, env);
+    const refused = await underWine(exe, env, [], work);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('This app needs a license key.');
     expect(refused.stdout).not.toContain('Notes Pro says hello');
-    const licensed = await underWine(exe, { ...env, LATCHKEY_LICENSE_KEY: licenseKey }, ['a', 'b']);
+    const licensed = await underWine(exe, { ...env, LATCHKEY_LICENSE_KEY: licenseKey }, ['a', 'b'], work);
     expect(licensed).toMatchObject({ code: 0, stdout: 'Notes Pro says hello on win32 a b\n' });
   });
   if (!wine64) it.skip('win-x64 under wine64: wine64 is not installed (apt-get install -y wine64)', () => {});
 });
-
-/** Runs under wine64 with files for its standard streams: Node under wine cannot open the socket pairs a pipe would be. */
-async function underWine(exe: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const out = path.join(work, `out-${Math.random().toString(36).slice(2)}`);
-  fs.writeFileSync(`${out}.in`, '');
-  const stdio = [fs.openSync(`${out}.in`, 'r'), fs.openSync(`${out}.out`, 'w'), fs.openSync(`${out}.err`, 'w')];
-  const child = spawn(wine64!, [exe, ...args], { env, stdio });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  for (const fd of stdio) fs.closeSync(fd);
-  return { code, stdout: fs.readFileSync(`${out}.out`, 'utf8'), stderr: fs.readFileSync(`${out}.err`, 'utf8') };
-}
 
 describe('macOS: an archive with the vendor-signed Node runtime unmodified, the app and a launcher', () => {
   const cases: [RuntimePlatform, 'x64' | 'arm64'][] = [

@@ -20,11 +20,12 @@ export async function packWorkspace(workspace: string, dest: string): Promise<st
 /**
  * A fresh project outside the repository with `tarballs` installed as a user installs them. Their
  * dependencies come from npm's cache when it has them (CI's `npm ci` filled it), else the registry.
+ * `npmFlags` such as `--os=win32 --cpu=x64` install for another platform (its optional packages).
  */
-export async function freshProject(name: string, tarballs: string[], manifest: Record<string, unknown> = {}): Promise<string> {
+export async function freshProject(name: string, tarballs: string[], manifest: Record<string, unknown> = {}, npmFlags: string[] = []): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `latchkey-${name}-`));
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, ...manifest }));
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...tarballs], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...npmFlags, ...tarballs], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
   return dir;
 }
 

@@ -5,12 +5,15 @@
  * the command lines and the stdin/stdout protocol are the ones the real tools take, no secret is ever
  * on a command line (`ps` shows those to every user), and a failing tool leaves the cache on the
  * install binding. findOsKeyStore's tool paths are an internal parameter only tests pass; the SDK
- * always uses /usr/bin/security and %SystemRoot%\System32\WindowsPowerShell\v1.0\powershell.exe.
+ * always uses /usr/bin/security and %SystemRoot%\System32\WindowsPowerShell\v1.0\powershell.exe, the
+ * latter only where DPAPI cannot be called in the process (koffi absent: windows-dpapi.test.ts runs
+ * that way under wine64). Here, off Windows, koffi finds no crypt32.dll and the PowerShell way is taken.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { resolveBinding } from '../../runtime-sdk/token-store/cache-binding.js';
+import { loadDpapiCalls } from '../../runtime-sdk/token-store/dpapi-in-process.js';
 import { findOsKeyStore, type OsKeyStoreTools } from '../../runtime-sdk/token-store/os-key-store.js';
 import { tempDir } from './support/fake-machine.js';
 
@@ -91,7 +94,7 @@ const runs = (): ToolRun[] =>
 
 beforeEach(() => {
   state = tempDir('latchkey-os-tools-');
-  tools = { security: standIn('security', SECURITY_STAND_IN), powershell: () => standIn('powershell.exe', POWERSHELL_STAND_IN) };
+  tools = { security: standIn('security', SECURITY_STAND_IN), powershell: () => standIn('powershell.exe', POWERSHELL_STAND_IN), dpapiCalls: loadDpapiCalls };
   env = { ...process.env, STAND_IN_STATE: state };
 });
 
@@ -128,6 +131,11 @@ describe('macOS Keychain through security(1)', () => {
 });
 
 describe('Windows DPAPI through PowerShell', () => {
+  it('is the way where DPAPI cannot be called in the process: koffi loads here but finds no crypt32.dll', async () => {
+    expect(await import('koffi')).toBeTruthy();
+    expect(await loadDpapiCalls()).toBeUndefined();
+  });
+
   it('protects the secret with the input in the child environment, keeps the blob beside the cache, and unprotects it at the next start', async () => {
     const cacheDir = tempDir();
     const store = (await findOsKeyStore('win32', env, APP, cacheDir, tools))!;
