@@ -319,10 +319,13 @@ export class LicenseClient {
     // Right after the first answer, not before it: see secret-memory.ts.
     if (memoryProtection === 'auto') {
       this.sodiumUpgrade = setImmediate(() => {
-        void loadSodiumMemory(this.options.loadSodium).then((sodium) => {
-          if (!sodium.module) this.options.logger.warn('secrets stay in masked memory', { reason: sodium.reason });
-          else if (!this.disposed) this.vault.rehome(sodium.module);
-        });
+        // Nothing here may reach the app as an unhandled rejection: a failed upgrade keeps masked memory.
+        void loadSodiumMemory(this.options.loadSodium)
+          .then((sodium) => {
+            if (!sodium.module) this.options.logger.warn('secrets stay in masked memory', { reason: sodium.reason });
+            else if (!this.disposed) this.vault.rehome(sodium.module);
+          })
+          .catch((err: unknown) => this.options.logger.warn('secrets stay in masked memory', { reason: `secure memory failed: ${String(err)}` }));
       });
     }
     // A warm start used the remembered fingerprint: confirm it against the hardware, off the start path.

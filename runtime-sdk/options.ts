@@ -223,12 +223,20 @@ export function resolveOptions(input: LicenseClientOptions): ResolvedOptions {
   };
 }
 
-/** The app's own loader of optional module `name`, memoised, its failure turned into the reason the SDK runs without it. */
+/**
+ * The app's own loader of optional module `name`, memoised. Whatever goes wrong (it throws, even
+ * before returning a promise, or rejects, or gives nothing) becomes the reason the SDK runs without it.
+ */
 function optionalModuleFrom<T>(name: string, load: () => Promise<unknown>): () => Promise<OptionalModule<T>> {
   let loaded: Promise<OptionalModule<T>> | undefined;
   return () =>
-    (loaded ??= load().then(
-      (module) => ({ module: ((module as { default?: unknown }).default ?? module) as T }),
-      (err: unknown) => ({ reason: `${name} did not load: ${(err as Error).message}` }),
-    ));
+    (loaded ??= (async () => {
+      try {
+        const module = (await load()) as { default?: unknown } | null | undefined;
+        const found = module?.default ?? module;
+        return found ? { module: found as T } : { reason: `${name}'s loader gave nothing` };
+      } catch (err) {
+        return { reason: `${name} did not load: ${err instanceof Error ? err.message : String(err)}` };
+      }
+    })());
 }

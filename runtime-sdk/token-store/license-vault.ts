@@ -134,18 +134,24 @@ export class LicenseVault {
 
   /** Moves every secret into `memory` (sodium, once loaded) and zeroes the old copies. */
   rehome(memory: SecretMemory): void {
-    const move = (secret: SecretBuffer | undefined) => {
+    // All or nothing: every secret is copied first, so a store that fails midway (sodium_malloc
+    // past the locked-memory limit) leaves them all where they were, and the status true.
+    const copies: SecretBuffer[] = [];
+    const copy = (secret: SecretBuffer | undefined) => {
       if (!secret) return undefined;
-      const moved = secret.read((bytes) => memory.store(bytes));
-      secret.dispose();
-      return moved;
+      const copied = secret.read((bytes) => memory.store(bytes));
+      copies.push(copied);
+      return copied;
     };
-    this.token = move(this.token);
-    this.licenseKey = move(this.licenseKey);
-    this.memoKey = move(this.memoKey);
-    this.bindingKey = move(this.bindingKey);
-    this.cacheKey = move(this.cacheKey)!;
-    this.deviceKey = move(this.deviceKey);
+    let moved;
+    try {
+      moved = [copy(this.token), copy(this.licenseKey), copy(this.memoKey), copy(this.bindingKey), copy(this.cacheKey)!, copy(this.deviceKey)] as const;
+    } catch (err) {
+      for (const copied of copies) copied.dispose();
+      throw err;
+    }
+    for (const old of [this.token, this.licenseKey, this.memoKey, this.bindingKey, this.cacheKey, this.deviceKey]) old?.dispose();
+    [this.token, this.licenseKey, this.memoKey, this.bindingKey, this.cacheKey, this.deviceKey] = moved;
     this.memory = memory;
   }
 
