@@ -14,6 +14,12 @@ export interface CacheBinding {
   record: BindingRecord | undefined;
   /** Mixed into the key derivation; the caller moves it into secret memory and zeroes this copy. */
   material: Uint8Array | undefined;
+  /**
+   * The OS store kept the cache's secret but did not give it back at this start: the cache does
+   * not open in this run, and whatever is sealed next (a new grant) is bound anew in this store
+   * first (`bindAnew`).
+   */
+  unanswered?: OsKeyStore;
 }
 
 const INSTALL_ID_BYTES = 16;
@@ -27,20 +33,23 @@ export function isBindingRecord(value: unknown): value is BindingRecord {
 
 /**
  * The binding of an existing cache (`recorded`; null when there is none or it did not read), or a new
- * one. A cache bound to an OS store secret that is gone (another user, a reset keyring) cannot open:
- * it gets a new binding, so the next activation writes a cache that opens again.
+ * one. A cache bound to an OS store secret that does not come back cannot open. The secret is not
+ * replaced then: it may be gone for good (another user, a reset keyring) or only for now (a
+ * timeout, a locked keyring, a file an antivirus holds), and a new secret would lock the cache out
+ * for good even when the old one answers at the next start. The next grant binds anew instead.
  */
 export async function resolveBinding(recorded: BindingRecord | undefined | null, store: OsKeyStore | undefined): Promise<CacheBinding> {
   if (recorded === undefined) return { record: undefined, material: undefined };
   if (recorded?.kind === 'install') return { record: recorded, material: Buffer.from(recorded.id, 'base64') };
   if (recorded?.kind === 'os-store' && store?.name === recorded.store) {
     const secret = await store.load();
-    if (secret) return { record: recorded, material: secret };
+    return secret ? { record: recorded, material: secret } : { record: recorded, material: undefined, unanswered: store };
   }
-  return newBinding(store);
+  return bindAnew(store);
 }
 
-async function newBinding(store: OsKeyStore | undefined): Promise<CacheBinding> {
+/** A new binding: the store's secret for this app (made if it has none), else the installation's id. */
+export async function bindAnew(store: OsKeyStore | undefined): Promise<CacheBinding> {
   const secret = store ? ((await store.load()) ?? (await store.create())) : undefined;
   if (store && secret) return { record: { kind: 'os-store', store: store.name }, material: secret };
   const id = randomBytes(INSTALL_ID_BYTES);

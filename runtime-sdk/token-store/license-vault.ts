@@ -12,10 +12,10 @@ import { timesMatchToken } from '../grace/anchor.js';
 import type { ResolvedOptions } from '../options.js';
 import { verifyRuntimeToken, type RuntimeTokenClaims } from '../protocol.js';
 import type { LicenseState, StatusReason } from '../status.js';
-import { resolveBinding, type BindingRecord } from './cache-binding.js';
+import { bindAnew, resolveBinding, type BindingRecord } from './cache-binding.js';
 import { deriveCacheKey, deriveMemoKey } from './cache-keys.js';
 import { openBody, openMemo, readEnvelope, removeEnvelope, sealEnvelope, writeEnvelope, type EnvelopeRead } from './cache-file.js';
-import { findOsKeyStore } from './os-key-store.js';
+import { findOsKeyStore, type OsKeyStore } from './os-key-store.js';
 import type { MemoryProtection, SecretBuffer, SecretMemory } from './secret-memory.js';
 
 export interface Verdict {
@@ -67,6 +67,8 @@ export class LicenseVault {
   private deviceKey: SecretBuffer | undefined;
   private writes: Promise<void> = Promise.resolve();
   private savedHighWaterAt = 0;
+  /** The OS store that did not give the cache's secret back at this start (cache-binding.ts): what is sealed next is bound anew. */
+  private unansweredStore: OsKeyStore | undefined;
   claims: RuntimeTokenClaims | null = null;
   record: OnlineRecord | null = null;
   verdict: Verdict | null = { state: 'unlicensed', reason: 'not_activated' };
@@ -76,7 +78,7 @@ export class LicenseVault {
     private memory: SecretMemory,
     private memoKey: SecretBuffer | undefined,
     public fingerprint: DeviceFingerprint,
-    private readonly binding: BindingRecord | undefined,
+    private binding: BindingRecord | undefined,
     private bindingKey: SecretBuffer | undefined,
   ) {
     this.cacheKey = this.deriveCacheKey(fingerprint.hash);
@@ -100,12 +102,7 @@ export class LicenseVault {
         .then((r) => (r.kind === 'present' ? r.envelope : undefined)));
     const binding = await resolveBinding(bound ? bound.binding : null, osKeyStore);
     const bindingKey = binding.material ? keep(memory, binding.material) : undefined;
-    const memoKey = anchor
-      ? keep(
-          memory,
-          deriveBoundKey(bindingKey, (b) => deriveMemoKey(anchor, options.fingerprintSalt, options.appId, b)),
-        )
-      : undefined;
+    const memoKey = memoKeyFor(anchor, options, memory, bindingKey);
     const remembered = envelope && memoKey ? parseMemo(openMemo(envelope, memoKey, aadFor(options))) : undefined;
     let fingerprint: DeviceFingerprint;
     if (envelope && remembered) {
@@ -115,6 +112,7 @@ export class LicenseVault {
       fingerprint = { hash: probed.hash, components: probed.components, componentHashes: probed.componentHashes, source: 'probe', verified: probed.complete };
     }
     const vault = new LicenseVault(options, memory, memoKey, fingerprint, binding.record, bindingKey);
+    vault.unansweredStore = binding.unanswered;
     vault.load(read);
     if (!vault.record && envelope) {
       // Read with the component set of a cache that did not open: a new activation reads them all.
@@ -239,6 +237,7 @@ export class LicenseVault {
 
   /** A grant the authority just signed (or a license file imported): the online moment resets grace, the high-water mark and any verdict. */
   async storeGrant(grant: { token: string; claims: RuntimeTokenClaims; licenseKey?: string; now: number; imported?: boolean }): Promise<void> {
+    await this.settleBinding();
     this.token?.dispose();
     this.token = keep(this.memory, Buffer.from(grant.token, 'utf8'));
     if (grant.licenseKey !== undefined) {
@@ -261,6 +260,7 @@ export class LicenseVault {
    * grant. It is sealed like the cache, with the same key, in a file beside it (`.request`).
    */
   async keepRequestDeviceKey(): Promise<void> {
+    await this.settleBinding();
     // Strict: an export whose key pair was not kept could never import its license file.
     await this.readDeviceKey((deviceKey) => this.sealBeside(REQUEST_KEY_SUFFIX, { deviceKey }));
   }
@@ -373,6 +373,25 @@ export class LicenseVault {
   private dropDeviceKey(): void {
     this.deviceKey?.dispose();
     this.deviceKey = undefined;
+  }
+
+  /**
+   * Binds anew (cache-binding.ts bindAnew) a vault whose OS store did not give the cache's secret back
+   * at start, before anything new is sealed: the store's secret now (made if it has none), else the
+   * installation's id. The keys are derived again with it.
+   */
+  private async settleBinding(): Promise<void> {
+    const store = this.unansweredStore;
+    if (!store) return;
+    this.unansweredStore = undefined;
+    const [fresh, anchor] = await Promise.all([bindAnew(store), quickAnchor(this.options.platform)]);
+    this.binding = fresh.record;
+    this.bindingKey?.dispose();
+    this.bindingKey = fresh.material ? keep(this.memory, fresh.material) : undefined;
+    this.cacheKey.dispose();
+    this.cacheKey = this.deriveCacheKey(this.fingerprint.hash);
+    this.memoKey?.dispose();
+    this.memoKey = memoKeyFor(anchor, this.options, this.memory, this.bindingKey);
   }
 
   /** The body's key for fingerprint `hash`, bound as this cache is (cache-binding.ts), kept in secret memory only. */
@@ -506,6 +525,16 @@ function keep(memory: SecretMemory, bytes: Uint8Array): SecretBuffer {
   const kept = memory.store(bytes);
   bytes.fill(0);
   return kept;
+}
+
+/** The fast-start memo's key (cache-keys.ts): from the machine's quick anchor, bound as the cache is; none without an anchor. */
+function memoKeyFor(anchor: string | undefined, options: ResolvedOptions, memory: SecretMemory, bindingKey: SecretBuffer | undefined): SecretBuffer | undefined {
+  return anchor
+    ? keep(
+        memory,
+        deriveBoundKey(bindingKey, (b) => deriveMemoKey(anchor, options.fingerprintSalt, options.appId, b)),
+      )
+    : undefined;
 }
 
 /** Runs `derive` with the binding's bytes lent from secret memory (or none, for a cache of an earlier SDK). */

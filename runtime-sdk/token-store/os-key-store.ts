@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadDpapiCalls, type DpapiCalls } from './dpapi-in-process.js';
 
@@ -162,9 +162,17 @@ function dpapi(protector: DpapiProtector, file: string): OsKeyStore {
       const secret = randomBytes(SECRET_BYTES);
       const blob = await protector.protect(secret.toString('base64'));
       if (!blob) return undefined;
-      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-      await writeFile(file, blob, { mode: 0o600 });
-      return secret;
+      // Whole or not at all (a crash mid-write leaves the old file or none); a folder or disk that refuses is a store that refused.
+      const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+      try {
+        await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+        await writeFile(temp, blob, { mode: 0o600 });
+        await rename(temp, file);
+        return secret;
+      } catch {
+        await rm(temp, { force: true }).catch(() => {});
+        return undefined;
+      }
     },
   };
 }

@@ -173,4 +173,13 @@ describe('Windows DPAPI through PowerShell', () => {
     fs.writeFileSync(path.join(cacheDir, 'license.key'), Buffer.from('another user’s blob').toString('base64'));
     expect(await store.load()).toBeUndefined();
   });
+
+  it('a folder the blob cannot be written to is a store that refused: no error reaches the app, no file is left', async () => {
+    const parent = tempDir();
+    const notAFolder = path.join(parent, 'cache');
+    fs.writeFileSync(notAFolder, '');
+    const store = (await findOsKeyStore('win32', env, APP, notAFolder, tools))!;
+    expect(await store.create()).toBeUndefined();
+    expect(fs.readdirSync(parent)).toEqual(['cache']);
+  });
 });

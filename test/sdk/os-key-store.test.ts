@@ -24,6 +24,8 @@ const originalEnv = { PATH: process.env.PATH, DBUS_SESSION_BUS_ADDRESS: process.
 const FAKE_SECRET_TOOL = `#!/bin/sh
 # secret-tool lookup ATTR VALUE... | secret-tool store --label=LABEL ATTR VALUE... (secret on stdin)
 command="$1"; shift
+# While this file exists, a lookup does not answer (the keyring slow to unlock, a D-Bus hiccup); storing still works.
+[ -f "${secrets}/.unanswering" ] && [ "$command" = lookup ] && exit 1
 [ "$command" = store ] && shift
 key=$(printf '%s_' "$@" | tr -c 'A-Za-z0-9_.-' '_')
 case "$command" in
@@ -78,7 +80,39 @@ describe('cache bound to the OS key store', () => {
 
     // Another user's keyring (or a reset one): the same files and the same hardware do not open the cache.
     fs.rmSync(path.join(secrets, stored[0]!));
-    expect(await (await started(machine, dir)).check()).toMatchObject({ state: 'unlicensed', reason: 'foreign_cache' });
+    const elsewhere = await started(machine, dir);
+    expect(await elsewhere.check()).toMatchObject({ state: 'unlicensed', reason: 'foreign_cache' });
+    // Activating there binds a new secret in this keyring, and that cache opens offline again.
+    authority.down = false;
+    expect((await elsewhere.activate(KEY)).state).toBe('valid');
+    await elsewhere.dispose();
+    expect(envelopeOf(dir).binding).toEqual({ kind: 'os-store', store: 'secret-service' });
+    expect(fs.readdirSync(secrets)).toHaveLength(1);
+    authority.down = true;
+    expect((await (await started(machine, dir)).check()).state).toBe('valid');
+  });
+
+  it('a lookup that does not answer at one start costs that start only: its secret is not replaced, and the next start opens the cache', async () => {
+    withSecretService();
+    const machine = fakeMachine('K3');
+    const dir = tempDir();
+    const activating = await started(machine, dir);
+    expect((await activating.activate(KEY)).state).toBe('valid');
+    await activating.dispose();
+    const secretFiles = () => Object.fromEntries(fs.readdirSync(secrets).map((f) => [f, fs.readFileSync(path.join(secrets, f), 'utf8')]));
+    const kept = secretFiles();
+    const cache = fs.readFileSync(path.join(dir, 'license.cache'));
+
+    authority.down = true;
+    fs.writeFileSync(path.join(secrets, '.unanswering'), '');
+    const unanswered = await started(machine, dir);
+    expect(await unanswered.check()).toMatchObject({ state: 'unlicensed', usable: false });
+    await unanswered.dispose();
+    fs.rmSync(path.join(secrets, '.unanswering'));
+    expect(secretFiles()).toEqual(kept);
+    expect(fs.readFileSync(path.join(dir, 'license.cache')).equals(cache)).toBe(true);
+
+    expect((await (await started(machine, dir)).check()).state).toBe('valid');
   });
 
   it('without one (no session bus, or no secret-tool): bound to the fingerprint and the installation', async () => {
