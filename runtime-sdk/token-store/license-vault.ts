@@ -245,11 +245,15 @@ export class LicenseVault {
       this.licenseKey = keep(this.memory, Buffer.from(grant.licenseKey, 'utf8'));
     }
     this.claims = grant.claims;
-    // An imported license file was signed days before it reached this machine: no skew is measured
-    // (the local clock is trusted as is) and the last contact is the file's issue, where grace starts.
+    // An imported license file was signed days before it reached this machine: the last contact is
+    // the file's issue, where grace starts, and no skew is measured. Unless this clock is behind the
+    // authority's and the file looks issued "later" than now: then the difference is the skew, as an
+    // online grant would measure it, so the saved times agree (grace/anchor.ts) and the clock is not
+    // taken for one set back.
+    const issuedAt = grant.claims.iat * 1000;
     this.record = grant.imported
-      ? { lastOnlineAt: grant.claims.iat * 1000, serverSkewMs: 0, highWaterAt: grant.now }
-      : { lastOnlineAt: grant.now, serverSkewMs: grant.claims.iat * 1000 - grant.now, highWaterAt: grant.now };
+      ? { lastOnlineAt: Math.min(issuedAt, grant.now), serverSkewMs: Math.max(0, issuedAt - grant.now), highWaterAt: grant.now }
+      : { lastOnlineAt: grant.now, serverSkewMs: issuedAt - grant.now, highWaterAt: grant.now };
     this.verdict = null;
     await this.save();
   }

@@ -90,6 +90,23 @@ describe('offline activation', () => {
     expect(devices.body.devices.map((d: { fingerprint_hash: string }) => d.fingerprint_hash)).toEqual([request.device_fingerprint]);
   });
 
+  it.each([
+    ['2 minutes', 2 * 60_000],
+    ['10 minutes', 10 * 60_000],
+  ])('on a machine whose clock runs %s behind the authority, the imported license stays usable across restarts', async (_behind, behindMs) => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const at = install(`OA-SLOW-${behindMs}`);
+    const slowClock = { now: () => new Date(Date.now() - behindMs) };
+    const license = await start(at, { clock: slowClock });
+    const status = await license.importLicenseFile(await licenseFileFor(license, created.license_key));
+    expect(status).toMatchObject({ state: 'valid', usable: true });
+    await license.dispose();
+    // The next start, and one a day later (the same slow clock), read the cache as it was sealed.
+    expect(await (await start(at, { clock: slowClock })).check()).toMatchObject({ state: 'valid', usable: true });
+    const dayLater = { now: () => new Date(Date.now() - behindMs + 24 * 3_600_000) };
+    expect(await (await start(at, { clock: dayLater })).check()).toMatchObject({ state: 'grace', usable: true });
+  });
+
   it('rejects an export whose device key pair could not be kept: its license file could never be imported', async () => {
     const created = await createLicense(call, dev, { app_id: app.id });
     const at = install('OA9');
