@@ -86,13 +86,23 @@ describe('Electron: the executable, never argv[1]', () => {
     expect(resolveTarget('win32', electron('/apps/Notes/Notes.exe'), { windowsLayout: 'one-file' })).toMatchObject({ replaced: '/apps/Notes/Notes.exe', packaging: 'file' });
   });
 
-  it('Linux: the AppImage it was started from (its executable sits in a read-only mount), else the executable', () => {
-    const appImage = electron('/tmp/.mount_NotesXYZ/notes', { APPIMAGE: '/home/ana/Apps/Notes.AppImage' });
+  it('Linux: the AppImage it was started from (its executable sits in the image mount), else the executable', () => {
+    const appImage = electron('/tmp/.mount_NotesXYZ/notes', { APPIMAGE: '/home/ana/Apps/Notes.AppImage', APPDIR: '/tmp/.mount_NotesXYZ' });
     expect(resolveTarget('linux', appImage)).toMatchObject({
       replaced: '/home/ana/Apps/Notes.AppImage',
       relaunch: { file: '/home/ana/Apps/Notes.AppImage', args: ['/home/ana/Letter.notes'] },
     });
     expect(resolveTarget('linux', electron('/opt/Notes/notes'))).toMatchObject({ replaced: '/opt/Notes/notes' });
+  });
+
+  it("Linux: another app's AppImage variables, inherited from the AppImage that started this one, are never its target", () => {
+    const inherited = { APPIMAGE: '/home/ana/Apps/Editor.AppImage', APPDIR: '/tmp/.mount_EditorABC' };
+    expect(resolveTarget('linux', electron('/opt/Notes/notes', inherited))).toMatchObject({ appFile: '/opt/Notes/notes', replaced: '/opt/Notes/notes' });
+    // A mount whose name this one only starts with is another mount.
+    expect(resolveTarget('linux', electron('/tmp/.mount_EditorABCD/notes', inherited))).toMatchObject({ replaced: '/tmp/.mount_EditorABCD/notes' });
+    expect(resolveTarget('linux', electron('/tmp/.mount_NotesXYZ/notes', { APPIMAGE: '/home/ana/Apps/Notes.AppImage' }))).toMatchObject({
+      replaced: '/tmp/.mount_NotesXYZ/notes',
+    });
   });
 
   it('an Electron app started from its source folder (electron .) is not updated', () => {

@@ -54,9 +54,21 @@ function appBundleOf(file: string): string | undefined {
   return at > 0 ? parts.slice(0, at + 1).join(path.sep) : undefined;
 }
 
+/**
+ * Whether this process runs from the AppImage `$APPIMAGE` names: its executable sits in the image's
+ * mount (`$APPDIR`). Both variables pass to every child of an AppImage's process, so an app started
+ * from one (a terminal inside an AppImage editor) inherits another app's, which must never be replaced.
+ */
+function startedFromAppImage(proc: AppProcess): boolean {
+  const { APPIMAGE, APPDIR } = proc.env;
+  if (!APPIMAGE || !APPDIR) return false;
+  const inside = path.relative(APPDIR, proc.execPath);
+  return inside !== '' && !inside.startsWith('..') && !path.isAbsolute(inside);
+}
+
 /** The file that is this app: the AppImage it was started from, the executable, or the script node runs. */
 function ownFile(os: InstallerOs, proc: AppProcess): string {
-  if (proc.runtime === 'electron' && os === 'linux' && proc.env.APPIMAGE) return proc.env.APPIMAGE;
+  if (proc.runtime === 'electron' && os === 'linux' && startedFromAppImage(proc)) return proc.env.APPIMAGE!;
   return proc.runtime === 'node' && proc.script ? proc.script : proc.execPath;
 }
 
