@@ -23,6 +23,8 @@ export interface UpdateFs {
   /** A second name for a file (POSIX): the running binary keeps a name while the new one replaces it atomically. */
   link(existing: string, newName: string): Promise<void>;
   copyFile(from: string, to: string): Promise<void>;
+  /** Copies a file, or a folder with everything in it (symbolic links as they are), to a path where nothing is. */
+  copyTree(from: string, to: string): Promise<void>;
   chmod(file: string, mode: number): Promise<void>;
   /** Removes a file or a whole folder; nothing there is fine. */
   rm(file: string): Promise<void>;
@@ -47,6 +49,8 @@ export const nodeUpdateFs: UpdateFs = {
   rename: (from, to) => fs.rename(from, to),
   link: (existing, newName) => fs.link(existing, newName),
   copyFile: (from, to) => fs.copyFile(from, to),
+  // verbatimSymlinks: a bundle's relative links (macOS frameworks) stay relative.
+  copyTree: (from, to) => fs.cp(from, to, { recursive: true, errorOnExist: true, force: false, preserveTimestamps: true, verbatimSymlinks: true }),
   chmod: (file, mode) => fs.chmod(file, mode),
   rm: (file) => fs.rm(file, { recursive: true, force: true }),
   mkdir: async (dir) => void (await fs.mkdir(dir, { recursive: true })),

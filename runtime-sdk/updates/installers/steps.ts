@@ -148,8 +148,8 @@ export async function renameWithRetry(from: string, to: string, rules: RenameRul
 
 /**
  * Sets the running version aside and moves the staged one into its path, then records it installed
- * and restarts. A refusal of either step is undone and reported as INSTALL_FAILED; if the undo itself
- * fails the journal stays at `swapping` and the next start finishes the job.
+ * and restarts. A refusal of either step is undone and reported as INSTALL_FAILED (`putBack`); if
+ * even that fails the journal stays at `swapping` and the next start finishes the job.
  */
 export async function swapInProcess(plan: SwapPlan, target: AppTarget, ctx: InstallContext, journal: InstallJournal, rules: RenameRules): Promise<InstallResult> {
   await saveJournal(ctx, { ...journal, phase: 'swapping' });
@@ -163,7 +163,7 @@ export async function swapInProcess(plan: SwapPlan, target: AppTarget, ctx: Inst
   try {
     await renameWithRetry(plan.staged, plan.target, rules, ctx);
   } catch (err) {
-    if (aside === 'renamed') await renameWithRetry(plan.old, plan.target, rules, ctx);
+    if (aside === 'renamed') await putBack(plan, rules, ctx);
     else await ctx.fs.rm(plan.old);
     await abandon(plan, ctx);
     throw new UpdateError('INSTALL_FAILED', `the new version could not be moved in: ${(err as Error).message}`, { cause: err });
@@ -174,6 +174,23 @@ export async function swapInProcess(plan: SwapPlan, target: AppTarget, ctx: Inst
   if (plan.stagingRoot !== plan.staged) await ctx.fs.rm(plan.stagingRoot).catch(() => undefined);
   await recordInstalled(ctx, journal);
   return restart(target, ctx);
+}
+
+/**
+ * The running version back in its path after the new one could not move in: renamed back, or, when
+ * that is refused too (an antivirus holding it), copied back. The path must not stay empty: the
+ * user's shortcut points there, and the next start, which would settle the journal, runs from it.
+ * The set-aside copy, still running, is removed once it no longer runs (a leftover).
+ */
+async function putBack(plan: SwapPlan, rules: RenameRules, ctx: InstallContext): Promise<void> {
+  try {
+    await renameWithRetry(plan.old, plan.target, rules, ctx);
+  } catch (err) {
+    ctx.logger.debug?.('the running version could not be renamed back; copying it back', { error: String(err) });
+    await ctx.fs.copyTree(plan.old, plan.target);
+    await ctx.fs.fsync(plan.target).catch(() => undefined);
+    await ctx.state.update((state) => void state.leftovers.push(plan.old));
+  }
 }
 
 async function setAside(plan: SwapPlan, rules: RenameRules, ctx: InstallContext): Promise<'linked' | 'renamed'> {

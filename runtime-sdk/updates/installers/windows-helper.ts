@@ -3,8 +3,9 @@
  * process runs from it, so the app exits and this PowerShell script, started just before, waits for
  * its pid to be gone, renames the folder to `<folder>.old.<timestamp>` and the staged one into its
  * place (each rename retried 3 times with exponential backoff; a refused second rename puts the old
- * folder back), then starts the app again with the same arguments in the same working folder, and
- * deletes itself.
+ * folder back, renamed or, refused too, copied), then starts the app again with the same arguments
+ * in the same working folder (if its file is there: a start that fails leaves the next one to the
+ * user), and deletes itself.
  *
  * The script is a constant: paths and arguments reach it through environment variables, never as
  * text inside it. A crash of the helper is settled by the app's next start (reconcile.ts).
@@ -34,14 +35,20 @@ function Move-WithRetry($from, $to) {
   }
 }
 if (Move-WithRetry $target $old) {
-  if (-not (Move-WithRetry $staged $target)) { Move-WithRetry $old $target | Out-Null }
+  if (-not (Move-WithRetry $staged $target)) {
+    if (-not (Move-WithRetry $old $target)) {
+      try { Copy-Item -LiteralPath $old -Destination $target -Recurse } catch { }
+    }
+  }
 }
-$start = New-Object System.Diagnostics.ProcessStartInfo
-$start.FileName = $env:LATCHKEY_SWAP_RELAUNCH
-$start.Arguments = $env:LATCHKEY_SWAP_ARGUMENTS
-$start.WorkingDirectory = $env:LATCHKEY_SWAP_CWD
-$start.UseShellExecute = $false
-[System.Diagnostics.Process]::Start($start) | Out-Null
+if (Test-Path -LiteralPath $env:LATCHKEY_SWAP_RELAUNCH -PathType Leaf) {
+  $start = New-Object System.Diagnostics.ProcessStartInfo
+  $start.FileName = $env:LATCHKEY_SWAP_RELAUNCH
+  $start.Arguments = $env:LATCHKEY_SWAP_ARGUMENTS
+  $start.WorkingDirectory = $env:LATCHKEY_SWAP_CWD
+  $start.UseShellExecute = $false
+  try { [System.Diagnostics.Process]::Start($start) | Out-Null } catch { }
+}
 Remove-Item -LiteralPath $PSCommandPath -ErrorAction SilentlyContinue
 `;
 

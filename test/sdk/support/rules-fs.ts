@@ -88,6 +88,18 @@ export class RulesFs implements UpdateFs {
       to,
     );
 
+  copyTree = (from: string, to: string) =>
+    this.guard(
+      'copyTree',
+      from,
+      true,
+      () => {
+        this.assertWritable(to, 'copyTree');
+        return this.real.copyTree(from, to);
+      },
+      to,
+    );
+
   rm = (file: string) =>
     this.guard('rm', file, true, async () => {
       if (this.os === 'win32' && this.holdsRunning(file, true)) throw errno('EBUSY', 'rm', file);

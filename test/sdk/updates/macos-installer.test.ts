@@ -56,6 +56,19 @@ describe('macOS app bundle', () => {
     expect(world.process.exits).toEqual([0]);
   });
 
+  it('the new bundle refused and the running one refused its way back too: the old bundle is copied back whole, links and modes as they were', async () => {
+    const { bundle, rules, launch } = await bundleWorld(V2_BUNDLE);
+    fs.mkdirSync(path.join(bundle, 'Contents/Frameworks'));
+    fs.symlinkSync('../MacOS/notes', path.join(bundle, 'Contents/Frameworks/Current'));
+    const before = snapshotTree(bundle);
+    rules.refuse('rename', (file) => file.includes('.new.'), 'EACCES', 1).refuse('rename', (file) => file.includes('.old.'), 'EPERM', 1);
+    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'failed', code: 'INSTALL_FAILED' });
+    expect(snapshotTree(bundle)).toEqual(before);
+    expect(fs.readlinkSync(path.join(bundle, 'Contents/Frameworks/Current'))).toBe('../MacOS/notes');
+    expect(fs.statSync(world.appFile).mode & 0o111).not.toBe(0);
+    expect(world.process.exits).toEqual([]);
+  });
+
   it.each([
     ['a package without the executable', { 'Notes.app/Contents/Info.plist': PLIST_V2 }],
     ['a package with another bundle name', { 'Other.app/Contents/MacOS/notes': v2Content(true) }],

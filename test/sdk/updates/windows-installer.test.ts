@@ -68,6 +68,22 @@ describe('Windows one-file', () => {
     expect(state.journal).toBeNull();
   });
 
+  it('the new exe refused and the old one refused its way back too: the old exe is copied back, so the path never stays empty', async () => {
+    const { rules, launch } = await oneFile();
+    rules.refuse('rename', (file) => file.includes('.new.'), 'EACCES', 4).refuse('rename', (file) => file.includes('.old.'), 'EPERM', 4);
+    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'failed', code: 'INSTALL_FAILED' });
+    expect(fs.readFileSync(world.appFile, 'utf8')).toBe(v1Content(true));
+    expect(world.process.exits).toEqual([]);
+    const old = `${world.appFile}.old.${stamp()}`;
+    const state = JSON.parse(fs.readFileSync(path.join(world.dataDir, 'updater-state.json'), 'utf8'));
+    expect(state).toMatchObject({ journal: null, leftovers: [old] });
+    // The set-aside copy is what still runs; once it no longer does, a later start removes it.
+    expect(rules.isRunning(old)).toBe(true);
+    expect(await (await world.launch({ fs: new RulesFs('win32') })).start()).toBe('none');
+    expect(fs.existsSync(old)).toBe(false);
+    expect(fs.readFileSync(world.appFile, 'utf8')).toBe(v1Content(true));
+  });
+
   it('removes the old exe once it is no longer running, after the new version runs healthy', async () => {
     const { rules, launch } = await oneFile();
     await (await launch()).checkInBackground();
