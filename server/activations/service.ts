@@ -117,9 +117,12 @@ export function createActivationsService(deps: {
     throw deviceLimitExceeded(license.device_limit);
   }
 
-  /** The device's seat of a floating license (renewed if it holds one): the end of its lease, which its token's life is. */
-  async function takeSeat(license: RuntimeLicense, device: string, now: Date): Promise<Date> {
-    const lease = await store.checkoutLease(license.id, device, now);
+  /**
+   * The device's seat of a floating license (renewed if it holds one): the end of its lease, which its
+   * token's life is. A device being renamed (`renamedFrom`) keeps the seat its old fingerprint held.
+   */
+  async function takeSeat(license: RuntimeLicense, device: string, now: Date, renamedFrom?: string): Promise<Date> {
+    const lease = await store.checkoutLease(license.id, device, now, renamedFrom);
     if ('earliestExpiry' in lease) throw noSeatAvailable(license.device_limit, lease.earliestExpiry);
     return lease.expiresAt;
   }
@@ -167,14 +170,19 @@ export function createActivationsService(deps: {
       }
       // False when the record went or a concurrent activation recorded the new fingerprint meanwhile:
       // then the new fingerprint is a device of its own, known or new, as the rules below find it.
-      const renamed = rename !== undefined && (await store.renameDevice(rename.licenseId, rename.from, device, rename.components));
+      const renameRecord = () => rename !== undefined && store.renameDevice(rename.licenseId, rename.from, device, rename.components);
       let license: RuntimeLicense = found;
       let leaseEnd: Date | null = null;
       if (found.seat_model === 'floating') {
-        leaseEnd = await takeSeat(found, device, now);
+        // The seat first, so that a refused checkout renames nothing; a renamed device's lease goes with it.
+        leaseEnd = await takeSeat(found, device, now, rename?.from);
+        await renameRecord();
         await store.recordFloatingDevice(found.id, device, deviceReport, now);
-      } else if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
-      else if (rename ? !renamed : !found.device_known && !found.device_added) await claimOrRefuse(found, device, deviceReport, now);
+      } else {
+        const renamed = await renameRecord();
+        if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
+        else if (rename ? !renamed : !found.device_known && !found.device_added) await claimOrRefuse(found, device, deviceReport, now);
+      }
       const contentKey = await releaseContentKey({ licenseId: license.id, appId: license.app_id, device, buildId, presentedKey: deviceKey, mayReplaceKey: true });
       if (components) await store.recordComponents(license.id, device, components);
       return issueRuntimeToken(keyring, license, found.offline_grace_hours, device, now, contentKey, leaseEnd);
@@ -207,16 +215,19 @@ export function createActivationsService(deps: {
       enforceLicenseLimit(refreshes.decideFor(license.refresh_hits, license.device_limit), report, 'token refreshes');
       const notActivated = 'This device is not activated on the license (its devices may have been reset); activate it again';
       assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', notActivated);
-      // Renamed only now, so that a refused refresh (revoked, rate limited) changes no record. False when
-      // the record went or its new fingerprint got a row meanwhile (a concurrent activation).
+      // A floating license's refresh is its heartbeat: the statement renewed a live lease of the
+      // fingerprint on record; a lapsed one is checked out again. A renamed device takes its seat
+      // first, its lease going with it, so that a refused checkout renames nothing.
+      const floating = license.seat_model === 'floating';
+      let leaseEnd = floating && !rename ? license.lease_expires_at : null;
+      // Renamed only now, so that a refused refresh (revoked, rate limited, no seat) changes no record.
+      // False when the record went or its new fingerprint got a row meanwhile (a concurrent activation).
       if (rename) {
+        if (floating) leaseEnd = await takeSeat(license, rename.to, now, rename.from);
         assertThat(await store.renameDevice(rename.licenseId, rename.from, rename.to, rename.components), 'DEVICE_NOT_ACTIVATED', notActivated);
         device = rename.to;
       }
-      // A floating license's refresh is its heartbeat: the statement renewed a live lease (of the fingerprint
-      // on record, so not one a renamed device holds); a lapsed one is checked out again.
-      const renewed = rename ? null : license.lease_expires_at;
-      const leaseEnd = license.seat_model === 'floating' ? (renewed ?? (await takeSeat(license, device, now))) : null;
+      if (floating) leaseEnd ??= await takeSeat(license, device, now);
       const contentKey = await releaseContentKey({
         licenseId: license.id,
         appId: license.app_id,

@@ -149,6 +149,15 @@ const CHECKOUT_SQL = `
 /** Serialises the checkouts of license $1 until the transaction ends (renewals and check-ins need no lock). */
 const CHECKOUT_LOCK_SQL = `SELECT 1 FROM licenses WHERE id = $1 FOR UPDATE`;
 
+/**
+ * A device this request renames (its fingerprint changed: $2 on record, $3 now) keeps its lease of
+ * license $1: the lease goes with it, so its seat is its own and not another device's. If the new
+ * fingerprint holds one too, the old one goes.
+ */
+const DROP_RENAMED_LEASE_SQL = `DELETE FROM license_leases WHERE license_id = $1 AND fingerprint_hash = $2
+  AND EXISTS (SELECT 1 FROM license_leases l WHERE l.license_id = $1 AND l.fingerprint_hash = $3)`;
+const MOVE_RENAMED_LEASE_SQL = `UPDATE license_leases SET fingerprint_hash = $3 WHERE license_id = $1 AND fingerprint_hash = $2`;
+
 /** Expired leases of license $1 at $2 are gone, so they neither count nor get renewed (a crashed app's seat frees itself). */
 const CLEAR_EXPIRED_LEASES_SQL = `DELETE FROM license_leases WHERE license_id = $1 AND expires_at <= $2`;
 
@@ -180,12 +189,17 @@ export function createActivationsStore(db: Db) {
     /**
      * Takes (or renews) the device's seat of floating license `licenseId` (CHECKOUT_SQL): its end, or
      * when every seat is taken `{ earliestExpiry }`, the first live lease's end. Checkouts of one
-     * license queue on its row lock, so a burst never grants more leases than seats.
+     * license queue on its row lock, so a burst never grants more leases than seats. A device
+     * being renamed (`renamedFrom`: its fingerprint on record) brings its live lease along.
      */
-    checkoutLease: (licenseId: string, device: string, now: Date): Promise<{ expiresAt: Date } | { earliestExpiry: Date }> =>
+    checkoutLease: (licenseId: string, device: string, now: Date, renamedFrom?: string): Promise<{ expiresAt: Date } | { earliestExpiry: Date }> =>
       db.transaction(async (trx) => {
         await hotQuery(trx, CHECKOUT_LOCK_SQL, [licenseId]);
         await hotQuery(trx, CLEAR_EXPIRED_LEASES_SQL, [licenseId, now]);
+        if (renamedFrom !== undefined && renamedFrom !== device) {
+          await hotQuery(trx, DROP_RENAMED_LEASE_SQL, [licenseId, renamedFrom, device]);
+          await hotQuery(trx, MOVE_RENAMED_LEASE_SQL, [licenseId, renamedFrom, device]);
+        }
         const [lease] = await hotQuery<{ expires_at: Date }>(trx, CHECKOUT_SQL, [now, device, licenseId], 'activations.checkout_lease');
         if (lease) return { expiresAt: lease.expires_at };
         const [first] = await hotQuery<{ earliest: Date }>(trx, `SELECT min(expires_at) AS earliest FROM license_leases WHERE license_id = $1`, [licenseId]);

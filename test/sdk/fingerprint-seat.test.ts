@@ -52,6 +52,27 @@ describe('component-tolerant device matching on the authority', () => {
     expect(await devicesOf(created.license_id)).toHaveLength(1);
   });
 
+  it('floating: the same computer with a changed component keeps its own seat, its lease renamed with its record; another computer waits', async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', seat_model: 'floating', max_concurrent: 1, lease_ttl_minutes: 15 });
+    expect((await (await install(fakeMachine('F1'))).activate(created.license_key)).state).toBe('valid');
+    const seats = async () => (await call('GET', `/v1/licenses/${created.license_id}`, { apiKey: dev.apiKey })).body.seats_in_use;
+    expect(await seats()).toBe(1);
+
+    // Another computer finds the only seat leased, and the record of the one holding it is unchanged.
+    const before = await devicesOf(created.license_id);
+    await expect((await install(fakeMachine('G1'))).activate(created.license_key)).rejects.toMatchObject({ code: 'NO_SEAT_AVAILABLE' });
+    expect(await devicesOf(created.license_id)).toEqual(before);
+
+    // The same computer with a new disk, installed afresh: its seat, not a second one.
+    const newDisk = await install(fakeMachine('F1', { 'disk.serial': 'WD-NEW-DISK-0077' }));
+    expect((await newDisk.activate(created.license_key)).state).toBe('valid');
+    expect(await devicesOf(created.license_id)).toHaveLength(1);
+    expect(await seats()).toBe(1);
+    // Its heartbeat renews that seat; and another computer still waits.
+    expect((await newDisk.refresh()).state).toBe('valid');
+    await expect((await install(fakeMachine('G2'))).activate(created.license_key)).rejects.toMatchObject({ code: 'NO_SEAT_AVAILABLE' });
+  });
+
   it('a request without component hashes is answered as before; malformed ones are a 400 in the error shape', async () => {
     const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 2 });
     const plain = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: randomFingerprint() } });
