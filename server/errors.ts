@@ -92,6 +92,8 @@ export const ERROR_CODES = {
   NO_SEAT_AVAILABLE: 409,
   /** Setting the seats of a license that is node_locked: its devices are set by device_limit at creation. */
   LICENSE_NOT_FLOATING: 409,
+  /** Offline activation of a floating license: its seats are leases that running copies renew online, which an air-gapped machine cannot. */
+  FLOATING_LICENSE_ONLINE_ONLY: 409,
   /** A consumption past its meter's uses_per_period in the period; nothing was counted. The body carries `remaining` and `period_ends_at`. */
   USAGE_LIMIT_EXCEEDED: 409,
   /** A consumption's idempotency key already counted for another feature or quantity: keys are one per consumption. */

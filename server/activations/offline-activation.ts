@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/knex.js';
 import { RequestError } from '../errors.js';
+import { assertUsable, EFFECTIVE_STATUS_SQL, type LicenseStatus } from '../licenses/rules.js';
 import { RUNTIME_LIMITS_DESCRIPTION, describeLicenseLimit } from '../http/license-limits.js';
 import { setRateLimitHeaders } from '../http/rate-window.js';
 import { defineRoute } from '../http/route.js';
@@ -40,15 +41,30 @@ export function createOfflineActivation(deps: { db: Db; clock: Clock; keyring: K
   const { db, clock, keyring, activations } = deps;
   return {
     /**
-     * Refuses a request naming another app than its key's (read like an unknown key, telling nothing),
-     * then activates exactly as `POST /v1/licenses/activate` and wraps the answer in a license file.
+     * Refuses a request naming another app than its key's (read like an unknown key, telling nothing)
+     * and, once the license is found usable, a floating license: its seat would be a lease that no
+     * heartbeat renews, its token and file dead within the lease's TTL. Then activates exactly as
+     * `POST /v1/licenses/activate` and wraps the answer in a license file.
      */
     async activateOffline(request: ActivationRequestInput, report: RateLimitReport): Promise<OfflineActivationResult> {
       const { format: _format, app_id: appId, created_at: _createdAt, ...activation } = request;
-      const owner = await db('licenses').where({ license_key: activation.license_key }).first<{ app_id: string } | undefined>('app_id');
-      if (owner && owner.app_id !== appId) throw new RequestError('INVALID_LICENSE_KEY', 'This license key is not valid for this app');
       // The file and the token it carries are dated the same second: grace counts from either.
       const now = clock.now();
+      const owner = await db('licenses')
+        .where({ license_key: activation.license_key })
+        .first<{ app_id: string; seat_model: string; effective_status: LicenseStatus } | undefined>(
+          'app_id',
+          'seat_model',
+          db.raw(`(${EFFECTIVE_STATUS_SQL}) AS effective_status`, [now]),
+        );
+      if (owner && owner.app_id !== appId) throw new RequestError('INVALID_LICENSE_KEY', 'This license key is not valid for this app');
+      if (owner?.seat_model === 'floating') {
+        assertUsable(owner);
+        throw new RequestError(
+          'FLOATING_LICENSE_ONLINE_ONLY',
+          'This is a floating license: its seats are held by running copies that check in online, so it cannot be activated offline. Activate it on a computer with network access, or ask the vendor for a node-locked license',
+        );
+      }
       const grant = await activations.activate(activation, report, now);
       const iat = Math.floor(now.getTime() / 1000);
       const fileExpiresAt = Math.min(seconds(grant.expires_at), iat + LICENSE_FILE_IMPORT_DAYS * DAY_SECONDS);
@@ -83,11 +99,12 @@ export function offlineActivationRoutes(offline: OfflineActivation) {
         'The body is the request file as the SDK wrote it (docs/protocol.md, "Offline activation"). The activation is the online one: ' +
         'unknown or revoked key, or a key of another app than `app_id`, 401 INVALID_LICENSE_KEY; expired 403 LICENSE_EXPIRED; unknown build ' +
         `404 BUILD_NOT_FOUND; past ${describeLicenseLimit('activation')} 429 (Retry-After); a new device over the limit 403 DEVICE_LIMIT_EXCEEDED; ` +
-        'a trial already used on the computer 403 TRIAL_ALREADY_USED. A device already activated takes no slot, so a fresh request file ' +
+        'a trial already used on the computer 403 TRIAL_ALREADY_USED. A floating license (seats held by running copies that renew them ' +
+        'online) 409 FLOATING_LICENSE_ONLINE_ONLY, nothing taken. A device already activated takes no slot, so a fresh request file ' +
         `extends an air-gapped machine. ${RUNTIME_LIMITS_DESCRIPTION}`,
       body: ActivationRequestBody,
       response: OfflineActivationResult,
-      errors: [401, 403, 404],
+      errors: [401, 403, 404, 409],
       handler: ({ body, response }) => offline.activateOffline(body, (decision) => setRateLimitHeaders(response, decision)),
     }),
   ];

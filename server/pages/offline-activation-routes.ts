@@ -80,7 +80,7 @@ export function offlineActivationPageRoutes(offline: OfflineActivation, products
         `\`Retry-After\`), shows the form again with the reason. A request file over ${MAX_REQUEST_FILE_BYTES} bytes: 413. ${description}`,
       multipart: requestFile,
       body: OfflineActivationForm,
-      errors: [401, 403, 404, 413],
+      errors: [401, 403, 404, 409, 413],
       fileResponse: { description: 'The license file', contentType: 'application/octet-stream' },
       handler: async ({ body, ctx }) => {
         const request = parseRequestFile(body.request);

@@ -175,6 +175,19 @@ describe('offline activation', () => {
     expect((await licenseErrorOf(sameMachineOtherApp.importLicenseFile(file))).code).toBe('INVALID_LICENSE_FILE');
   });
 
+  it('refuses a floating license with 409 FLOATING_LICENSE_ONLINE_ONLY, taking no seat: no heartbeat could ever renew it', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, seat_model: 'floating', max_concurrent: 2 });
+    const res = await exchange(await (await start(install('OA-FLOAT'))).exportActivationRequest(created.license_key));
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error_code: 'FLOATING_LICENSE_ONLINE_ONLY', status_code: 409, detail: expect.stringContaining('floating') });
+    const detail = await call('GET', `/v1/licenses/${created.license_id}`, { apiKey: dev.apiKey });
+    expect(detail.body).toMatchObject({ seats_in_use: 0, devices: [] });
+    // A revoked one reads like any revoked key.
+    expect((await call('POST', `/v1/licenses/${created.license_id}/revoke`, { apiKey: dev.apiKey })).status).toBe(200);
+    const revoked = await exchange(await (await start(install('OA-FLOAT-2'))).exportActivationRequest(created.license_key));
+    expect(revoked.body).toMatchObject({ error_code: 'INVALID_LICENSE_KEY', status_code: 401 });
+  });
+
   it('refuses a license file past its import deadline', async () => {
     const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
     const at = install('OE1');

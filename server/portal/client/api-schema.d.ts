@@ -885,7 +885,7 @@ export interface paths {
     put?: never;
     /**
      * Offline activation: answers an activation request file (written by the SDK on an air-gapped machine) with a signed license file
-     * @description The body is the request file as the SDK wrote it (docs/protocol.md, "Offline activation"). The activation is the online one: unknown or revoked key, or a key of another app than `app_id`, 401 INVALID_LICENSE_KEY; expired 403 LICENSE_EXPIRED; unknown build 404 BUILD_NOT_FOUND; past 5 per 10 minutes per license 429 (Retry-After); a new device over the limit 403 DEVICE_LIMIT_EXCEEDED; a trial already used on the computer 403 TRIAL_ALREADY_USED. A device already activated takes no slot, so a fresh request file extends an air-gapped machine. Limited per license, not per address (many seats may share one). RateLimit headers describe the license's limit once the key or token names a usable license, else the per-process guard of 600 requests per minute per address.
+     * @description The body is the request file as the SDK wrote it (docs/protocol.md, "Offline activation"). The activation is the online one: unknown or revoked key, or a key of another app than `app_id`, 401 INVALID_LICENSE_KEY; expired 403 LICENSE_EXPIRED; unknown build 404 BUILD_NOT_FOUND; past 5 per 10 minutes per license 429 (Retry-After); a new device over the limit 403 DEVICE_LIMIT_EXCEEDED; a trial already used on the computer 403 TRIAL_ALREADY_USED. A floating license (seats held by running copies that renew them online) 409 FLOATING_LICENSE_ONLINE_ONLY, nothing taken. A device already activated takes no slot, so a fresh request file extends an air-gapped machine. Limited per license, not per address (many seats may share one). RateLimit headers describe the license's limit once the key or token names a usable license, else the per-process guard of 600 requests per minute per address.
      */
     post: operations['activateLicenseOffline'];
     delete?: never;
@@ -1686,6 +1686,7 @@ export interface components {
         | 'NO_ACTIVE_LICENSE'
         | 'NO_SEAT_AVAILABLE'
         | 'LICENSE_NOT_FLOATING'
+        | 'FLOATING_LICENSE_ONLINE_ONLY'
         | 'USAGE_LIMIT_EXCEEDED'
         | 'IDEMPOTENCY_KEY_REUSED'
         | 'PAYMENT_ACCOUNT_NOT_CONNECTED'
@@ -1839,7 +1840,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Conflict: `error_code` is `EMAIL_IN_USE`, `PRICE_ID_IN_USE`, `TWO_FACTOR_ALREADY_ENABLED`, `TWO_FACTOR_NOT_ENABLED`, `TWO_FACTOR_SETUP_REQUIRED`, `API_KEY_LIMIT_REACHED`, `BUILD_NOT_READY`, `BUILD_NOT_SIGNABLE`, `UPLOAD_OFFSET_MISMATCH`, `UPLOAD_INCOMPLETE`, `PUSH_CONFLICT`, `NO_READY_BUILD`, `NO_ACTIVE_LICENSE`, `NO_SEAT_AVAILABLE`, `LICENSE_NOT_FLOATING`, `USAGE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED`, `PAYMENT_ACCOUNT_NOT_CONNECTED`, `PAYMENT_ACCOUNT_IN_USE`, `PRICE_ID_NOT_SET`, `LICENSE_NOT_PURCHASABLE`, `ENTITLEMENT_WEBHOOK_ENABLED`, `APP_MISMATCH`, `STORE_STILL_ENTITLED`, `REDEMPTION_CODE_ALREADY_REDEEMED`, `REDEMPTION_CODE_NOT_REVOCABLE`, `REDEMPTION_UNAVAILABLE` */
+    /** @description Conflict: `error_code` is `EMAIL_IN_USE`, `PRICE_ID_IN_USE`, `TWO_FACTOR_ALREADY_ENABLED`, `TWO_FACTOR_NOT_ENABLED`, `TWO_FACTOR_SETUP_REQUIRED`, `API_KEY_LIMIT_REACHED`, `BUILD_NOT_READY`, `BUILD_NOT_SIGNABLE`, `UPLOAD_OFFSET_MISMATCH`, `UPLOAD_INCOMPLETE`, `PUSH_CONFLICT`, `NO_READY_BUILD`, `NO_ACTIVE_LICENSE`, `NO_SEAT_AVAILABLE`, `LICENSE_NOT_FLOATING`, `FLOATING_LICENSE_ONLINE_ONLY`, `USAGE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED`, `PAYMENT_ACCOUNT_NOT_CONNECTED`, `PAYMENT_ACCOUNT_IN_USE`, `PRICE_ID_NOT_SET`, `LICENSE_NOT_PURCHASABLE`, `ENTITLEMENT_WEBHOOK_ENABLED`, `APP_MISMATCH`, `STORE_STILL_ENTITLED`, `REDEMPTION_CODE_ALREADY_REDEEMED`, `REDEMPTION_CODE_NOT_REVOCABLE`, `REDEMPTION_UNAVAILABLE` */
     Error409: {
       headers: {
         'RateLimit-Limit': components['headers']['RateLimit-Limit'];
@@ -5416,6 +5417,7 @@ export interface operations {
       401: components['responses']['Error401'];
       403: components['responses']['Error403'];
       404: components['responses']['Error404'];
+      409: components['responses']['Error409'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
       503: components['responses']['Error503'];
@@ -7053,6 +7055,7 @@ export interface operations {
       401: components['responses']['Error401'];
       403: components['responses']['Error403'];
       404: components['responses']['Error404'];
+      409: components['responses']['Error409'];
       413: components['responses']['Error413'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
