@@ -126,16 +126,19 @@ interface Visit {
 }
 
 /**
- * Path to the first string (value or key) holding U+0000, which PostgreSQL text and jsonb cannot
- * store. Iterative, because a 1 MB body can nest deeper than the call stack.
+ * The first string (value or key) holding U+0000, which PostgreSQL text and jsonb cannot store, or
+ * key `__proto__`, which JSON.parse keeps as a plain key but every object spread and schema drops
+ * silently (a meters object of one such key would clear the meters): its path and why. Iterative,
+ * because a 1 MB body can nest deeper than the call stack.
  */
-function findNulCharacter(value: unknown, where: string): string | null {
+function findUnstorable(value: unknown, where: string): { at: string; why: string } | null {
   const pending: Visit[] = [{ key: where, value, parent: null }];
   for (let visit = pending.pop(); visit; visit = pending.pop()) {
-    if (visit.key.includes('\0') || (typeof visit.value === 'string' && visit.value.includes('\0'))) {
+    const nul = visit.key.includes('\0') || (typeof visit.value === 'string' && visit.value.includes('\0'));
+    if (nul || (visit.parent && visit.key === '__proto__')) {
       const path: string[] = [];
       for (let v: Visit | null = visit; v; v = v.parent) path.unshift(v.key);
-      return path.join('.');
+      return { at: path.join('.'), why: nul ? 'must not contain NUL characters' : 'is not an allowed name' };
     }
     if (visit.value !== null && typeof visit.value === 'object') {
       for (const [key, child] of Object.entries(visit.value)) pending.push({ key, value: child, parent: visit });
@@ -147,8 +150,8 @@ function findNulCharacter(value: unknown, where: string): string | null {
 function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   // Refused here as bad input, for every field at once, rather than failing later in the database.
-  const nulAt = findNulCharacter(value, where);
-  if (nulAt) throw new RequestError('VALIDATION_FAILED', `${nulAt}: must not contain NUL characters`);
+  const unstorable = findUnstorable(value, where);
+  if (unstorable) throw new RequestError('VALIDATION_FAILED', `${unstorable.at}: ${unstorable.why}`);
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

@@ -93,6 +93,11 @@ describe('metered features: settings', () => {
       {},
     ];
     for (const body of bad) expectError(await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: t.dev.apiKey, body }), 400, 'VALIDATION_FAILED');
+    // A key named __proto__ (kept by JSON.parse, dropped by every spread and schema): refused, not read as no meters at all.
+    const proto = { raw: { data: '{"meters": {"__proto__": {"uses_per_period": 3, "period": "day"}}}', contentType: 'application/json' } };
+    const refused = await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: t.dev.apiKey, ...proto });
+    expectError(refused, 400, 'VALIDATION_FAILED');
+    expect(refused.body.detail).toBe('body.meters.__proto__: is not an allowed name');
     expectError(
       await t.call('POST', '/v1/licenses', { apiKey: t.dev.apiKey, body: { app_id: t.app.id, meters: { export: { uses_per_period: -1, period: 'day' } } } }),
       400,
