@@ -8,7 +8,7 @@
  * - `binding`: what both keys are bound to besides (the OS store's secret or the install id).
  */
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { COMPONENT_NAMES, type ComponentName } from '../fingerprint/index.js';
 import { isBindingRecord, type BindingRecord } from './cache-binding.js';
@@ -92,16 +92,34 @@ export function sealEnvelope(parts: {
   return JSON.stringify(envelope);
 }
 
-/** Write to a sibling and rename: a crash mid-write leaves the old cache, never half a file. */
+/**
+ * Write to a sibling, flush it, and rename: a crash mid-write leaves the old cache, never half a
+ * file. The flush comes first because filesystems journal the rename, not the data: after a power
+ * loss an unflushed file can be renamed in yet empty, which reads as tampered and costs a paying
+ * user a new activation. The folder is flushed too (POSIX), so the rename itself survives.
+ */
 export async function writeEnvelope(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const folder = path.dirname(file);
+  await mkdir(folder, { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    await writeFile(temporary, text, { mode: 0o600 });
+    const handle = await open(temporary, 'w', 0o600);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await rename(temporary, file);
   } catch (err) {
     await rm(temporary, { force: true });
     throw err;
+  }
+  // Windows opens no folder as a file; NTFS journals the rename with its data already flushed.
+  if (process.platform !== 'win32') {
+    const entries = await open(folder, 'r').catch(() => undefined);
+    await entries?.sync().catch(() => undefined);
+    await entries?.close();
   }
 }
 
