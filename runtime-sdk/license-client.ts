@@ -271,6 +271,9 @@ export class LicenseClient {
     // A request in flight must not hold the exit (nor write into the vault being closed).
     this.authority.close();
     await this.checkinSeat();
+    // The moment of exit counts like a check: it raises the high-water mark (saved when a minute or
+    // more ahead of the saved one), so the clock cannot be set back by the hours an app ran unchecked.
+    this.computeStatus();
     clearTimeout(this.recheck);
     clearImmediate(this.sodiumUpgrade);
     this.events.clear();

@@ -129,6 +129,17 @@ describe('clock tampering', () => {
     expect((await (await start()).check()).state).toBe('valid');
   });
 
+  it('the time an app ran counts even if it never checked: its exit raises the high-water mark, so setting the clock back after it is caught', async () => {
+    const client = await start();
+    await client.activate(KEY);
+    authority.down = true;
+    // Five hours of work offline, no check() after the start.
+    clock.advance(5 * HOUR);
+    await client.dispose();
+    clock.advance(-4 * HOUR);
+    expect(await (await start()).check()).toMatchObject({ state: 'tampered', reason: 'clock_rollback' });
+  });
+
   it('small backwards steps (NTP) are tolerated', async () => {
     const client = await start();
     await client.activate(KEY);
