@@ -60,7 +60,9 @@ export const nodeUpdateFs: UpdateFs = {
   async fsync(file) {
     let handle: fs.FileHandle;
     try {
-      handle = await fs.open(file, 'r');
+      // Windows flushes a file only through a handle that may write (FlushFileBuffers); opened
+      // read-only the flush is refused. Read-only where writing is not allowed (a 0444 file, a folder).
+      handle = await fs.open(file, 'r+').catch(() => fs.open(file, 'r'));
     } catch (err) {
       // Windows cannot open a folder to flush it; its renames are durable through NTFS's journal.
       if ((await fs.stat(file)).isDirectory()) return;

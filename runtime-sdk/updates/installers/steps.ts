@@ -115,7 +115,10 @@ export async function stageFile(plan: SwapPlan, pkg: VerifiedPackage, target: Ap
   await ctx.fs.fsync(path.dirname(plan.staged));
 }
 
-/** Unpacks a zipped package into `plan.stagingRoot` with `file args`, and checks the app's file is where it is expected. */
+/**
+ * Unpacks a zipped package into `plan.stagingRoot` with `file args`, checks the app's file is where
+ * it is expected, and flushes what was unpacked (`flushTree`) before anything is swapped.
+ */
 export async function stageArchive(plan: SwapPlan, target: AppTarget, ctx: InstallContext, command: { file: string; args: string[] }): Promise<void> {
   await ctx.fs.mkdir(plan.stagingRoot);
   const result = await ctx.commands.run(command.file, command.args);
@@ -123,6 +126,22 @@ export async function stageArchive(plan: SwapPlan, target: AppTarget, ctx: Insta
   const appFile = path.join(plan.staged, path.relative(target.replaced, target.appFile));
   const found = await ctx.fs.stat(appFile);
   if (!found || found.isDirectory) throw new UpdateError('PACKAGE_REJECTED', `the package has no ${path.relative(target.replaced, target.appFile)}`);
+  await flushTree(plan.stagingRoot, ctx);
+}
+
+/**
+ * Every file unpacked under `dir` flushed to the disk, then each folder's entries (where the OS
+ * flushes folders): filesystems journal the renames that follow, not the files' data, so after a
+ * power loss the swapped-in version could otherwise hold empty files, recorded as installed.
+ */
+async function flushTree(dir: string, ctx: InstallContext): Promise<void> {
+  for (const name of await ctx.fs.readdir(dir)) {
+    const entry = path.join(dir, name);
+    const stat = await ctx.fs.stat(entry);
+    if (stat?.isDirectory) await flushTree(entry, ctx);
+    else if (stat) await ctx.fs.fsync(entry).catch((err: unknown) => ctx.logger.debug?.('a staged file could not be flushed', { file: entry, error: String(err) }));
+  }
+  await ctx.fs.fsync(dir).catch(() => undefined);
 }
 
 export interface RenameRules {

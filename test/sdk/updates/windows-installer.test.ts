@@ -146,6 +146,14 @@ describe('Windows one-folder', () => {
     expect(world.process.exits).toEqual([0]);
   });
 
+  it('flushes every unpacked file and folder to the disk before the swap is handed over', async () => {
+    const { folder, rules, launch } = await oneFolder();
+    await (await launch()).checkInBackground();
+    const staged = `${folder}.new.${stamp()}`;
+    const flushed = rules.log.filter((line) => line.startsWith('fsync ')).map((line) => line.slice('fsync '.length));
+    expect(flushed).toEqual(expect.arrayContaining([path.join(staged, 'notes.exe'), path.join(staged, 'resources/data.txt'), path.join(staged, 'resources'), staged]));
+  });
+
   it('the next start after the helper swapped: installed, reported, and the old folder removed once healthy', async () => {
     const { folder, launch } = await oneFolder();
     await (await launch()).checkInBackground();
