@@ -58,8 +58,6 @@ export function checkConsumption(feature: unknown, quantity: unknown, options: C
 }
 
 export class Metering {
-  private book: MeterBookState | undefined;
-
   constructor(
     private readonly vault: LicenseVault,
     private readonly authority: AuthorityClient,
@@ -70,7 +68,7 @@ export class Metering {
 
   /** Whether consumptions of `licenseId` wait to be reported (the token is read only then). */
   async hasPending(licenseId: string): Promise<boolean> {
-    return (await this.load(licenseId)).pending.length > 0;
+    return (await this.read(licenseId)).pending.length > 0;
   }
 
   /**
@@ -80,11 +78,11 @@ export class Metering {
    * the authority refused (kept with a warning, resolves). The rest stays queued.
    */
   async report(grant: Pick<MeteringGrant, 'token' | 'licenseId'>): Promise<void> {
-    const book = await this.load(grant.licenseId);
-    while (book.pending.length > 0) {
+    for (let book = await this.read(grant.licenseId); book.pending.length > 0;) {
       const item = book.pending[0]!;
+      let answer: ConsumeAnswer | undefined;
       try {
-        const answer = await this.authority.consume({
+        answer = await this.authority.consume({
           token: grant.token,
           feature: item.feature,
           quantity: item.quantity,
@@ -92,7 +90,6 @@ export class Metering {
           // Never ahead of the authority's time as now reckoned (the clock may have been set back since): it would be refused.
           consumed_at: new Date(Math.min(Date.parse(item.consumedAt), this.authorityNow())).toISOString(),
         });
-        book.balances[item.feature] = balanceOf(answer);
       } catch (err) {
         if (!(err instanceof LicenseError)) throw err;
         const refusal = whenRefused(err);
@@ -104,21 +101,22 @@ export class Metering {
         }
         this.options.logger.warn('the authority refused a queued consumption for good; it is not counted', detail);
       }
-      book.pending.shift();
-      await this.save(book);
+      book = await this.update(grant.licenseId, (current) => {
+        if (answer) current.balances[item.feature] = balanceOf(answer);
+        current.pending = current.pending.filter((p) => p.idempotencyKey !== item.idempotencyKey);
+      });
     }
   }
 
   async consume(grant: MeteringGrant, feature: string, quantity: number, options: ConsumeOptions): Promise<ConsumeResult> {
-    const book = await this.load(grant.licenseId);
+    const book = await this.read(grant.licenseId);
     const idempotencyKey = options.idempotencyKey ?? randomBytes(16).toString('hex');
     const queuedAlready = book.pending.find((p) => p.idempotencyKey === idempotencyKey);
     try {
       // Earlier consumptions first, so the authority counts them in the order they happened.
       await this.report(grant);
       const answer = await this.authority.consume({ token: grant.token, feature, quantity, idempotency_key: idempotencyKey });
-      book.balances[feature] = balanceOf(answer);
-      await this.save(book);
+      await this.update(grant.licenseId, (current) => void (current.balances[feature] = balanceOf(answer)));
       return resultOf(answer, idempotencyKey);
     } catch (err) {
       if (!(err instanceof LicenseError) || !err.retryable) throw err;
@@ -140,25 +138,34 @@ export class Metering {
       if (left < item.quantity) {
         throw new LicenseError('USAGE_LIMIT_REACHED', `offline: ${left} of ${item.feature} left, ${item.quantity} asked`, { remaining: left, periodEndsAt, cause: unreached });
       }
-      book.pending.push(item);
-      await this.save(book);
+      await this.update(grant.licenseId, (current) => {
+        if (!current.pending.some((p) => p.idempotencyKey === item.idempotencyKey)) current.pending.push(item);
+      });
     }
     const remaining = isNew ? left - item.quantity : left;
     return { feature: item.feature, quantity: item.quantity, remaining, usesPerPeriod: balance.usesPerPeriod, periodEndsAt, queued: true, idempotencyKey: item.idempotencyKey };
   }
 
-  /** The book of `licenseId`: read once from its sealed file; another license's (or none) starts empty. */
-  private async load(licenseId: string): Promise<MeterBookState> {
-    if (this.book?.licenseId !== licenseId) {
-      const read = parseBook(await this.vault.openBeside(BOOK_SUFFIX));
-      this.book = read?.licenseId === licenseId ? read : emptyBook(licenseId);
-    }
-    return this.book;
+  /**
+   * The book of `licenseId` as its sealed file holds it now; another license's (or none) starts empty.
+   * Read again for every change: another instance of the app may have queued or reported since.
+   */
+  private async read(licenseId: string): Promise<MeterBookState> {
+    const read = parseBook(await this.vault.openBeside(BOOK_SUFFIX));
+    return read?.licenseId === licenseId ? read : emptyBook(licenseId);
   }
 
-  /** Rejects when the book could not be written: a queued consumption must be on disk before it is reported as queued. */
-  private save(book: MeterBookState): Promise<void> {
-    return this.vault.sealBeside(BOOK_SUFFIX, book);
+  /**
+   * `change` made to the book as on disk now, then saved: another instance's queued consumptions are
+   * kept, not overwritten by this one's older copy (the authority counts each key once, so one
+   * reported by both is counted once). Rejects when the book could not be written: a queued
+   * consumption must be on disk before it is reported as queued.
+   */
+  private async update(licenseId: string, change: (book: MeterBookState) => void): Promise<MeterBookState> {
+    const book = await this.read(licenseId);
+    change(book);
+    await this.vault.sealBeside(BOOK_SUFFIX, book);
+    return book;
   }
 }
 

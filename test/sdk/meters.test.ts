@@ -105,6 +105,22 @@ describe('license.consume()', () => {
     expect((await licenseErrorOf(last.consume('export', 1))).code).toBe('USAGE_LIMIT_REACHED');
   });
 
+  it('two running copies of the app on one computer, offline: neither overwrites the consumptions the other queued', async () => {
+    const { created, at, license } = await meteredInstall('MC2', { export: { uses_per_period: 20, period: 'month' } });
+    expect((await license.consume('export', 1)).remaining).toBe(19);
+    await license.dispose();
+    const first = await start(at, { serverUrl: UNREACHABLE });
+    const second = await start(at, { serverUrl: UNREACHABLE });
+    expect(await first.consume('export', 2)).toMatchObject({ queued: true });
+    expect(await second.consume('export', 3)).toMatchObject({ queued: true });
+    expect(await first.consume('export', 4)).toMatchObject({ queued: true });
+    await Promise.all([first.dispose(), second.dispose()]);
+
+    const online = await start(at);
+    expect((await online.refresh()).state).toBe('valid');
+    expect(await serverUsed(created.license_id, 'export')).toBe(1 + 2 + 3 + 4);
+  });
+
   it('an answer lost on the way back: the consumption is queued with its key, and its report counts nothing more', async () => {
     const proxy = await new RecordingProxy().start();
     proxy.upstream = server.url;
