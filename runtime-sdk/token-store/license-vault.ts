@@ -3,6 +3,7 @@
  * the times grace depends on, and a sticky verdict (revoked, expired, tampered) that only the
  * authority can lift. Loads from and saves to the encrypted cache file; writes are serialised.
  */
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
 import { computeFingerprint, type ComponentHashes, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
@@ -67,6 +68,12 @@ export class LicenseVault {
   private deviceKey: SecretBuffer | undefined;
   private writes: Promise<void> = Promise.resolve();
   private savedHighWaterAt = 0;
+  /**
+   * The cache file holds this vault's license: it was read, or written, here. Then a file that is gone
+   * was removed by another instance of the app (its deactivation, or a device change it saw), and
+   * only a new grant may write it again, not this instance's routine saves of what it still holds.
+   */
+  private cacheOnDisk = false;
   /** The OS store that did not give the cache's secret back at this start (cache-binding.ts): what is sealed next is bound anew. */
   private unansweredStore: OsKeyStore | undefined;
   claims: RuntimeTokenClaims | null = null;
@@ -121,7 +128,7 @@ export class LicenseVault {
       // A cold start that read the cache: remember the fingerprint so the next start is warm. Queued
       // now (flush and dispose wait for it) but written after the answer: the app does not wait
       // for a write that only speeds up its next start.
-      void vault.save(afterTheAnswer);
+      void vault.save({ after: afterTheAnswer });
     }
     return vault;
   }
@@ -219,7 +226,10 @@ export class LicenseVault {
       this.load(await readEnvelope(this.options.cacheFile).catch((): EnvelopeRead => ({ kind: 'missing' })));
     } else {
       this.verdict = { state: 'unlicensed', reason: 'device_changed' };
-      await this.enqueue(() => removeEnvelope(this.options.cacheFile));
+      await this.enqueue(async () => {
+        await removeEnvelope(this.options.cacheFile);
+        this.cacheOnDisk = false;
+      });
     }
     return 'changed';
   }
@@ -255,7 +265,7 @@ export class LicenseVault {
       ? { lastOnlineAt: Math.min(issuedAt, grant.now), serverSkewMs: Math.max(0, issuedAt - grant.now), highWaterAt: grant.now }
       : { lastOnlineAt: grant.now, serverSkewMs: issuedAt - grant.now, highWaterAt: grant.now };
     this.verdict = null;
-    await this.save();
+    await this.save({ grant: true });
   }
 
   /**
@@ -343,7 +353,10 @@ export class LicenseVault {
    * license must not be left on disk.
    */
   removeCacheFile(): Promise<void> {
-    return this.enqueueStrict(() => removeEnvelope(this.options.cacheFile));
+    return this.enqueueStrict(async () => {
+      await removeEnvelope(this.options.cacheFile);
+      this.cacheOnDisk = false;
+    });
   }
 
   /** Runs `write` after every queued write, like `enqueue`, but rejects when it fails. */
@@ -414,6 +427,7 @@ export class LicenseVault {
       return;
     }
     const opened = openBody(read.envelope, this.cacheKey, aadFor(this.options));
+    this.cacheOnDisk = opened.kind === 'opened';
     if (opened.kind === 'foreign') {
       this.verdict = { state: 'unlicensed', reason: 'foreign_cache' };
       return;
@@ -444,12 +458,19 @@ export class LicenseVault {
     if (!timesMatchToken(payload, this.claims)) this.verdict = { state: 'tampered', reason: 'cache_modified' };
   }
 
-  /** Queues a write of the cache as it is when the write runs, `after` (if given) resolved first. */
-  private save(after?: () => Promise<void>): Promise<void> {
+  /**
+   * Queues a write of the cache as it is when the write runs, `after` (if given) resolved first. Only a
+   * `grant` writes a cache that another instance removed meanwhile (`cacheOnDisk`).
+   */
+  private save(options: { after?: () => Promise<void>; grant?: boolean } = {}): Promise<void> {
     return this.enqueue(async () => {
-      await after?.();
+      await options.after?.();
       const record = this.record;
       if (!record || !this.token || !this.licenseKey) return;
+      if (!options.grant && this.cacheOnDisk && !(await cacheFileExists(this.options.cacheFile))) {
+        this.options.logger.debug?.('the license cache was removed by another instance of the app; not written back', {});
+        return;
+      }
       const verdict = this.verdict && PERSISTED_VERDICTS.includes(this.verdict.reason) ? this.verdict : null;
       const payload = this.token.read((token) =>
         this.licenseKey!.read((licenseKey) =>
@@ -466,6 +487,7 @@ export class LicenseVault {
         aad: aadFor(this.options),
       });
       await writeEnvelope(this.options.cacheFile, text);
+      this.cacheOnDisk = true;
       this.savedHighWaterAt = record.highWaterAt;
     });
   }
@@ -490,6 +512,13 @@ export class LicenseVault {
 
 /** Resolves once the callers waiting now have had their answer: after the pending promise callbacks and I/O. */
 const afterTheAnswer = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Whether the cache file is there; an error other than its absence counts as there (the write then says what is wrong). */
+const cacheFileExists = (file: string) =>
+  stat(file).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
+  );
 
 /** The file beside the cache that keeps an exported offline request's device key pair. */
 const REQUEST_KEY_SUFFIX = '.request';

@@ -52,6 +52,27 @@ describe('license.deactivate()', () => {
     expect(await restarted.check()).toMatchObject({ state: 'unlicensed', reason: 'not_activated' });
   });
 
+  it('a second running copy of the app does not write back the cache the first one removed by deactivating', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const at = install('DA3');
+    let offsetMs = 0;
+    const clock = { now: () => new Date(Date.now() + offsetMs) };
+    const first = await start(at, { clock });
+    expect((await first.activate(created.license_key)).state).toBe('valid');
+    const second = await start(at, { clock });
+    expect((await second.check()).state).toBe('valid');
+
+    expect((await first.deactivate()).deactivated).toBe(true);
+    expect(fs.existsSync(cacheFileOf(at))).toBe(false);
+    // The second copy runs on from memory; its routine saves (the high-water mark, its exit) must not restore the file.
+    offsetMs = 2 * 60_000;
+    await second.check();
+    await second.dispose();
+    expect(fs.existsSync(cacheFileOf(at))).toBe(false);
+    const offline = await start(at, { serverUrl: 'http://127.0.0.1:9' });
+    expect(await offline.check()).toMatchObject({ state: 'unlicensed', usable: false });
+  });
+
   it('throws OFFLINE without the network and keeps the activation, its cache and its seat', async () => {
     const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
     const at = install('DB1');
