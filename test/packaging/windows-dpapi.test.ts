@@ -16,7 +16,8 @@ import { NODE_RUNTIMES_DIR, startTestServer, type TestServer } from '../support/
 import { underWine, wine64, windowsPath, winePrefix } from '../support/wine.js';
 import { freshProject, packWorkspace, ROOT } from './support.js';
 
-const FIXTURE = path.join(ROOT, 'test/fixtures/sdk-windows/start.mjs');
+/** The packaging test's app, as its README shows it: check, activate when the cache does not open, print the status as JSON. */
+const APP = path.join(ROOT, 'test/fixtures/sdk-consumer/activate.mjs');
 
 let server: TestServer;
 let work: string;
@@ -41,7 +42,7 @@ beforeAll(async () => {
     nodeRuntime('win-x64', NODE_RUNTIMES_DIR),
     winePrefix(work, fs.mkdtempSync(path.join(work, 'home-'))),
   ]);
-  fs.copyFileSync(FIXTURE, path.join(project, 'start.mjs'));
+  fs.copyFileSync(APP, path.join(project, 'activate.mjs'));
   appEnv = {
     SERVER_URL: server.url,
     APP_ID: app.id,
@@ -56,11 +57,15 @@ afterAll(async () => {
   if (project) fs.rmSync(project, { recursive: true, force: true });
 });
 
-/** One start of the app under wine with its cache in `cacheDir`; the JSON line it printed. */
-async function start(cacheDir: string, env: Record<string, string> = {}) {
-  const run = await underWine(nodeExe, { ...wineEnv, ...appEnv, CACHE_DIR: windowsPath(cacheDir), ...env }, [windowsPath(path.join(project, 'start.mjs'))], work);
+/** One start of the app under wine with its cache in `cacheDir`. */
+function start(cacheDir: string, env: Record<string, string> = {}) {
+  return underWine(nodeExe, { ...wineEnv, ...appEnv, CACHE_DIR: windowsPath(cacheDir), ...env }, [windowsPath(path.join(project, 'activate.mjs'))], work);
+}
+
+/** The status line a start that succeeded printed. */
+function statusOf(run: { code: number | null; stdout: string; stderr: string }) {
   expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
-  return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { state: string; usable: boolean; openMs: number };
+  return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { state: string; usable: boolean };
 }
 
 describe('the SDK on Windows (win32-x64 under wine64)', () => {
@@ -70,22 +75,23 @@ describe('the SDK on Windows (win32-x64 under wine64)', () => {
     async () => {
       expect(fs.existsSync(path.join(project, 'node_modules/@koromix/koffi-win32-x64'))).toBe(true);
       const cacheDir = fs.mkdtempSync(path.join(work, 'cache-'));
-      expect(await start(cacheDir)).toMatchObject({ state: 'valid', usable: true });
+      expect(statusOf(await start(cacheDir))).toMatchObject({ state: 'valid', usable: true });
       const envelope = JSON.parse(fs.readFileSync(path.join(cacheDir, 'license.cache'), 'utf8')) as { binding?: unknown };
       expect(envelope.binding).toEqual({ kind: 'os-store', store: 'dpapi' });
       // The blob DPAPI made, as base64 text; the secret itself is nowhere in the cache's folder.
       const blob = Buffer.from(fs.readFileSync(path.join(cacheDir, 'license.key'), 'utf8'), 'base64');
       expect(blob.length).toBeGreaterThan(100);
 
-      // The server unreachable and no key given: only the cache can make this start licensed.
-      const offline = { SERVER_URL: 'http://127.0.0.1:9', LICENSE_KEY: '' };
-      const reopened = await start(cacheDir, offline);
-      expect(reopened).toMatchObject({ state: 'valid', usable: true });
-      console.warn(`Windows start under wine, cache opened with DPAPI in the process: ${reopened.openMs.toFixed(1)} ms`);
+      // The server unreachable: only the cache can make this start licensed (an activation would fail OFFLINE).
+      const offline = { SERVER_URL: 'http://127.0.0.1:9' };
+      expect(statusOf(await start(cacheDir, offline))).toMatchObject({ state: 'valid', usable: true });
 
-      // Without the blob (another Windows user, a copied folder) the secret is gone and so is the license.
+      // Without the blob (another Windows user, a copied folder) the secret is gone and so is the
+      // license: the app has to activate again, which it cannot offline.
       fs.rmSync(path.join(cacheDir, 'license.key'));
-      expect(await start(cacheDir, offline)).toMatchObject({ state: 'unlicensed', usable: false });
+      const locked = await start(cacheDir, offline);
+      expect(locked.code).toBe(1);
+      expect(locked.stderr).toContain('OFFLINE');
     },
   );
   if (!wine64) it.skip('the SDK on Windows under wine64: wine64 is not installed (apt-get install -y wine64)', () => {});
