@@ -10,7 +10,7 @@ import type { Keyring } from '../signing/keyring.js';
 import type { ContentKeyRelease } from './content-key-release.js';
 import { issueRuntimeToken, readRuntimeToken } from './runtime-token.js';
 import type { ActivateInput, ActivationResult, CheckinInput, DeactivateInput, DeactivationResult, DeviceReport, RefreshInput, TamperReportInput } from './schemas.js';
-import type { ActivationsStore, LicenseForRuntime, RuntimeLicense } from './store.js';
+import type { ActivationsStore, LicenseForRuntime, RuntimeLicense, SeatCheckout } from './store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -21,6 +21,8 @@ interface PendingRename {
   to: string;
   components: ComponentHashes;
 }
+
+const NOT_ACTIVATED = 'This device is not activated on the license (its devices may have been reset); activate it again';
 
 /** A floating license's seats all leased to other running devices. */
 const noSeatAvailable = (seats: number, earliestExpiry: Date) =>
@@ -119,11 +121,13 @@ export function createActivationsService(deps: {
 
   /**
    * The device's seat of a floating license (renewed if it holds one): the end of its lease, which its
-   * token's life is. A device being renamed (`renamedFrom`) keeps the seat its old fingerprint held.
+   * token's life is. A renamed device's record is renamed with the checkout, keeping the seat its old
+   * fingerprint held (SeatCheckout); a refresh's device must still be on record.
    */
-  async function takeSeat(license: RuntimeLicense, device: string, now: Date, renamedFrom?: string): Promise<Date> {
-    const lease = await store.checkoutLease(license.id, device, now, renamedFrom);
+  async function takeSeat(license: RuntimeLicense, device: string, now: Date, how: SeatCheckout): Promise<Date> {
+    const lease = await store.checkoutLease(license.id, device, now, how);
     if ('earliestExpiry' in lease) throw noSeatAvailable(license.device_limit, lease.earliestExpiry);
+    if ('notOnRecord' in lease) throw new RequestError('DEVICE_NOT_ACTIVATED', NOT_ACTIVATED);
     return lease.expiresAt;
   }
 
@@ -170,16 +174,14 @@ export function createActivationsService(deps: {
       }
       // False when the record went or a concurrent activation recorded the new fingerprint meanwhile:
       // then the new fingerprint is a device of its own, known or new, as the rules below find it.
-      const renameRecord = () => rename !== undefined && store.renameDevice(rename.licenseId, rename.from, device, rename.components);
       let license: RuntimeLicense = found;
       let leaseEnd: Date | null = null;
       if (found.seat_model === 'floating') {
-        // The seat first, so that a refused checkout renames nothing; a renamed device's lease goes with it.
-        leaseEnd = await takeSeat(found, device, now, rename?.from);
-        await renameRecord();
+        // Renamed with the checkout, its lease with it; a refused checkout renames nothing.
+        leaseEnd = await takeSeat(found, device, now, { rename, onRecord: false });
         await store.recordFloatingDevice(found.id, device, deviceReport, now);
       } else {
-        const renamed = await renameRecord();
+        const renamed = rename !== undefined && (await store.renameDevice(rename.licenseId, rename.from, device, rename.components));
         if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
         else if (rename ? !renamed : !found.device_known && !found.device_added) await claimOrRefuse(found, device, deviceReport, now);
       }
@@ -213,21 +215,20 @@ export function createActivationsService(deps: {
       const license = await store.refresh(by, device, deviceReport, refreshes, now);
       assertUsable(license);
       enforceLicenseLimit(refreshes.decideFor(license.refresh_hits, license.device_limit), report, 'token refreshes');
-      const notActivated = 'This device is not activated on the license (its devices may have been reset); activate it again';
-      assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', notActivated);
+      assertThat(license.device_known, 'DEVICE_NOT_ACTIVATED', NOT_ACTIVATED);
       // A floating license's refresh is its heartbeat: the statement renewed a live lease of the
-      // fingerprint on record; a lapsed one is checked out again. A renamed device takes its seat
-      // first, its lease going with it, so that a refused checkout renames nothing.
+      // fingerprint on record; a lapsed one is checked out again, the device still on record. A
+      // renamed device is renamed with its checkout, its lease going with it.
       const floating = license.seat_model === 'floating';
       let leaseEnd = floating && !rename ? license.lease_expires_at : null;
       // Renamed only now, so that a refused refresh (revoked, rate limited, no seat) changes no record.
-      // False when the record went or its new fingerprint got a row meanwhile (a concurrent activation).
+      // Not renamed when the record went or its new fingerprint got a row meanwhile (a concurrent activation).
       if (rename) {
-        if (floating) leaseEnd = await takeSeat(license, rename.to, now, rename.from);
-        assertThat(await store.renameDevice(rename.licenseId, rename.from, rename.to, rename.components), 'DEVICE_NOT_ACTIVATED', notActivated);
+        if (floating) leaseEnd = await takeSeat(license, rename.to, now, { rename, onRecord: true });
+        else assertThat(await store.renameDevice(rename.licenseId, rename.from, rename.to, rename.components), 'DEVICE_NOT_ACTIVATED', NOT_ACTIVATED);
         device = rename.to;
       }
-      if (floating) leaseEnd ??= await takeSeat(license, device, now);
+      if (floating) leaseEnd ??= await takeSeat(license, device, now, { onRecord: true });
       const contentKey = await releaseContentKey({
         licenseId: license.id,
         appId: license.app_id,

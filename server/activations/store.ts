@@ -158,8 +158,52 @@ const DROP_RENAMED_LEASE_SQL = `DELETE FROM license_leases WHERE license_id = $1
   AND EXISTS (SELECT 1 FROM license_leases l WHERE l.license_id = $1 AND l.fingerprint_hash = $3)`;
 const MOVE_RENAMED_LEASE_SQL = `UPDATE license_leases SET fingerprint_hash = $3 WHERE license_id = $1 AND fingerprint_hash = $2`;
 
+/**
+ * Renames device $2 of license $1 to fingerprint $3 with components $4, keeping $2 among its previous
+ * fingerprints (the last 8).
+ */
+const RENAME_DEVICE_SQL = `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4,
+    previous_fingerprints = (array_append(previous_fingerprints, $2::text))[greatest(1, cardinality(previous_fingerprints) - 6):]
+  WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`;
+
+/** Whether device $2 of license $1 is on record, held until the transaction ends (a rename or removal waits). */
+const DEVICE_ON_RECORD_SQL = `SELECT 1 FROM devices WHERE license_id = $1 AND fingerprint_hash = $2 FOR KEY SHARE`;
+
+/** A floating seat's checkout that went nothing through: rolls its transaction back (a rename, a moved lease). */
+class CheckoutRefused extends Error {
+  constructor(readonly outcome: { earliestExpiry: Date } | { notOnRecord: true }) {
+    super('checkout refused');
+  }
+}
+
+/** How a floating checkout treats the device's record. */
+export interface SeatCheckout {
+  /** A changed device's record (fingerprint `from`) renamed to the checked-out fingerprint first, its live lease with it. */
+  rename?: { from: string; components: ComponentHashes };
+  /**
+   * The device (renamed, if so) must be on record: a refresh's. A reset or deactivation that removed
+   * it meanwhile, or a rename that found it gone or its new name taken, takes no seat.
+   */
+  onRecord: boolean;
+}
+
 /** Expired leases of license $1 at $2 are gone, so they neither count nor get renewed (a crashed app's seat frees itself). */
 const CLEAR_EXPIRED_LEASES_SQL = `DELETE FROM license_leases WHERE license_id = $1 AND expires_at <= $2`;
+
+/**
+ * Renames a device record (RENAME_DEVICE_SQL); false when `from` is gone or `to` has a row of its own.
+ * In a transaction, a savepoint keeps a clash on `to` from aborting the rest of it.
+ */
+async function renameIn(q: Db, licenseId: string, from: string, to: string, components: ComponentHashes): Promise<boolean> {
+  const values = [licenseId, from, to, JSON.stringify(components)];
+  try {
+    const renamed = q.isTransaction ? await q.transaction((savepoint) => hotQuery(savepoint, RENAME_DEVICE_SQL, values)) : await hotQuery(q, RENAME_DEVICE_SQL, values);
+    return renamed.length === 1;
+  } catch (err) {
+    if (isUniqueViolation(err)) return false;
+    throw err;
+  }
+}
 
 /** Runtime reads and writes: not scoped by developer, the license key (or a signed token) is the credential. */
 export function createActivationsStore(db: Db) {
@@ -187,24 +231,37 @@ export function createActivationsStore(db: Db) {
       )[0],
 
     /**
-     * Takes (or renews) the device's seat of floating license `licenseId` (CHECKOUT_SQL): its end, or
-     * when every seat is taken `{ earliestExpiry }`, the first live lease's end. Checkouts of one
-     * license queue on its row lock, so a burst never grants more leases than seats. A device
-     * being renamed (`renamedFrom`: its fingerprint on record) brings its live lease along.
+     * Takes (or renews) the device's seat of floating license `licenseId` (CHECKOUT_SQL): its end; when
+     * every seat is taken `{ earliestExpiry }`, the first live lease's end; `{ notOnRecord }` per
+     * `SeatCheckout.onRecord`. All under the license's row lock, which resets and deactivations take
+     * first too: checkouts queue on it, so a burst never grants more leases than seats, and a record
+     * cannot go between its check and the lease. A renamed record and its moved lease are part of
+     * the checkout: refused, nothing of it stays.
      */
-    checkoutLease: (licenseId: string, device: string, now: Date, renamedFrom?: string): Promise<{ expiresAt: Date } | { earliestExpiry: Date }> =>
-      db.transaction(async (trx) => {
-        await hotQuery(trx, CHECKOUT_LOCK_SQL, [licenseId]);
-        await hotQuery(trx, CLEAR_EXPIRED_LEASES_SQL, [licenseId, now]);
-        if (renamedFrom !== undefined && renamedFrom !== device) {
-          await hotQuery(trx, DROP_RENAMED_LEASE_SQL, [licenseId, renamedFrom, device]);
-          await hotQuery(trx, MOVE_RENAMED_LEASE_SQL, [licenseId, renamedFrom, device]);
-        }
-        const [lease] = await hotQuery<{ expires_at: Date }>(trx, CHECKOUT_SQL, [now, device, licenseId], 'activations.checkout_lease');
-        if (lease) return { expiresAt: lease.expires_at };
-        const [first] = await hotQuery<{ earliest: Date }>(trx, `SELECT min(expires_at) AS earliest FROM license_leases WHERE license_id = $1`, [licenseId]);
-        return { earliestExpiry: first!.earliest };
-      }),
+    checkoutLease: async (licenseId: string, device: string, now: Date, how: SeatCheckout): Promise<{ expiresAt: Date } | { earliestExpiry: Date } | { notOnRecord: true }> => {
+      try {
+        return await db.transaction(async (trx) => {
+          await hotQuery(trx, CHECKOUT_LOCK_SQL, [licenseId]);
+          await hotQuery(trx, CLEAR_EXPIRED_LEASES_SQL, [licenseId, now]);
+          const { rename } = how;
+          const renamed = rename !== undefined && (await renameIn(trx, licenseId, rename.from, device, rename.components));
+          if (renamed) {
+            await hotQuery(trx, DROP_RENAMED_LEASE_SQL, [licenseId, rename.from, device]);
+            await hotQuery(trx, MOVE_RENAMED_LEASE_SQL, [licenseId, rename.from, device]);
+          }
+          if (how.onRecord && (rename ? !renamed : (await hotQuery(trx, DEVICE_ON_RECORD_SQL, [licenseId, device])).length === 0)) {
+            throw new CheckoutRefused({ notOnRecord: true });
+          }
+          const [lease] = await hotQuery<{ expires_at: Date }>(trx, CHECKOUT_SQL, [now, device, licenseId], 'activations.checkout_lease');
+          if (lease) return { expiresAt: lease.expires_at };
+          const [first] = await hotQuery<{ earliest: Date }>(trx, `SELECT min(expires_at) AS earliest FROM license_leases WHERE license_id = $1`, [licenseId]);
+          throw new CheckoutRefused({ earliestExpiry: first!.earliest });
+        });
+      } catch (err) {
+        if (err instanceof CheckoutRefused) return err.outcome;
+        throw err;
+      }
+    },
 
     /** Frees the device's seat of the license, if it holds one: idempotent. */
     checkinLease: (licenseId: string, device: string) =>
@@ -285,21 +342,7 @@ export function createActivationsStore(db: Db) {
      * device key, `from` kept among its previous fingerprints (the last 8). False when `from` is gone
      * or `to` got a row meanwhile (a concurrent activation).
      */
-    renameDevice: async (licenseId: string, from: string, to: string, components: ComponentHashes) => {
-      try {
-        const renamed = await hotQuery(
-          db,
-          `UPDATE devices SET fingerprint_hash = $3, component_hashes = $4,
-             previous_fingerprints = (array_append(previous_fingerprints, $2::text))[greatest(1, cardinality(previous_fingerprints) - 6):]
-           WHERE license_id = $1 AND fingerprint_hash = $2 RETURNING 1`,
-          [licenseId, from, to, JSON.stringify(components)],
-        );
-        return renamed.length === 1;
-      } catch (err) {
-        if (isUniqueViolation(err)) return false;
-        throw err;
-      }
-    },
+    renameDevice: (licenseId: string, from: string, to: string, components: ComponentHashes) => renameIn(db, licenseId, from, to, components),
 
     /**
      * The record a runtime token's fingerprint `named` stands for on the license: the device of that

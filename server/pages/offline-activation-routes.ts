@@ -76,7 +76,7 @@ export function offlineActivationPageRoutes(offline: OfflineActivation, products
       summary: "The offline activation page's form: answers the uploaded request file with the license file, as a download",
       description:
         'Same rules and limits as POST /v1/licenses/offline-activation. Success answers the license file as an attachment (`license.lic`); ' +
-        'a file that is not a request file (400), or one the activation refuses (with the status of the JSON endpoint: 401, 403, 404, 429 with ' +
+        'a file that is not a request file (400), or one the activation refuses (with the status of the JSON endpoint: 401, 403, 404, 409, 429 with ' +
         `\`Retry-After\`), shows the form again with the reason. A request file over ${MAX_REQUEST_FILE_BYTES} bytes: 413. ${description}`,
       multipart: requestFile,
       body: OfflineActivationForm,

@@ -73,6 +73,21 @@ describe('component-tolerant device matching on the authority', () => {
     await expect((await install(fakeMachine('G2'))).activate(created.license_key)).rejects.toMatchObject({ code: 'NO_SEAT_AVAILABLE' });
   });
 
+  it('floating, over-subscribed after its seats were lowered: a renamed device refused a seat renames nothing and keeps its old seat', async () => {
+    const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', seat_model: 'floating', max_concurrent: 2, lease_ttl_minutes: 15 });
+    const holder = await install(fakeMachine('F2'));
+    expect((await holder.activate(created.license_key)).state).toBe('valid');
+    expect((await (await install(fakeMachine('G3'))).activate(created.license_key)).state).toBe('valid');
+    expect((await call('PUT', `/v1/licenses/${created.license_id}/seats`, { apiKey: dev.apiKey, body: { max_concurrent: 1 } })).status).toBe(200);
+    const before = await devicesOf(created.license_id);
+
+    // Two leases live for one seat now: the same computer with a new disk is refused one of its own.
+    await expect((await install(fakeMachine('F2', { 'disk.serial': 'WD-NEW-DISK-0099' }))).activate(created.license_key)).rejects.toMatchObject({ code: 'NO_SEAT_AVAILABLE' });
+    expect(await devicesOf(created.license_id)).toEqual(before);
+    // The running copy still holds its seat under its fingerprint: its heartbeat renews it.
+    expect((await holder.refresh()).state).toBe('valid');
+  });
+
   it('a request without component hashes is answered as before; malformed ones are a 400 in the error shape', async () => {
     const created = await createLicense(call, dev, { app_id: base.appId, license_type: 'perpetual', device_limit: 2 });
     const plain = await call('POST', '/v1/licenses/activate', { body: { license_key: created.license_key, device_fingerprint: randomFingerprint() } });

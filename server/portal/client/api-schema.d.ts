@@ -1338,7 +1338,7 @@ export interface paths {
     put?: never;
     /**
      * The offline activation page's form: answers the uploaded request file with the license file, as a download
-     * @description Same rules and limits as POST /v1/licenses/offline-activation. Success answers the license file as an attachment (`license.lic`); a file that is not a request file (400), or one the activation refuses (with the status of the JSON endpoint: 401, 403, 404, 429 with `Retry-After`), shows the form again with the reason. A request file over 16384 bytes: 413. Server-rendered, escaped, under a strict Content-Security-Policy (no script; its form posts to this origin), with `Referrer-Policy: no-referrer` and `Cache-Control: no-store`; it works without JavaScript.
+     * @description Same rules and limits as POST /v1/licenses/offline-activation. Success answers the license file as an attachment (`license.lic`); a file that is not a request file (400), or one the activation refuses (with the status of the JSON endpoint: 401, 403, 404, 409, 429 with `Retry-After`), shows the form again with the reason. A request file over 16384 bytes: 413. Server-rendered, escaped, under a strict Content-Security-Policy (no script; its form posts to this origin), with `Referrer-Policy: no-referrer` and `Cache-Control: no-store`; it works without JavaScript.
      */
     post: operations['offlineActivationPageSubmit'];
     delete?: never;
