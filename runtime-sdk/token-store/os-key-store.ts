@@ -124,11 +124,12 @@ interface DpapiProtector {
 
 /** In this process (dpapi-in-process.ts): about a millisecond. */
 function inProcess(calls: DpapiCalls): DpapiProtector {
-  const transform = (call: (input: Uint8Array) => Buffer | undefined, input: string) => {
-    const output = call(Buffer.from(input, 'base64'));
+  const transform = async (call: (input: Uint8Array) => Promise<Buffer | undefined>, input: string) => {
+    const bytes = Buffer.from(input, 'base64');
+    const output = await call(bytes).finally(() => bytes.fill(0));
     const text = output?.toString('base64');
     output?.fill(0);
-    return Promise.resolve(text);
+    return text;
   };
   return { protect: (secret) => transform(calls.protect, secret), unprotect: (blob) => transform(calls.unprotect, blob) };
 }
