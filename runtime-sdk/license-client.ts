@@ -443,7 +443,7 @@ export class LicenseClient {
     const now = this.options.clock.now().getTime();
     if (claims.exp <= claims.iat) throw new LicenseError('INVALID_SERVER_RESPONSE', 'the issued token is already expired');
     if (Math.abs(claims.iat * 1000 - now) > MAX_CLOCK_SKEW_MS) throw new LicenseError('CLOCK_INCORRECT', 'token issue time and local clock differ by over a day');
-    if (readNow) this.vault.moveToFingerprint(readNow);
+    if (readNow) await this.vault.moveToFingerprint(readNow);
     await this.vault.storeGrant({ token, claims, now, ...(licenseKey === undefined ? {} : { licenseKey }) });
     this.scheduler.useHeartbeat(this.heartbeatMs(claims.policy));
   }

@@ -10,11 +10,9 @@ import type { AuthorityClient } from '../authority/authority-client.js';
 import { LicenseError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { ConsumeAnswer } from '../protocol.js';
-import type { LicenseVault } from '../token-store/license-vault.js';
+import { METER_BOOK_SUFFIX, type LicenseVault } from '../token-store/license-vault.js';
 import { balanceFor, balanceOf, emptyBook, localRemaining, parseBook, whenRefused, type MeterBookState, type PendingConsumption } from './meter-book.js';
 
-/** The file beside the license cache that holds the meter book. */
-const BOOK_SUFFIX = '.meters';
 /** As the authority takes them (server/licenses/meters/schemas.ts). */
 const FEATURE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_.:-]{8,128}$/;
@@ -151,7 +149,7 @@ export class Metering {
    * Read again for every change: another instance of the app may have queued or reported since.
    */
   private async read(licenseId: string): Promise<MeterBookState> {
-    const read = parseBook(await this.vault.openBeside(BOOK_SUFFIX));
+    const read = parseBook(await this.vault.openBeside(METER_BOOK_SUFFIX));
     return read?.licenseId === licenseId ? read : emptyBook(licenseId);
   }
 
@@ -164,7 +162,7 @@ export class Metering {
   private async update(licenseId: string, change: (book: MeterBookState) => void): Promise<MeterBookState> {
     const book = await this.read(licenseId);
     change(book);
-    await this.vault.sealBeside(BOOK_SUFFIX, book);
+    await this.vault.sealBeside(METER_BOOK_SUFFIX, book);
     return book;
   }
 }

@@ -8,7 +8,7 @@
  * - `binding`: what both keys are bound to besides (the OS store's secret or the install id).
  */
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { COMPONENT_NAMES, type ComponentName } from '../fingerprint/index.js';
 import { isBindingRecord, type BindingRecord } from './cache-binding.js';
@@ -31,14 +31,39 @@ export interface CacheEnvelope {
   body: string;
 }
 
-export type EnvelopeRead = { kind: 'missing' } | { kind: 'corrupt' } | { kind: 'present'; envelope: CacheEnvelope };
+/**
+ * Which file, as read or written: its identity and size and time of change. Another instance of the
+ * app that rewrites or removes the cache gives it another (cacheStampOf).
+ */
+export type CacheStamp = string;
+
+export type EnvelopeRead = { kind: 'missing' } | { kind: 'corrupt' } | { kind: 'present'; envelope: CacheEnvelope; stamp: CacheStamp };
+
+const stampOf = (s: { dev: number; ino: number; size: number; mtimeMs: number }): CacheStamp => `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
+
+/** The stamp of the file at `file` now, or undefined when there is none. */
+export async function cacheStampOf(file: string): Promise<CacheStamp | undefined> {
+  try {
+    return stampOf(await stat(file));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
 
 export type BodyOpen = { kind: 'foreign' } | { kind: 'corrupt' } | { kind: 'opened'; plaintext: Buffer };
 
 export async function readEnvelope(file: string): Promise<EnvelopeRead> {
   let text: string;
+  let stamp: CacheStamp;
   try {
-    text = await readFile(file, 'utf8');
+    // The stamp of the very file read (one handle), not of whatever the path names a moment later.
+    const handle = await open(file, 'r');
+    try {
+      [text, stamp] = await Promise.all([handle.readFile('utf8'), handle.stat().then(stampOf)]);
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
     throw err;
@@ -54,7 +79,7 @@ export async function readEnvelope(file: string): Promise<EnvelopeRead> {
       parsed.components.every((name) => COMPONENT_NAMES.includes(name)) &&
       (parsed.memo === undefined || typeof parsed.memo === 'string') &&
       (parsed.binding === undefined || isBindingRecord(parsed.binding));
-    return wellFormed ? { kind: 'present', envelope: parsed as CacheEnvelope } : { kind: 'corrupt' };
+    return wellFormed ? { kind: 'present', envelope: parsed as CacheEnvelope, stamp } : { kind: 'corrupt' };
   } catch {
     return { kind: 'corrupt' };
   }
@@ -98,15 +123,18 @@ export function sealEnvelope(parts: {
  * loss an unflushed file can be renamed in yet empty, which reads as tampered and costs a paying
  * user a new activation. The folder is flushed too (POSIX), so the rename itself survives.
  */
-export async function writeEnvelope(file: string, text: string): Promise<void> {
+export async function writeEnvelope(file: string, text: string): Promise<CacheStamp> {
   const folder = path.dirname(file);
   await mkdir(folder, { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  let stamp: CacheStamp;
   try {
     const handle = await open(temporary, 'w', 0o600);
     try {
       await handle.writeFile(text);
       await handle.sync();
+      // A rename keeps the file's identity and times: this is the stamp the path then has.
+      stamp = stampOf(await handle.stat());
     } finally {
       await handle.close();
     }
@@ -121,6 +149,7 @@ export async function writeEnvelope(file: string, text: string): Promise<void> {
     await entries?.sync().catch(() => undefined);
     await entries?.close();
   }
+  return stamp;
 }
 
 export async function removeEnvelope(file: string): Promise<void> {

@@ -3,19 +3,19 @@
  * the times grace depends on, and a sticky verdict (revoked, expired, tampered) that only the
  * authority can lift. Loads from and saves to the encrypted cache file; writes are serialised.
  */
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { generateDeviceKeyPair, type DeviceKeyPair } from '../engine/content-key.js';
 import { computeFingerprint, type ComponentHashes, type ComponentName, type Fingerprint } from '../fingerprint/index.js';
 import { deviceMatches } from '../fingerprint/match.js';
 import { quickAnchor } from '../fingerprint/quick-anchor.js';
 import { timesMatchToken } from '../grace/anchor.js';
+import { LicenseError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import { verifyRuntimeToken, type RuntimeTokenClaims } from '../protocol.js';
 import type { LicenseState, StatusReason } from '../status.js';
 import { bindAnew, resolveBinding, type BindingRecord } from './cache-binding.js';
 import { deriveCacheKey, deriveMemoKey } from './cache-keys.js';
-import { openBody, openMemo, readEnvelope, removeEnvelope, sealEnvelope, writeEnvelope, type EnvelopeRead } from './cache-file.js';
+import { cacheStampOf, openBody, openMemo, readEnvelope, removeEnvelope, sealEnvelope, writeEnvelope, type CacheStamp, type EnvelopeRead } from './cache-file.js';
 import { findOsKeyStore, type OsKeyStore } from './os-key-store.js';
 import type { MemoryProtection, SecretBuffer, SecretMemory } from './secret-memory.js';
 
@@ -69,11 +69,14 @@ export class LicenseVault {
   private writes: Promise<void> = Promise.resolve();
   private savedHighWaterAt = 0;
   /**
-   * The cache file holds this vault's license: it was read, or written, here. Then a file that is gone
-   * was removed by another instance of the app (its deactivation, or a device change it saw), and
-   * only a new grant may write it again, not this instance's routine saves of what it still holds.
+   * The cache file this vault's license was last read from or written to (cache-file.ts CacheStamp).
+   * A file that is gone or another since was removed or rewritten by another instance of the app (its
+   * deactivation, a device change it saw, a new activation): only a new grant writes it then, not this
+   * instance's routine saves of what it still holds in memory.
    */
-  private cacheOnDisk = false;
+  private cacheStamp: CacheStamp | undefined;
+  /** Disposed: nothing is stored or sealed any more (a grant that was binding anew meanwhile is dropped). */
+  private closed = false;
   /** The OS store that did not give the cache's secret back at this start (cache-binding.ts): what is sealed next is bound anew. */
   private unansweredStore: OsKeyStore | undefined;
   claims: RuntimeTokenClaims | null = null;
@@ -228,7 +231,7 @@ export class LicenseVault {
       this.verdict = { state: 'unlicensed', reason: 'device_changed' };
       await this.enqueue(async () => {
         await removeEnvelope(this.options.cacheFile);
-        this.cacheOnDisk = false;
+        this.cacheStamp = undefined;
       });
     }
     return 'changed';
@@ -237,12 +240,16 @@ export class LicenseVault {
   /**
    * The authority re-issued this installation's token for the fingerprint the hardware reads now
    * (another installation of the machine had the device's record renamed to it): that reading
-   * becomes the installation's fingerprint, and the next save seals the cache under its key.
+   * becomes the installation's fingerprint, and the next save seals the cache under its key. What is
+   * sealed beside the cache (the meter book's queued consumptions, an exported request's key pair)
+   * is sealed again under it, or it would no longer open.
    */
-  moveToFingerprint(readNow: Fingerprint): void {
+  async moveToFingerprint(readNow: Fingerprint): Promise<void> {
+    const beside = await Promise.all(SEALED_BESIDE.map(async (suffix) => ({ suffix, value: await this.openBeside(suffix) })));
     this.fingerprint = { hash: readNow.hash, components: readNow.components, componentHashes: readNow.componentHashes, source: 'probe', verified: true };
     this.cacheKey.dispose();
     this.cacheKey = this.deriveCacheKey(readNow.hash);
+    for (const { suffix, value } of beside) if (value !== undefined) await this.sealBeside(suffix, value);
   }
 
   /** A grant the authority just signed (or a license file imported): the online moment resets grace, the high-water mark and any verdict. */
@@ -305,7 +312,7 @@ export class LicenseVault {
       cacheKey: this.cacheKey,
       aad: aadFor(this.options),
     });
-    return this.enqueueStrict(() => writeEnvelope(`${this.options.cacheFile}${suffix}`, text));
+    return this.enqueueStrict(async () => void (await writeEnvelope(`${this.options.cacheFile}${suffix}`, text)));
   }
 
   /** The JSON `sealBeside` wrote, or undefined when the file is missing or does not open on this device. */
@@ -355,7 +362,7 @@ export class LicenseVault {
   removeCacheFile(): Promise<void> {
     return this.enqueueStrict(async () => {
       await removeEnvelope(this.options.cacheFile);
-      this.cacheOnDisk = false;
+      this.cacheStamp = undefined;
     });
   }
 
@@ -379,6 +386,7 @@ export class LicenseVault {
   }
 
   dispose(): void {
+    this.closed = true;
     this.forgetSecrets();
     this.cacheKey.dispose();
     this.dropDeviceKey();
@@ -402,6 +410,10 @@ export class LicenseVault {
     if (!store) return;
     this.unansweredStore = undefined;
     const [fresh, anchor] = await Promise.all([bindAnew(store), quickAnchor(this.options.platform)]);
+    if (this.closed) {
+      fresh.material?.fill(0);
+      throw new LicenseError('DISPOSED', 'the license client was disposed');
+    }
     this.binding = fresh.record;
     this.bindingKey?.dispose();
     this.bindingKey = fresh.material ? keep(this.memory, fresh.material) : undefined;
@@ -427,7 +439,7 @@ export class LicenseVault {
       return;
     }
     const opened = openBody(read.envelope, this.cacheKey, aadFor(this.options));
-    this.cacheOnDisk = opened.kind === 'opened';
+    this.cacheStamp = opened.kind === 'opened' ? read.stamp : undefined;
     if (opened.kind === 'foreign') {
       this.verdict = { state: 'unlicensed', reason: 'foreign_cache' };
       return;
@@ -460,15 +472,15 @@ export class LicenseVault {
 
   /**
    * Queues a write of the cache as it is when the write runs, `after` (if given) resolved first. Only a
-   * `grant` writes a cache that another instance removed meanwhile (`cacheOnDisk`).
+   * `grant` writes a cache that another instance removed or rewrote meanwhile (`cacheStamp`).
    */
   private save(options: { after?: () => Promise<void>; grant?: boolean } = {}): Promise<void> {
     return this.enqueue(async () => {
       await options.after?.();
       const record = this.record;
       if (!record || !this.token || !this.licenseKey) return;
-      if (!options.grant && this.cacheOnDisk && !(await cacheFileExists(this.options.cacheFile))) {
-        this.options.logger.debug?.('the license cache was removed by another instance of the app; not written back', {});
+      if (!options.grant && this.cacheStamp !== undefined && (await cacheStampOf(this.options.cacheFile)) !== this.cacheStamp) {
+        this.options.logger.debug?.('the license cache was removed or rewritten by another instance of the app; not overwritten', {});
         return;
       }
       const verdict = this.verdict && PERSISTED_VERDICTS.includes(this.verdict.reason) ? this.verdict : null;
@@ -486,8 +498,7 @@ export class LicenseVault {
         cacheKey: this.cacheKey,
         aad: aadFor(this.options),
       });
-      await writeEnvelope(this.options.cacheFile, text);
-      this.cacheOnDisk = true;
+      this.cacheStamp = await writeEnvelope(this.options.cacheFile, text);
       this.savedHighWaterAt = record.highWaterAt;
     });
   }
@@ -513,15 +524,12 @@ export class LicenseVault {
 /** Resolves once the callers waiting now have had their answer: after the pending promise callbacks and I/O. */
 const afterTheAnswer = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** Whether the cache file is there; an error other than its absence counts as there (the write then says what is wrong). */
-const cacheFileExists = (file: string) =>
-  stat(file).then(
-    () => true,
-    (err: NodeJS.ErrnoException) => err.code !== 'ENOENT',
-  );
-
 /** The file beside the cache that keeps an exported offline request's device key pair. */
 const REQUEST_KEY_SUFFIX = '.request';
+/** The meter book's file beside the cache (meters/metering.ts). */
+export const METER_BOOK_SUFFIX = '.meters';
+/** Every file sealed beside the cache under its key. */
+const SEALED_BESIDE = [REQUEST_KEY_SUFFIX, METER_BOOK_SUFFIX];
 const requestKeyFileOf = (options: ResolvedOptions) => `${options.cacheFile}${REQUEST_KEY_SUFFIX}`;
 
 export function probeFingerprint(options: ResolvedOptions, only: readonly ComponentName[] | undefined): Promise<Fingerprint> {

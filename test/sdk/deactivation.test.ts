@@ -73,6 +73,25 @@ describe('license.deactivate()', () => {
     expect(await offline.check()).toMatchObject({ state: 'unlicensed', usable: false });
   });
 
+  it('nor overwrites, with the license it still holds, the cache the first copy wrote after activating again', async () => {
+    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
+    const at = install('DA4');
+    let offsetMs = 0;
+    const clock = { now: () => new Date(Date.now() + offsetMs) };
+    const first = await start(at, { clock });
+    expect((await first.activate(created.license_key)).state).toBe('valid');
+    const second = await start(at, { clock });
+    expect((await second.check()).state).toBe('valid');
+
+    expect((await first.deactivate()).deactivated).toBe(true);
+    expect((await first.activate(created.license_key)).state).toBe('valid');
+    const rewritten = fs.readFileSync(cacheFileOf(at));
+    offsetMs = 2 * 60_000;
+    await second.check();
+    await second.dispose();
+    expect(fs.readFileSync(cacheFileOf(at)).equals(rewritten)).toBe(true);
+  });
+
   it('throws OFFLINE without the network and keeps the activation, its cache and its seat', async () => {
     const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
     const at = install('DB1');

@@ -4,7 +4,7 @@
  * another machine still needs a seat of its own. The SDK against the real server (Koa + PostgreSQL).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLicenseClient, type LicenseClient } from '../../runtime-sdk/index.js';
+import { createLicenseClient, type LicenseClient, type LicenseClientOptions } from '../../runtime-sdk/index.js';
 import { LICENSE_LIMITS } from '../../server/http/license-limits.js';
 import { createApp, createLicense, randomFingerprint, registerDeveloper, setPlan, type TestDeveloper } from '../support/fixtures.js';
 import { client, type Call } from '../support/http.js';
@@ -185,6 +185,41 @@ describe('a token of a device whose record another installation took over (its f
     clients.push(restarted);
     expect((await restarted.check()).state).toBe('valid');
     expect((await restarted.refresh()).state).toBe('valid');
+  });
+
+  it('what it queued offline under its old fingerprint (metered consumptions) is still reported once its token moves', async () => {
+    const created = await createLicense(call, dev, {
+      app_id: base.appId,
+      license_type: 'perpetual',
+      device_limit: 1,
+      meters: { export: { uses_per_period: 10, period: 'month' } },
+    });
+    const cacheDir = tempDir();
+    const options = (machine: FakeMachine, extra: Partial<LicenseClientOptions> = {}) => ({
+      ...base,
+      cacheDir,
+      platform: machine.platform,
+      fingerprintProbes: machine.probes,
+      ...extra,
+    });
+    const before = await createLicenseClient(options(fakeMachine('R7')));
+    clients.push(before);
+    expect((await before.activate(created.license_key)).state).toBe('valid');
+    expect((await before.consume('export', 1)).queued).toBe(false);
+    await before.dispose();
+    const offline = await createLicenseClient(options(fakeMachine('R7'), { serverUrl: 'http://127.0.0.1:9' }));
+    clients.push(offline);
+    expect(await offline.consume('export', 2)).toMatchObject({ queued: true });
+    await offline.dispose();
+
+    // The disk is replaced and another installation renames the record; this one's token moves at its refresh.
+    const newDisk = fakeMachine('R7', { 'disk.serial': 'WD-REPLACED-0777' });
+    expect((await (await install(newDisk)).activate(created.license_key)).state).toBe('valid');
+    const after = await createLicenseClient(options(newDisk));
+    clients.push(after);
+    expect((await after.refresh()).state).toBe('valid');
+    const usage = await call('GET', `/v1/licenses/${created.license_id}/usage`, { apiKey: dev.apiKey });
+    expect(usage.body.meters.find((m: { feature: string }) => m.feature === 'export').used).toBe(3);
   });
 
   it('over HTTP: the token moves to the renamed record only with component hashes that match it by the rule; another machine is refused', async () => {
