@@ -199,15 +199,25 @@ export async function swapInProcess(plan: SwapPlan, target: AppTarget, ctx: Inst
  * The running version back in its path after the new one could not move in: renamed back, or, when
  * that is refused too (an antivirus holding it), copied back. The path must not stay empty: the
  * user's shortcut points there, and the next start, which would settle the journal, runs from it.
- * The set-aside copy, still running, is removed once it no longer runs (a leftover).
+ * The copy is made beside the path, flushed, and renamed in whole: a copy that fails midway (a full
+ * disk) leaves nothing at the path rather than half a version, and the journal at `swapping` for
+ * the next start. The set-aside copy, still running, is removed once it no longer runs (a leftover).
  */
 async function putBack(plan: SwapPlan, rules: RenameRules, ctx: InstallContext): Promise<void> {
   try {
     await renameWithRetry(plan.old, plan.target, rules, ctx);
   } catch (err) {
     ctx.logger.debug?.('the running version could not be renamed back; copying it back', { error: String(err) });
-    await ctx.fs.copyTree(plan.old, plan.target);
-    await ctx.fs.fsync(plan.target).catch(() => undefined);
+    const copy = `${plan.target}.back.${ctx.now()}`;
+    try {
+      await ctx.fs.copyTree(plan.old, copy);
+      if ((await ctx.fs.stat(copy))?.isDirectory) await flushTree(copy, ctx);
+      else await ctx.fs.fsync(copy);
+      await renameWithRetry(copy, plan.target, rules, ctx);
+    } catch (copyErr) {
+      await ctx.fs.rm(copy).catch(() => undefined);
+      throw copyErr;
+    }
     await ctx.state.update((state) => void state.leftovers.push(plan.old));
   }
 }

@@ -84,6 +84,19 @@ describe('Windows one-file', () => {
     expect(fs.readFileSync(world.appFile, 'utf8')).toBe(v1Content(true));
   });
 
+  it('a copy back that fails too (a full disk) leaves no half copy at the path, and the next start settles the install', async () => {
+    const { rules, launch } = await oneFile();
+    rules
+      .refuse('rename', (file) => file.includes('.new.'), 'EACCES', 4)
+      .refuse('rename', (file) => file.includes('.old.'), 'EPERM', 4)
+      .refuse('copyTree', (file) => file.includes('.old.'), 'ENOSPC', 1);
+    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'failed' });
+    expect(fs.readdirSync(world.installDir).filter((name) => name.includes('.back.'))).toEqual([]);
+    // The journal says where everything is: the next start (from the set-aside copy, which still runs) puts a version back.
+    await (await world.launch({ fs: new RulesFs('win32') })).start();
+    expect(fs.existsSync(world.appFile)).toBe(true);
+  });
+
   it('removes the old exe once it is no longer running, after the new version runs healthy', async () => {
     const { rules, launch } = await oneFile();
     await (await launch()).checkInBackground();
