@@ -169,7 +169,7 @@ const RENAME_DEVICE_SQL = `UPDATE devices SET fingerprint_hash = $3, component_h
 /** Whether device $2 of license $1 is on record, held until the transaction ends (a rename or removal waits). */
 const DEVICE_ON_RECORD_SQL = `SELECT 1 FROM devices WHERE license_id = $1 AND fingerprint_hash = $2 FOR KEY SHARE`;
 
-/** A floating seat's checkout that went nothing through: rolls its transaction back (a rename, a moved lease). */
+/** A floating checkout that takes no seat, thrown to roll its transaction back (a renamed record, a moved lease) and answered. */
 class CheckoutRefused extends Error {
   constructor(readonly outcome: { earliestExpiry: Date } | { notOnRecord: true }) {
     super('checkout refused');
