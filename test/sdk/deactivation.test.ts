@@ -52,20 +52,29 @@ describe('license.deactivate()', () => {
     expect(await restarted.check()).toMatchObject({ state: 'unlicensed', reason: 'not_activated' });
   });
 
-  it('a second running copy of the app does not write back the cache the first one removed by deactivating', async () => {
+  /**
+   * Two running copies of the app on one computer, both licensed from one cache; the first
+   * deactivates. `later()` moves their clock past the high-water mark's save step, so the second
+   * copy's next check and its exit are routine saves of the license it still holds.
+   */
+  async function twoCopiesOneDeactivating(name: string) {
     const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
-    const at = install('DA3');
+    const at = install(name);
     let offsetMs = 0;
     const clock = { now: () => new Date(Date.now() + offsetMs) };
     const first = await start(at, { clock });
     expect((await first.activate(created.license_key)).state).toBe('valid');
     const second = await start(at, { clock });
     expect((await second.check()).state).toBe('valid');
-
     expect((await first.deactivate()).deactivated).toBe(true);
+    const later = () => void (offsetMs = 2 * 60_000);
+    return { created, at, first, second, later };
+  }
+
+  it('a second running copy of the app does not write back the cache the first one removed by deactivating', async () => {
+    const { at, second, later } = await twoCopiesOneDeactivating('DA3');
     expect(fs.existsSync(cacheFileOf(at))).toBe(false);
-    // The second copy runs on from memory; its routine saves (the high-water mark, its exit) must not restore the file.
-    offsetMs = 2 * 60_000;
+    later();
     await second.check();
     await second.dispose();
     expect(fs.existsSync(cacheFileOf(at))).toBe(false);
@@ -74,19 +83,10 @@ describe('license.deactivate()', () => {
   });
 
   it('nor overwrites, with the license it still holds, the cache the first copy wrote after activating again', async () => {
-    const created = await createLicense(call, dev, { app_id: app.id, device_limit: 1 });
-    const at = install('DA4');
-    let offsetMs = 0;
-    const clock = { now: () => new Date(Date.now() + offsetMs) };
-    const first = await start(at, { clock });
-    expect((await first.activate(created.license_key)).state).toBe('valid');
-    const second = await start(at, { clock });
-    expect((await second.check()).state).toBe('valid');
-
-    expect((await first.deactivate()).deactivated).toBe(true);
+    const { created, at, first, second, later } = await twoCopiesOneDeactivating('DA4');
     expect((await first.activate(created.license_key)).state).toBe('valid');
     const rewritten = fs.readFileSync(cacheFileOf(at));
-    offsetMs = 2 * 60_000;
+    later();
     await second.check();
     await second.dispose();
     expect(fs.readFileSync(cacheFileOf(at)).equals(rewritten)).toBe(true);
