@@ -6,10 +6,8 @@ import { promisify } from 'node:util';
 import * as esbuild from 'esbuild';
 import webpack from 'webpack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, createLicense, registerDeveloper, setPlan } from '../support/fixtures.js';
-import { client } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { freshProject, node22, packWorkspace, ROOT, runProgram, WORKSPACE_MODULES, type ProgramRun } from './support.js';
+import { freshProject, licensedAppEnv, node22, packWorkspace, ROOT, runProgram, WORKSPACE_MODULES, type ProgramRun } from './support.js';
 
 /**
  * The SDK as an app developer gets it: `npm pack`, installed into a fresh project outside the
@@ -25,25 +23,13 @@ let appEnv: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
   server = await startTestServer();
-  const call = client(server.url);
-  const dev = await registerDeveloper(call);
-  await setPlan(call, server.adminToken, dev.id, 'pro');
-  const app = await createApp(call, dev);
-  const license = await createLicense(call, dev, { app_id: app.id, email: 'buyer@example.com', device_limit: 10 });
-  const keys = await call('GET', '/v1/public/keys');
+  const licensed = await licensedAppEnv(server);
 
   const packs = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-packs-'));
   tarball = await packWorkspace('runtime-sdk', packs);
   project = await freshProject('sdk-consumer', [tarball]);
   for (const file of fs.readdirSync(FIXTURE)) fs.copyFileSync(path.join(FIXTURE, file), path.join(project, file));
-  appEnv = {
-    PATH: process.env.PATH,
-    SERVER_URL: server.url,
-    APP_ID: app.id,
-    FINGERPRINT_SALT: app.fingerprint_salt,
-    PUBLIC_KEYS: JSON.stringify(keys.body),
-    LICENSE_KEY: license.license_key,
-  };
+  appEnv = { PATH: process.env.PATH, ...licensed };
 }, 180_000);
 afterAll(async () => {
   await server?.close();

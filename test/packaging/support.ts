@@ -4,6 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { nodeRuntime } from '../../native/runtimes/node-runtimes.js';
+import { createApp, createLicense, registerDeveloper, setPlan } from '../support/fixtures.js';
+import { client } from '../support/http.js';
+import type { TestServer } from '../support/server.js';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -54,4 +57,24 @@ export async function runProgram(file: string, args: string[], options: { cwd: s
 /** The pinned Node 22 runtime for this machine (downloaded once into test/.artifacts). */
 export function node22(): Promise<string> {
   return nodeRuntime('linux-x64', path.join(ROOT, 'test/.artifacts/node-runtimes'));
+}
+
+/**
+ * What the packaging tests' app (test/fixtures/sdk-consumer) reads from its environment: a Pro
+ * developer's app on `server` and a license of it for 10 devices, the server's public keys.
+ */
+export async function licensedAppEnv(server: TestServer): Promise<Record<string, string>> {
+  const call = client(server.url);
+  const dev = await registerDeveloper(call);
+  await setPlan(call, server.adminToken, dev.id, 'pro');
+  const app = await createApp(call, dev);
+  const license = await createLicense(call, dev, { app_id: app.id, email: 'buyer@example.com', device_limit: 10 });
+  const keys = await call('GET', '/v1/public/keys');
+  return {
+    SERVER_URL: server.url,
+    APP_ID: app.id,
+    FINGERPRINT_SALT: app.fingerprint_salt,
+    PUBLIC_KEYS: JSON.stringify(keys.body),
+    LICENSE_KEY: license.license_key,
+  };
 }

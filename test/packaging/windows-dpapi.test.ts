@@ -10,11 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeRuntime } from '../../native/runtimes/node-runtimes.js';
-import { createApp, createLicense, registerDeveloper, setPlan } from '../support/fixtures.js';
-import { client } from '../support/http.js';
 import { NODE_RUNTIMES_DIR, startTestServer, type TestServer } from '../support/server.js';
 import { underWine, wine64, windowsPath, winePrefix } from '../support/wine.js';
-import { freshProject, packWorkspace, ROOT } from './support.js';
+import { freshProject, licensedAppEnv, packWorkspace, ROOT } from './support.js';
 
 /** The packaging test's app, as its README shows it: check, activate when the cache does not open, print the status as JSON. */
 const APP = path.join(ROOT, 'test/fixtures/sdk-consumer/activate.mjs');
@@ -29,12 +27,7 @@ let appEnv: Record<string, string>;
 beforeAll(async () => {
   if (!wine64) return;
   server = await startTestServer();
-  const call = client(server.url);
-  const dev = await registerDeveloper(call);
-  await setPlan(call, server.adminToken, dev.id, 'pro');
-  const app = await createApp(call, dev);
-  const license = await createLicense(call, dev, { app_id: app.id, device_limit: 10 });
-  const keys = await call('GET', '/v1/public/keys');
+  appEnv = await licensedAppEnv(server);
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-windows-sdk-'));
   const tarball = await packWorkspace('runtime-sdk', work);
   [project, nodeExe, wineEnv] = await Promise.all([
@@ -43,13 +36,6 @@ beforeAll(async () => {
     winePrefix(work, fs.mkdtempSync(path.join(work, 'home-'))),
   ]);
   fs.copyFileSync(APP, path.join(project, 'activate.mjs'));
-  appEnv = {
-    SERVER_URL: server.url,
-    APP_ID: app.id,
-    FINGERPRINT_SALT: app.fingerprint_salt,
-    PUBLIC_KEYS: JSON.stringify(keys.body),
-    LICENSE_KEY: license.license_key,
-  };
 }, 600_000);
 afterAll(async () => {
   await server?.close();

@@ -62,14 +62,20 @@ async function started(machine: ReturnType<typeof fakeMachine>, dir: string): Pr
 
 const envelopeOf = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'license.cache'), 'utf8')) as { binding?: { kind: string; store?: string } };
 
+/** A machine with a Secret Service whose app activated once (and exited): its cache folder. */
+async function activatedWithSecretService(name: string) {
+  withSecretService();
+  const machine = fakeMachine(name);
+  const dir = tempDir();
+  const activating = await started(machine, dir);
+  expect((await activating.activate(KEY)).state).toBe('valid');
+  await activating.dispose();
+  return { machine, dir };
+}
+
 describe('cache bound to the OS key store', () => {
   it('with a Secret Service: the secret is kept there, the cache opens offline, and not once the secret is gone', async () => {
-    withSecretService();
-    const machine = fakeMachine('K1');
-    const dir = tempDir();
-    const activating = await started(machine, dir);
-    expect((await activating.activate(KEY)).state).toBe('valid');
-    await activating.dispose();
+    const { machine, dir } = await activatedWithSecretService('K1');
     expect(envelopeOf(dir).binding).toEqual({ kind: 'os-store', store: 'secret-service' });
     const stored = fs.readdirSync(secrets);
     expect(stored).toHaveLength(1);
@@ -93,12 +99,7 @@ describe('cache bound to the OS key store', () => {
   });
 
   it('a lookup that does not answer at one start costs that start only: its secret is not replaced, and the next start opens the cache', async () => {
-    withSecretService();
-    const machine = fakeMachine('K3');
-    const dir = tempDir();
-    const activating = await started(machine, dir);
-    expect((await activating.activate(KEY)).state).toBe('valid');
-    await activating.dispose();
+    const { machine, dir } = await activatedWithSecretService('K3');
     const secretFiles = () => Object.fromEntries(fs.readdirSync(secrets).map((f) => [f, fs.readFileSync(path.join(secrets, f), 'utf8')]));
     const kept = secretFiles();
     const cache = fs.readFileSync(path.join(dir, 'license.cache'));
