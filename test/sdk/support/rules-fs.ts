@@ -76,29 +76,8 @@ export class RulesFs implements UpdateFs {
       return this.real.writeFile(file, data, mode);
     });
 
-  copyFile = (from: string, to: string) =>
-    this.guard(
-      'copyFile',
-      from,
-      true,
-      () => {
-        this.assertWritable(to, 'copyFile');
-        return this.real.copyFile(from, to);
-      },
-      to,
-    );
-
-  copyTree = (from: string, to: string) =>
-    this.guard(
-      'copyTree',
-      from,
-      true,
-      () => {
-        this.assertWritable(to, 'copyTree');
-        return this.real.copyTree(from, to);
-      },
-      to,
-    );
+  copyFile = (from: string, to: string) => this.copying('copyFile', from, to, () => this.real.copyFile(from, to));
+  copyTree = (from: string, to: string) => this.copying('copyTree', from, to, () => this.real.copyTree(from, to));
 
   rm = (file: string) =>
     this.guard('rm', file, true, async () => {
@@ -126,6 +105,20 @@ export class RulesFs implements UpdateFs {
       },
       to,
     );
+
+  /** A copy to `to`, which must not be a running executable (it cannot be written). */
+  private copying(op: 'copyFile' | 'copyTree', from: string, to: string, act: () => Promise<void>): Promise<void> {
+    return this.guard(
+      op,
+      from,
+      true,
+      () => {
+        this.assertWritable(to, op);
+        return act();
+      },
+      to,
+    );
+  }
 
   /** Whether `file` is a running executable (`self`) or a folder containing one. */
   private holdsRunning(file: string, self: boolean): boolean {
