@@ -41,6 +41,8 @@ export interface DownloadOptions {
   retryBaseDelayMs: number;
   userAgent: string;
   sleep?: (ms: number) => Promise<void>;
+  /** Moves the verified bytes to their cache name; default a plain rename (the updater's retries on Windows: installers cacheRename). */
+  rename?: (from: string, to: string) => Promise<void>;
   /** Where `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` are read; default: this process's environment. */
   env?: ProxyEnv;
 }
@@ -89,7 +91,7 @@ export async function downloadPackage(ref: PackageRef, options: DownloadOptions)
       if (size < ref.length) throw new TransientFailure(`the download ended after ${size} of ${ref.length} bytes`);
       const digest = hash.digest('hex');
       if (digest !== ref.sha256) return await refuse(partial, `the package hashes to ${digest}, not the signed ${ref.sha256}`);
-      await fs.rename(partial, verified);
+      await (options.rename ?? fs.rename)(partial, verified);
       return verified;
     } catch (err) {
       // Not the network's doing: the bytes were refused, or the cache could not be read or written.

@@ -19,7 +19,7 @@ import type { CommandRunner } from './commands.js';
 import { downloadPackage } from './download.js';
 import { asUpdateError, reportedReason, UpdateError, type UpdateErrorCode } from './errors.js';
 import type { UpdateFs } from './fs.js';
-import { installUpdate, type InstallContext } from './installers/index.js';
+import { cacheRename, installUpdate, type InstallContext } from './installers/index.js';
 import { acquireInstallLock, type InstallLock } from './install-lock.js';
 import type { UpdateOffer, UpdatePrompt } from './prompt/offer.js';
 import { reconcile, removeOldCopies, type Reconciled } from './reconcile.js';
@@ -267,6 +267,8 @@ export class Updater {
       retryBaseDelayMs: this.config.retryBaseDelayMs,
       userAgent: `latchkey-updater ${this.settings.appId}/${this.settings.appVersion}`,
       sleep: this.config.sleep,
+      // An antivirus scanning the file just written may hold it for a moment (Windows).
+      rename: cacheRename(target, { fs: this.config.fs, sleep: this.config.sleep, retryBaseDelayMs: this.config.retryBaseDelayMs }),
     });
     const context: InstallContext = {
       fs: this.config.fs,

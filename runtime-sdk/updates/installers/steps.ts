@@ -154,7 +154,7 @@ export interface RenameRules {
 /** Retries after a refusal: 3 more attempts, waiting base, 2 x base, 4 x base. */
 const RENAME_RETRIES = 3;
 
-export async function renameWithRetry(from: string, to: string, rules: RenameRules, ctx: InstallContext): Promise<void> {
+export async function renameWithRetry(from: string, to: string, rules: RenameRules, ctx: Pick<InstallContext, 'fs' | 'sleep' | 'retryBaseDelayMs'>): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await ctx.fs.rename(from, to);

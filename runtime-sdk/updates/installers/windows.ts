@@ -14,7 +14,7 @@ import { abandon, letAppSave, saveJournal, stageArchive, stageFile, swapInProces
 import { singleFileStrategy } from './linux.js';
 import { HELPER_WAIT_SECONDS, SWAP_HELPER_SCRIPT, windowsCommandLine } from './windows-helper.js';
 
-const WINDOWS_RULES: RenameRules = { linkAside: false, retryCodes: ['EPERM', 'EBUSY', 'EACCES'] };
+export const WINDOWS_RULES: RenameRules = { linkAside: false, retryCodes: ['EPERM', 'EBUSY', 'EACCES'] };
 
 export const windowsFileStrategy: InstallStrategy = {
   staging: singleFileStrategy.staging,

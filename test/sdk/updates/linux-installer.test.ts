@@ -68,6 +68,17 @@ describe('Linux install, for real on this filesystem', () => {
     expect(listing()).toEqual(['notes', `notes.old.${stamp()}`]);
   });
 
+  it('takes a refused move of the verified download as final, unlike Windows: a disk failure, the app untouched', async () => {
+    await installedWorld({ app: 'notes', executable: true });
+    const before = fs.readdirSync(world.installDir);
+    const waits: number[] = [];
+    const refusing = new RulesFs('linux').refuse('rename', (file) => file.endsWith('.partial'), 'EPERM', 1);
+    const launch = world.launch({ prompt: new ScriptedPrompt(['install']), fs: refusing, sleep: async (ms) => void waits.push(ms) });
+    expect(await (await launch).checkInBackground()).toMatchObject({ status: 'failed', code: 'DISK_FAILED' });
+    expect(waits).toEqual([]);
+    expect(fs.readdirSync(world.installDir)).toEqual(before);
+  });
+
   it('a new file that cannot be moved in leaves the old one in place and nothing else', async () => {
     await installedWorld({ app: 'notes', executable: true });
     const before = fs.readdirSync(world.installDir);

@@ -51,6 +51,14 @@ describe('Windows one-file', () => {
     expect(waits).toEqual([100, 200, 100]);
   });
 
+  it("retries the verified download's move to its cache name while antivirus holds the file just written", async () => {
+    const { rules, waits, launch } = await oneFile();
+    rules.refuse('rename', (file) => file.endsWith('.partial'), 'EPERM', 2);
+    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'restarting' });
+    expect(waits).toEqual([100, 200]);
+    expect(fs.readFileSync(world.appFile, 'utf8')).toBe(v2Content(true));
+  });
+
   it.each([
     ['setting the running exe aside', (file: string) => file === world.appFile && !file.includes('.old.'), 'EBUSY'],
     ['moving the new exe in', (file: string) => file.includes('.new.'), 'EACCES'],
