@@ -34,9 +34,16 @@ export const windowsFolderStrategy: InstallStrategy = {
   stage: (plan, pkg, target, ctx) =>
     stageArchive(plan, target, ctx, { file: windowsSystemProgram(ctx.process.env, 'tar.exe'), args: ['-x', '-f', pkg.file, '-C', plan.stagingRoot] }),
   async swap(plan, target, ctx, journal) {
-    await saveJournal(ctx, { ...journal, phase: 'swapping', helper: true });
     const script = path.join(path.dirname(journal.download), HELPER_SCRIPT_NAME);
-    await ctx.fs.writeFile(script, SWAP_HELPER_SCRIPT);
+    // Written while the journal still says `staging`: a script that cannot be written (a full disk)
+    // abandons the install here, counted once, instead of leaving a swap for a helper that never starts.
+    try {
+      await ctx.fs.writeFile(script, SWAP_HELPER_SCRIPT);
+    } catch (err) {
+      await abandon(plan, ctx);
+      throw new UpdateError('INSTALL_FAILED', `the swap helper could not be written: ${(err as Error).message}`, { cause: err });
+    }
+    await saveJournal(ctx, { ...journal, phase: 'swapping', helper: true });
     const env = {
       ...ctx.process.env,
       LATCHKEY_SWAP_PID: String(ctx.process.pid),

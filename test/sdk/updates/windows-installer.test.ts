@@ -200,6 +200,22 @@ describe('Windows one-folder', () => {
     expect(fs.readFileSync(path.join(folder, 'resources/data.txt'), 'utf8')).toBe('data v1');
   });
 
+  it('a helper script that cannot be written (a full disk): the install abandoned at once and counted once, the app running on', async () => {
+    const { folder, rules, launch } = await oneFolder();
+    const before = snapshotTree(world.installDir);
+    rules.refuse('writeFile', (file) => file.endsWith(HELPER_SCRIPT_NAME), 'ENOSPC', 1);
+    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'failed', code: 'INSTALL_FAILED' });
+    expect(snapshotTree(world.installDir)).toEqual(before);
+    expect(fs.existsSync(`${folder}.new.${stamp()}`)).toBe(false);
+    expect(world.process.spawned).toEqual([]);
+    expect(world.process.exits).toEqual([]);
+    const state = JSON.parse(fs.readFileSync(path.join(world.dataDir, 'updater-state.json'), 'utf8'));
+    expect(state.journal).toBeNull();
+    expect(state.failedInstall).toMatchObject({ failures: 1 });
+    // The next start finds nothing to settle: no helper is waited for, and nothing is rolled back or counted again.
+    expect(await (await world.launch({ fs: new RulesFs('win32') })).start()).toBe('none');
+  });
+
   it('refuses a package without the app in it, leaving the install as it was', async () => {
     const { folder, launch } = await oneFolder();
     world.authority.push = pushOf(world.packages, await zipOf({ 'readme.txt': 'no exe here' }));
