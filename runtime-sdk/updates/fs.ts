@@ -14,6 +14,8 @@ export interface FileStat {
   size: number;
   dev: number;
   ino: number;
+  /** Last modified, by the filesystem's clock (ms since the epoch). */
+  mtimeMs: number;
 }
 
 export interface UpdateFs {
@@ -40,7 +42,7 @@ export const nodeUpdateFs: UpdateFs = {
   async stat(file) {
     try {
       const s = await fs.lstat(file);
-      return { isDirectory: s.isDirectory(), mode: s.mode, size: s.size, dev: s.dev, ino: s.ino };
+      return { isDirectory: s.isDirectory(), mode: s.mode, size: s.size, dev: s.dev, ino: s.ino, mtimeMs: s.mtimeMs };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
@@ -79,6 +81,10 @@ export const nodeUpdateFs: UpdateFs = {
   },
 };
 
+const TEMPORARY_SUFFIX = '.tmp';
+/** A durable write takes milliseconds: a sibling this old was left by a process that died in the middle of one. */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
 /**
  * Replaces `file` with `data` so that a crash leaves the old or the new content, never half: write
  * a sibling, flush it, rename it over, flush the folder.
@@ -86,7 +92,7 @@ export const nodeUpdateFs: UpdateFs = {
 export async function writeFileDurably(fs: UpdateFs, file: string, data: string, mode = 0o600): Promise<void> {
   const dir = path.dirname(file);
   await fs.mkdir(dir);
-  const temporary = `${file}.${process.pid}.tmp`;
+  const temporary = `${file}.${process.pid}${TEMPORARY_SUFFIX}`;
   try {
     await fs.writeFile(temporary, data, mode);
     await fs.fsync(temporary);
@@ -96,4 +102,23 @@ export async function writeFileDurably(fs: UpdateFs, file: string, data: string,
     throw err;
   }
   await fs.fsync(dir);
+}
+
+/**
+ * Removes the siblings `writeFileDurably` left for `file` when a process died between writing and
+ * renaming one (`<file>.<pid>.tmp`). Only old ones: another instance of the app may be writing its
+ * own right now, perhaps from another machine sharing the folder, so its pid says nothing here.
+ */
+export async function removeAbandonedTemporaries(fs: UpdateFs, file: string): Promise<void> {
+  const dir = path.dirname(file);
+  const prefix = `${path.basename(file)}.`;
+  const names = await fs.readdir(dir).catch(() => []);
+  for (const name of names) {
+    const pid = name.startsWith(prefix) && name.endsWith(TEMPORARY_SUFFIX) ? name.slice(prefix.length, -TEMPORARY_SUFFIX.length) : '';
+    if (!/^\d+$/.test(pid)) continue;
+    const temporary = path.join(dir, name);
+    const stat = await fs.stat(temporary).catch(() => undefined);
+    // The filesystem's clock stamped it: compared with this machine's, not the license clock.
+    if (stat && Date.now() - stat.mtimeMs > ABANDONED_AFTER_MS) await fs.rm(temporary).catch(() => undefined);
+  }
 }

@@ -10,7 +10,7 @@ import { UPDATE_FAILURE_REASONS, type UpdateFailureReason } from '../protocol.js
 import type { LicenseLogger } from '../options.js';
 import type { FailedInstall } from './backoff.js';
 import { UpdateError } from './errors.js';
-import { writeFileDurably, type UpdateFs } from './fs.js';
+import { removeAbandonedTemporaries, writeFileDurably, type UpdateFs } from './fs.js';
 
 export const STATE_FILE_NAME = 'updater-state.json';
 const FORMAT = 'latchkey-updater-state';
@@ -77,6 +77,7 @@ export class UpdaterStateStore {
   ) {}
 
   static async open(fs: UpdateFs, file: string, logger: LicenseLogger): Promise<UpdaterStateStore> {
+    await removeAbandonedTemporaries(fs, file);
     return new UpdaterStateStore(fs, file, (await readState(fs, file, logger)) ?? freshState());
   }
 
