@@ -2,8 +2,9 @@
  * The filesystem as the installers and the updater's state see it. One seam, so the Windows and
  * macOS strategies run on Linux against a fake that enforces those systems' rules (a running
  * executable can be renamed but not overwritten, a folder holding one cannot be renamed, antivirus
- * holds a file for a moment). The download streams into the cache with node:fs directly: the cache
- * is the updater's own folder, and nothing outside it is touched before the bytes verify.
+ * holds a file for a moment). The download streams into the cache with node:fs directly (the cache
+ * is the updater's own folder, and nothing outside it is touched before the bytes verify); only its
+ * final rename to the verified name goes through this seam, for the Windows retries.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -14,8 +15,8 @@ export interface FileStat {
   size: number;
   dev: number;
   ino: number;
-  /** Last modified, by the filesystem's clock (ms since the epoch). */
-  mtimeMs: number;
+  /** Last modified, by the filesystem's clock (ms since the epoch); optional for seams written before it. */
+  mtimeMs?: number;
 }
 
 export interface UpdateFs {
@@ -82,8 +83,11 @@ export const nodeUpdateFs: UpdateFs = {
 };
 
 const TEMPORARY_SUFFIX = '.tmp';
-/** A durable write takes milliseconds: a sibling this old was left by a process that died in the middle of one. */
-const ABANDONED_AFTER_MS = 10 * 60_000;
+/**
+ * A durable write takes milliseconds: a sibling written this long before the file was last replaced
+ * was left by a process that died in the middle of its write.
+ */
+const ABANDONED_AFTER_MS = 60_000;
 
 /**
  * Replaces `file` with `data` so that a crash leaves the old or the new content, never half: write
@@ -106,10 +110,13 @@ export async function writeFileDurably(fs: UpdateFs, file: string, data: string,
 
 /**
  * Removes the siblings `writeFileDurably` left for `file` when a process died between writing and
- * renaming one (`<file>.<pid>.tmp`). Only old ones: another instance of the app may be writing its
- * own right now, perhaps from another machine sharing the folder, so its pid says nothing here.
+ * renaming one (`<file>.<pid>.tmp`): those written well before `file` was last replaced. Another
+ * instance of the app may be writing its own right now, perhaps from another machine sharing the
+ * folder, so neither its pid nor this machine's clock says anything; both times are the filesystem's.
  */
 export async function removeAbandonedTemporaries(fs: UpdateFs, file: string): Promise<void> {
+  const replacedAt = (await fs.stat(file).catch(() => undefined))?.mtimeMs;
+  if (replacedAt === undefined) return;
   const dir = path.dirname(file);
   const prefix = `${path.basename(file)}.`;
   const names = await fs.readdir(dir).catch(() => []);
@@ -117,8 +124,7 @@ export async function removeAbandonedTemporaries(fs: UpdateFs, file: string): Pr
     const pid = name.startsWith(prefix) && name.endsWith(TEMPORARY_SUFFIX) ? name.slice(prefix.length, -TEMPORARY_SUFFIX.length) : '';
     if (!/^\d+$/.test(pid)) continue;
     const temporary = path.join(dir, name);
-    const stat = await fs.stat(temporary).catch(() => undefined);
-    // The filesystem's clock stamped it: compared with this machine's, not the license clock.
-    if (stat && Date.now() - stat.mtimeMs > ABANDONED_AFTER_MS) await fs.rm(temporary).catch(() => undefined);
+    const writtenAt = (await fs.stat(temporary).catch(() => undefined))?.mtimeMs;
+    if (writtenAt !== undefined && replacedAt - writtenAt > ABANDONED_AFTER_MS) await fs.rm(temporary).catch(() => undefined);
   }
 }

@@ -41,7 +41,8 @@ export const windowsFolderStrategy: InstallStrategy = {
       await ctx.fs.writeFile(script, SWAP_HELPER_SCRIPT);
     } catch (err) {
       await abandon(plan, ctx);
-      throw new UpdateError('INSTALL_FAILED', `the swap helper could not be written: ${(err as Error).message}`, { cause: err });
+      // The script goes in the updater's own cache: a disk failure, like the download's.
+      throw new UpdateError('DISK_FAILED', `the swap helper could not be written: ${(err as Error).message}`, { cause: err });
     }
     await saveJournal(ctx, { ...journal, phase: 'swapping', helper: true });
     const env = {

@@ -122,14 +122,15 @@ describe('an interrupted swap of a folder', () => {
 });
 
 describe('a state write cut off by a crash', () => {
-  it('leaves a temporary sibling that a later start removes once it is old, never one another instance may be writing now', async () => {
+  it('leaves a temporary sibling that a later start removes once the state was replaced long after it, never one another instance may be writing now', async () => {
     const world = await new UpdateWorld({ app: 'notes', executable: true }).start();
     try {
-      // What a process killed between writing and renaming its update of the state leaves.
+      // What a process killed between writing and renaming its update of the state leaves, and the
+      // state as a later write left it (unreadable here: read as a fresh state).
       const state = path.join(world.dataDir, 'updater-state.json');
       fs.mkdirSync(world.dataDir, { recursive: true });
       const [abandoned, beingWritten] = [`${state}.4242.tmp`, `${state}.4343.tmp`];
-      for (const file of [abandoned, beingWritten]) fs.writeFileSync(file, '{"format":"latchkey-upd');
+      for (const file of [state, abandoned, beingWritten]) fs.writeFileSync(file, '{"format":"latchkey-upd');
       const hourAgo = new Date(Date.now() - 60 * 60_000);
       fs.utimesSync(abandoned, hourAgo, hourAgo);
 

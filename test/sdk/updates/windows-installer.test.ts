@@ -204,7 +204,7 @@ describe('Windows one-folder', () => {
     const { folder, rules, launch } = await oneFolder();
     const before = snapshotTree(world.installDir);
     rules.refuse('writeFile', (file) => file.endsWith(HELPER_SCRIPT_NAME), 'ENOSPC', 1);
-    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'failed', code: 'INSTALL_FAILED' });
+    expect(await (await launch()).checkInBackground()).toMatchObject({ status: 'failed', code: 'DISK_FAILED' });
     expect(snapshotTree(world.installDir)).toEqual(before);
     expect(fs.existsSync(`${folder}.new.${stamp()}`)).toBe(false);
     expect(world.process.spawned).toEqual([]);
