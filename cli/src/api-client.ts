@@ -1,4 +1,4 @@
-import type { Settings } from './config.js';
+import { assertSecretTransport, type Settings } from './config.js';
 import { ApiError, CliError, EXIT, exitCodeForStatus, SIGN_IN_HINT } from './errors.js';
 import { multipartBody, type MultipartUpload } from './multipart-body.js';
 
@@ -33,7 +33,7 @@ export function apiError(status: number, body: unknown): ApiError {
   const { detail, error_code } = (body ?? {}) as { detail?: unknown; error_code?: unknown };
   let message = typeof detail === 'string' && typeof error_code === 'string' ? `${detail} (${error_code})` : `HTTP ${status}`;
   if (status === 401) message += `: ${SIGN_IN_HINT}`;
-  return new ApiError(message, exitCodeForStatus(status), body);
+  return new ApiError(message, exitCodeForStatus(status), body, status);
 }
 
 async function jsonBody(res: Response, url: string): Promise<unknown> {
@@ -46,13 +46,24 @@ async function jsonBody(res: Response, url: string): Promise<unknown> {
   }
 }
 
-/** The API at `settings().url`, called with its API key; settings are read on first use, so `--help` needs none. */
+/**
+ * The API at `settings().url`, called with its API key; settings are read on first use, so `--help`
+ * needs none. The key goes only where the settings say: never over plain http to another machine
+ * unless allowed (assertSecretTransport), and never on to where a redirect points, which fetch would
+ * do with this header (it drops only `Authorization` and cookies on another origin).
+ */
 export function apiClient(settings: () => Settings): ApiClient {
   async function send(method: string, path: string, headers: Record<string, string>, body: RequestInit['body']): Promise<ApiResponse> {
-    const { url: base, apiKey } = settings();
+    const { url: base, apiKey, allowHttp } = settings();
+    assertSecretTransport(base, allowHttp, 'the API key', 'LATCHKEY_ALLOW_HTTP=1 or `latchkey login --allow-http`');
     const url = `${base}${path}`;
-    const res = await reach(url, { method, headers: { 'x-api-key': apiKey, ...headers }, body });
-    const parsed = await jsonBody(res, url);
+    const res = await reach(url, { method, headers: { 'x-api-key': apiKey, ...headers }, body, redirect: 'manual' });
+    if (res.status >= 300 && res.status < 400) {
+      const to = res.headers.get('location') ?? 'elsewhere';
+      throw new CliError(`${new URL(url).origin} redirects to ${to}: the API key is not sent on. Sign in at the address the API answers at (latchkey login --url)`, EXIT.USAGE);
+    }
+    // A proxy's own error page (a 502 while the server restarts) is an HTTP error, not a wrong address.
+    const parsed = res.ok ? await jsonBody(res, url) : await jsonBody(res, url).catch(() => undefined);
     if (!res.ok) throw apiError(res.status, parsed);
     return { body: parsed, headers: res.headers };
   }

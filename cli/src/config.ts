@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { CliError, EXIT, SIGN_IN_HINT } from './errors.js';
+import { writePrivateFile } from './private-file.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -13,12 +14,35 @@ const DEFAULT_URL = 'http://127.0.0.1:8080';
 export interface SavedLogin {
   url: string;
   api_key: string;
+  /** The user said, at login, that plain http to this server is fine (`--allow-http`: a private network). */
+  allow_http?: boolean;
 }
 
 /** The server and key a command uses. */
 export interface Settings {
   url: string;
   apiKey: string;
+  /** Plain http to a host that is not this machine is allowed: LATCHKEY_ALLOW_HTTP=1, or the saved login's choice for its server. */
+  allowHttp: boolean;
+}
+
+/** This machine: 127.0.0.0/8, ::1 or localhost. */
+export function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (host === 'localhost' || host === '::1') return true;
+  return net.isIPv4(host) && host.startsWith('127.');
+}
+
+/**
+ * A secret (the API key, the operator token) goes over plain http only to this machine, or where the
+ * user said the network is private (`how` names the way to say so): anyone on the path reads it.
+ */
+export function assertSecretTransport(url: string, allowHttp: boolean, secret: string, how: string): void {
+  if (new URL(url).protocol !== 'http:' || allowHttp || isLoopback(url)) return;
+  throw new CliError(
+    `refusing to send ${secret} over plain http:// to ${new URL(url).host}: use the server's https:// address, or, if the network between here and the server is private, ${how}`,
+    EXIT.USAGE,
+  );
 }
 
 /**
@@ -49,7 +73,7 @@ export function readLogin(file: string): SavedLogin | undefined {
   }
   try {
     const saved = JSON.parse(text) as Partial<SavedLogin>;
-    if (typeof saved.url === 'string' && typeof saved.api_key === 'string') return { url: saved.url, api_key: saved.api_key };
+    if (typeof saved.url === 'string' && typeof saved.api_key === 'string') return { url: saved.url, api_key: saved.api_key, allow_http: saved.allow_http === true };
   } catch {
     // reported below, like a file without the fields
   }
@@ -57,21 +81,13 @@ export function readLogin(file: string): SavedLogin | undefined {
 }
 
 /**
- * Saves the login readable by the user alone: directories it creates 0700, the file written 0600
- * under a temporary name and renamed over the old one, so no reader ever sees half a file or a
- * wider mode. An existing directory keeps its mode: LATCHKEY_CONFIG_DIR may name a shared one.
+ * Saves the login readable by the user alone: directories it creates 0700, the file as
+ * writePrivateFile writes it. An existing directory keeps its mode: LATCHKEY_CONFIG_DIR may name a
+ * shared one.
  */
 export function saveLogin(file: string, login: SavedLogin): void {
-  const dir = path.dirname(file);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const temporary = path.join(dir, `.config.${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    fs.writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-    fs.renameSync(temporary, file);
-  } catch (err) {
-    fs.rmSync(temporary, { force: true });
-    throw new CliError(`cannot save ${file}: ${(err as Error).message}`);
-  }
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  writePrivateFile(file, `${JSON.stringify(login, null, 2)}\n`);
 }
 
 /** Forgets the saved login; answers whether there was one. */
@@ -97,7 +113,10 @@ export function resolveSettings(env: Env): Settings {
   const saved = readLogin(configFile(env));
   const apiKey = env.LATCHKEY_API_KEY || saved?.api_key;
   if (!apiKey) throw new CliError(`not signed in: ${SIGN_IN_HINT}`, EXIT.AUTH);
-  return { url: serverUrl(env, saved), apiKey };
+  const url = serverUrl(env, saved);
+  // The saved choice holds for the saved server only: LATCHKEY_URL naming another one does not inherit it.
+  const allowHttp = env.LATCHKEY_ALLOW_HTTP === '1' || (saved?.allow_http === true && checkedUrl(saved.url) === url);
+  return { url, apiKey, allowHttp };
 }
 
 /** The server's address: LATCHKEY_URL, else the saved login's, else the default; no key needed. */

@@ -1,7 +1,6 @@
-import net from 'node:net';
 import { Command } from 'commander';
 import { apiError, reach } from './api-client.js';
-import { checkedUrl, serverUrl } from './config.js';
+import { assertSecretTransport, checkedUrl, serverUrl } from './config.js';
 import { CliError, EXIT } from './errors.js';
 import { withJson } from './options.js';
 import { renderJson, renderTable } from './output.js';
@@ -51,26 +50,6 @@ function skewCheck(serverTime: string, sentAt: number, receivedAt: number): Doct
   return { check: 'clock', status, detail: `the server's clock is ${seconds} s ${side} this machine's${status === 'ok' ? '' : ': synchronise it (NTP)'}` };
 }
 
-/** 127.0.0.0/8, ::1 and localhost: what plain http cannot expose to the network. */
-function isLoopback(url: string): boolean {
-  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  if (host === 'localhost' || host === '::1') return true;
-  return net.isIPv4(host) && host.startsWith('127.');
-}
-
-/**
- * The operator token opens every developer's data: over plain http anyone on the path reads it.
- * Sent over http only to this machine, or where the operator says the network is private.
- */
-function assertTokenTransport(url: string, allowHttp: boolean): void {
-  if (new URL(url).protocol !== 'http:' || allowHttp || isLoopback(url)) return;
-  throw new CliError(
-    `refusing to send LATCHKEY_ADMIN_TOKEN over plain http:// to ${new URL(url).host}: use the server's https:// address, ` +
-      'or pass --allow-http if the network between here and the server is private',
-    EXIT.USAGE,
-  );
-}
-
 /**
  * The checks of a deployment, in order: the server answers, the database is reachable and
  * migrated, storage takes writes, signing keys are loaded, the clocks agree, and the public URL
@@ -79,7 +58,8 @@ function assertTokenTransport(url: string, allowHttp: boolean): void {
  */
 export async function runDoctor(env: Env, url: string, options: { allowHttp: boolean }): Promise<DoctorCheck[]> {
   // Refused before any request, so a doctor run either does all it can or nothing.
-  if (env.LATCHKEY_ADMIN_TOKEN) assertTokenTransport(url, options.allowHttp);
+  // The operator token opens every developer's data.
+  if (env.LATCHKEY_ADMIN_TOKEN) assertSecretTransport(url, options.allowHttp, 'LATCHKEY_ADMIN_TOKEN', 'pass --allow-http');
   const checks: DoctorCheck[] = [];
   const live = await reach(`${url}/healthz`, { method: 'GET' }).catch((err: CliError) => err);
   if (live instanceof CliError) return [{ check: 'server', status: 'fail', detail: live.message }];

@@ -43,6 +43,8 @@ export class ApiError extends CliError {
     message: string,
     exitCode: ExitCode,
     readonly body: unknown,
+    /** The HTTP status: what a retry decides on (a proxy's 502 carries no error body of ours). */
+    readonly status: number,
   ) {
     super(message, exitCode);
   }

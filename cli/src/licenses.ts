@@ -6,6 +6,7 @@ import { CliError, EXIT } from './errors.js';
 import { addMeterCommands, meterOption } from './meters.js';
 import { jsonObject, queryString, wholeNumber, withJson, withPage } from './options.js';
 import { countLine, renderJson, renderRecord, renderTable } from './output.js';
+import { assertWritablePath, writePrivateFile } from './private-file.js';
 import { seatFields, seatsOf, withSeatOptions } from './seat-options.js';
 
 interface License extends Record<string, unknown> {
@@ -156,6 +157,8 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
     .action(async (opts) => {
       const text = fs.statSync(opts.request, { throwIfNoEntry: false })?.isFile() ? fs.readFileSync(opts.request, 'utf8') : undefined;
       if (text === undefined) throw new CliError(`${opts.request} is not a readable file`, EXIT.USAGE);
+      // Checked before the request: once the server answers, the activation counts.
+      assertWritablePath(opts.out, '--out');
       let request: unknown;
       try {
         request = JSON.parse(text);
@@ -165,7 +168,7 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       // The same endpoint as the hosted page: every activation rule (device limit, trials, expiry) applies.
       const { body } = await api.request('POST', '/v1/licenses/offline-activation', request);
       const { license_file, file_expires_at } = body as { license_file: string; file_expires_at: string };
-      fs.writeFileSync(opts.out, `${license_file}\n`, { mode: 0o600 });
+      writePrivateFile(opts.out, `${license_file}\n`);
       print(opts.json ? renderJson(body) : `Wrote the license file to ${opts.out}; the app must import it before ${file_expires_at}\n`);
     });
 

@@ -25,15 +25,17 @@ export function loginCommand(env: Env, print: (out: string) => void, stderr: Nod
   return withJson(new Command('login').description('Check an API key against a server and save both for the next commands'))
     .option('--url <server>', "the server's address, e.g. https://licenses.example.com (default: LATCHKEY_URL)")
     .option('--api-key <key>', 'the API key (default: read from stdin, or asked for without echo on a terminal)')
+    .option('--allow-http', 'send the API key over plain http:// to a server that is not this machine (a private network only); saved with the login')
     .action(async (opts) => {
       const given = opts.url ?? env.LATCHKEY_URL;
       if (!given) throw new CliError('name the server: latchkey login --url https://licenses.example.com', EXIT.USAGE);
       const url = checkedUrl(given);
       const apiKey = opts.apiKey ?? (await readSecret('API key: '));
       if (!apiKey) throw new CliError('no API key given: pass --api-key, pipe it on stdin, or run on a terminal to be asked', EXIT.USAGE);
+      const allowHttp = opts.allowHttp === true;
       let developer: Developer;
       try {
-        developer = (await apiClient(() => ({ url, apiKey })).request('GET', '/v1/auth/me')).body as Developer;
+        developer = (await apiClient(() => ({ url, apiKey, allowHttp: allowHttp || env.LATCHKEY_ALLOW_HTTP === '1' })).request('GET', '/v1/auth/me')).body as Developer;
       } catch (err) {
         if (err instanceof ApiError && err.exitCode === EXIT.AUTH) {
           throw new CliError(`${url} refused this API key, nothing was saved: use a current key (rotating a key ends the previous one)`, EXIT.AUTH);
@@ -41,7 +43,7 @@ export function loginCommand(env: Env, print: (out: string) => void, stderr: Nod
         throw err;
       }
       const file = configFile(env);
-      saveLogin(file, { url, api_key: apiKey });
+      saveLogin(file, { url, api_key: apiKey, ...(allowHttp ? { allow_http: true } : {}) });
       stderr.write(environmentNote(env));
       print(opts.json ? renderJson({ url, config_file: file, developer }) : `Signed in to ${url} as ${developer.email} (${developer.plan} plan); saved to ${file}\n`);
     });

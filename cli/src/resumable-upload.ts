@@ -22,11 +22,14 @@ async function sha256Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Worth another try: the server or the network failed, not the request (a 4xx other than 408 would fail again). */
+/**
+ * Worth another try: the server or the network failed, not the request (a 4xx other than 408 would
+ * fail again). Decided on the HTTP status: a proxy's 502 while the server restarts has no body of ours.
+ */
 function retryable(err: unknown): boolean {
   if (err instanceof ApiError) {
-    const { status_code, error_code } = (err.body ?? {}) as { status_code?: number; error_code?: string };
-    return error_code === 'UPLOAD_OFFSET_MISMATCH' || status_code === 408 || status_code === 429 || (status_code ?? 0) >= 500;
+    const { error_code } = (err.body ?? {}) as { error_code?: string };
+    return error_code === 'UPLOAD_OFFSET_MISMATCH' || err.status === 408 || err.status === 429 || err.status >= 500;
   }
   return err instanceof CliError && err.exitCode === EXIT.UNREACHABLE;
 }
@@ -53,20 +56,27 @@ export async function uploadResumable(
   try {
     let offset = session.offset;
     let failures = 0;
+    // After an interruption: ask where the server stands first, within the same retries (it may still be away).
+    let interrupted = false;
     const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, size));
     opts.onProgress?.(offset, size);
     while (offset < size) {
-      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - offset), offset);
       try {
-        const res = await api.putBytes(`${sessionPath}?offset=${offset}`, buffer.subarray(0, bytesRead));
-        offset = (res.body as UploadSession).offset;
-        failures = 0;
+        if (interrupted) {
+          // A chunk may have been stored although its answer was lost.
+          offset = ((await api.request('GET', sessionPath)).body as UploadSession).offset;
+          interrupted = false;
+        } else {
+          const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - offset), offset);
+          const res = await api.putBytes(`${sessionPath}?offset=${offset}`, buffer.subarray(0, bytesRead));
+          offset = (res.body as UploadSession).offset;
+          failures = 0;
+        }
       } catch (err) {
         if (!retryable(err) || ++failures > MAX_RETRIES) throw err;
         opts.onRetry?.((err as Error).message);
         await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 500 * 2 ** failures)));
-        // Where the server stands now: a chunk may have been stored although its answer was lost.
-        offset = ((await api.request('GET', sessionPath)).body as UploadSession).offset;
+        interrupted = true;
       }
       opts.onProgress?.(offset, size);
     }

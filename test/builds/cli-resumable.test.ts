@@ -23,15 +23,26 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** What a load balancer answers while the server behind it restarts: its own page, not the API's JSON. */
+const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: 20\r\nConnection: close\r\n\r\n<h1>Bad Gateway</h1>';
+
 /**
  * A TCP proxy to the server that drops the connection in the middle of the `cutAt`-th chunk PUT
- * (after passing some of its bytes on), as a flaky network would.
+ * (after passing some of its bytes on), as a flaky network would; then answers the next `outage`
+ * connections with a 502 of its own, as a load balancer does while the server restarts.
  */
-async function flakyProxy(target: string, cutAt: number): Promise<{ url: string; cuts: () => number; close(): void }> {
+async function flakyProxy(target: string, cutAt: number, outage = 0): Promise<{ url: string; cuts: () => number; gatewayErrors: () => number; close(): void }> {
   const { hostname, port } = new URL(target);
   let puts = 0;
   let cuts = 0;
+  let gatewayErrors = 0;
   const proxy = net.createServer((client) => {
+    if (cuts > 0 && gatewayErrors < outage) {
+      gatewayErrors++;
+      client.once('data', () => client.end(BAD_GATEWAY));
+      client.on('error', () => undefined);
+      return;
+    }
     const upstream = net.connect(Number(port), hostname);
     let cutting = -1;
     client.on('data', (chunk: Buffer) => {
@@ -59,7 +70,7 @@ async function flakyProxy(target: string, cutAt: number): Promise<{ url: string;
     upstream.on('close', end).on('error', end);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}`, cuts: () => cuts, close: () => proxy.close() };
+  return { url: `http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}`, cuts: () => cuts, gatewayErrors: () => gatewayErrors, close: () => proxy.close() };
 }
 
 describe('latchkey builds upload --resumable', { timeout: 120_000 }, () => {
@@ -91,6 +102,25 @@ describe('latchkey builds upload --resumable', { timeout: 120_000 }, () => {
       const stored = await settled(o, build.id);
       expect(stored.artifact_sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
       expect(stored.artifact_size_bytes).toBe(bytes.length);
+    } finally {
+      proxy.close();
+    }
+  });
+
+  it('goes on through a load balancer answering 502 while the server restarts, where it asks how far the upload got too', async () => {
+    const bytes = randomBytes(400_000);
+    const artifact = path.join(dir, 'tool-behind-proxy.bin');
+    fs.writeFileSync(artifact, bytes);
+    // The cut chunk, then the status checks after it, meet the 502s: three interruptions in a row, within the five allowed.
+    const proxy = await flakyProxy(server.url, 2, 2);
+    try {
+      const args = ['builds', 'upload', '--app', o.app.id, '--artifact', artifact, '--platform', 'cross_platform', '--resumable', '--chunk-bytes', '131072', '--json'];
+      const res = await runLatchkey(proxy.url, o.dev.apiKey, args);
+      expect(res.code, res.stderr).toBe(0);
+      expect([proxy.cuts(), proxy.gatewayErrors()]).toEqual([1, 2]);
+      expect(res.stderr.match(/Upload interrupted/g)).toHaveLength(3);
+      const stored = await settled(o, JSON.parse(res.stdout).id);
+      expect(stored.artifact_sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
     } finally {
       proxy.close();
     }

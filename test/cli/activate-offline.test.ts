@@ -79,4 +79,32 @@ describe('latchkey licenses activate-offline', { timeout: 120_000 }, () => {
     expect(refused.code).toBe(2);
     expect(fs.existsSync(path.join(dir, 'y.lic'))).toBe(false);
   });
+
+  it('checks where the license file goes before it asks the server, and writes it whole, owner-only, replacing a link rather than following it', async () => {
+    const license = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: 1 });
+    const request = requestFile('checked.json', license.license_key);
+    const devicesOf = async () => ((await t.call('GET', `/v1/licenses/${license.license_id}`, { apiKey: t.dev.apiKey })).body as { devices: unknown[] }).devices.length;
+    // A folder that does not exist, and a folder in place of the file: refused, and no activation counted.
+    for (const out of [path.join(dir, 'missing', 'x.lic'), dir]) {
+      const refused = await latchkey(['licenses', 'activate-offline', '--request', request.file, '--out', out]);
+      expect(refused.code, out).toBe(2);
+      expect(refused.stderr).toMatch(/--out/);
+    }
+    expect(await devicesOf()).toBe(0);
+
+    // A link at the path (to a file the user can read by others) is replaced, its target untouched.
+    const shared = path.join(dir, 'shared.txt');
+    fs.writeFileSync(shared, 'not a license', { mode: 0o644 });
+    const out = path.join(dir, 'linked.lic');
+    fs.symlinkSync(shared, out);
+    const run = await latchkey(['licenses', 'activate-offline', '--request', request.file, '--out', out]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(fs.lstatSync(out).isSymbolicLink()).toBe(false);
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(shared, 'utf8')).toBe('not a license');
+    expect(() =>
+      verifyLicenseFile(fs.readFileSync(out, 'utf8'), keys, { appId: t.app.id, device: request.device, deviceKey: request.deviceKey, nowSeconds: Math.floor(Date.now() / 1000) }),
+    ).not.toThrow();
+    expect(fs.readdirSync(dir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
 });

@@ -1,10 +1,12 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerDeveloper, type TestDeveloper } from '../support/fixtures.js';
 import { client } from '../support/http.js';
 import { runLatchkey } from '../support/cli.js';
+import { closeNow, listenOnLoopback } from '../support/local-http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -103,6 +105,49 @@ describe('latchkey login and logout', { timeout: 120_000 }, () => {
     const elsewhere = await signedIn(dir, ['apps', 'list'], { LATCHKEY_URL: 'http://127.0.0.1:1' });
     expect(elsewhere.code).toBe(6);
     expect((await signedIn(dir, ['apps', 'list'])).code).toBe(0);
+  });
+
+  it('never sends the key on to where a redirect points: an address answering 302 is refused with exit 2', async () => {
+    const keysSeen: unknown[] = [];
+    const elsewhere = http.createServer((req, res) => {
+      keysSeen.push(req.headers['x-api-key']);
+      res.end('{}');
+    });
+    const elsewhereUrl = await listenOnLoopback(elsewhere);
+    const redirecting = http.createServer((req, res) => res.writeHead(302, { location: `${elsewhereUrl}${req.url}` }).end());
+    const redirectingUrl = await listenOnLoopback(redirecting);
+    try {
+      const dir = freshDir('redirect');
+      const login = await signedIn(dir, ['login', '--url', redirectingUrl, '--api-key', dev.apiKey]);
+      expect(login.code).toBe(2);
+      expect(login.stderr).toContain(`redirects to ${elsewhereUrl}/v1/auth/me: the API key is not sent on`);
+      expect(fs.existsSync(path.join(dir, 'config.json'))).toBe(false);
+      // Nor any other command, with the key in the environment.
+      expect((await runLatchkey(redirectingUrl, dev.apiKey, ['apps', 'list'])).code).toBe(2);
+      expect(keysSeen).toEqual([]);
+    } finally {
+      await Promise.all([closeNow(elsewhere), closeNow(redirecting)]);
+    }
+  });
+
+  it('sends the key over plain http only to this machine, unless the user says the network between is private', async () => {
+    // An address the rule does not take for this machine (IPv4-mapped IPv6) that still reaches the test server.
+    const port = new URL(server.url).port;
+    const remote = `http://[::ffff:127.0.0.1]:${port}`;
+    const dir = freshDir('plain-http');
+    const refused = await signedIn(dir, ['login', '--url', remote, '--api-key', dev.apiKey]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/refusing to send the API key over plain http:\/\/ to \[::ffff:7f00:1\].*--allow-http/);
+    expect(fs.existsSync(path.join(dir, 'config.json'))).toBe(false);
+
+    const allowed = await signedIn(dir, ['login', '--url', remote, '--api-key', dev.apiKey, '--allow-http']);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'))).toEqual({ url: remote, api_key: dev.apiKey, allow_http: true });
+    expect(await signedIn(dir, ['apps', 'list'])).toMatchObject({ code: 0 });
+    // The saved choice holds for the saved server only; the environment can say so for one run.
+    expect(await signedIn(dir, ['apps', 'list'], { LATCHKEY_URL: `http://[::ffff:127.0.0.2]:${port}` })).toMatchObject({ code: 2 });
+    expect(await runLatchkey(remote, dev.apiKey, ['apps', 'list'])).toMatchObject({ code: 2 });
+    expect(await runLatchkey(remote, dev.apiKey, ['apps', 'list'], { LATCHKEY_ALLOW_HTTP: '1' })).toMatchObject({ code: 0 });
   });
 
   it('saves under XDG_CONFIG_HOME, else ~/.config, without LATCHKEY_CONFIG_DIR', async () => {

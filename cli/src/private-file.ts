@@ -1,0 +1,27 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CliError, EXIT } from './errors.js';
+
+/**
+ * Writes `text` to `file` readable by the user alone: under a temporary name created for this write
+ * (mode 0600, never an existing file or a link), then renamed over `file`. No reader sees half a
+ * file, a link at `file` is replaced rather than followed, and an older file's wider mode goes with it.
+ */
+export function writePrivateFile(file: string, text: string): void {
+  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    fs.writeFileSync(temporary, text, { mode: 0o600, flag: 'wx' });
+    fs.renameSync(temporary, file);
+  } catch (err) {
+    fs.rmSync(temporary, { force: true });
+    throw new CliError(`cannot write ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Refuses, before anything is asked of the server, a path that `writePrivateFile` could not write. */
+export function assertWritablePath(file: string, option: string): void {
+  const dir = path.dirname(path.resolve(file));
+  if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new CliError(`${option} ${file}: the folder ${dir} does not exist`, EXIT.USAGE);
+  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw new CliError(`${option} ${file} is a folder: name the file to write`, EXIT.USAGE);
+}
