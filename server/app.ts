@@ -29,6 +29,7 @@ import { createEmailTransport } from './email/transport.js';
 import { createEntitlementWebhook } from './entitlements/index.js';
 import { createAuthenticator } from './http/auth.js';
 import { resolveClientAddress } from './http/client-address.js';
+import { publicHttps } from './http/public-https.js';
 import { errorHandler } from './http/error-handler.js';
 import { createLicenseLimits } from './http/license-limits.js';
 import { requestLogging } from './http/logging.js';
@@ -210,6 +211,7 @@ export function createApp(deps: AppDeps) {
   const portal = createPortal({ config, db, clock, masterKey, rateLimiter, api: { router: api, routes } });
   // What every request goes through first; the runtime lane (runtime-lane.ts) takes the same steps, as the same functions.
   app.use(resolveClientAddress(config.trustProxy));
+  app.use(publicHttps(config.publicBaseUrl));
   app.use(portal.acceptForwarded);
   app.use(metrics.middleware);
   app.use(requestLogging(log));

@@ -30,19 +30,19 @@ export const CONNECT_RESULT_PAGE = '/portal#/settings';
 /** Sets the binding cookie on the response to the browser (the API's own, or the portal's that forwarded the start). */
 export function setConnectCookie(ctx: Koa.Context, value: string): void {
   // SameSite=Lax: the processor sends the browser back with a top-level GET, which carries it.
-  // `ctx.secure` reads X-Forwarded-Proto only from a proxy LATCHKEY_TRUST_PROXY lists.
+  // Secure over TLS, and always when the public address is https (http/public-https.ts).
   ctx.cookies.set(CONNECT_COOKIE, value, {
     path: CONNECT_CALLBACK_PATH,
     httpOnly: true,
     sameSite: 'lax',
-    secure: ctx.secure,
+    secure: ctx.cookies.secure,
     maxAge: CONNECT_STATE_TTL_MS,
     overwrite: true,
   });
 }
 
 export function clearConnectCookie(ctx: Koa.Context): void {
-  ctx.cookies.set(CONNECT_COOKIE, '', { path: CONNECT_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure: ctx.secure, maxAge: 0, expires: new Date(0), overwrite: true });
+  ctx.cookies.set(CONNECT_COOKIE, '', { path: CONNECT_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure: ctx.cookies.secure, maxAge: 0, expires: new Date(0), overwrite: true });
 }
 
 const REFUSALS = {

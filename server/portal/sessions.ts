@@ -56,8 +56,8 @@ export function createPortalSessions(deps: { db: Db; clock: Clock; masterKey: Ma
   const aad = (idHash: string, which: 'access' | 'refresh') => `portal_session:${idHash}:${which}`;
 
   function cookieOptions(ctx: Koa.Context, maxAgeMs?: number) {
-    // `ctx.secure` reads X-Forwarded-Proto, which only a proxy LATCHKEY_TRUST_PROXY lists may send (http/client-address.ts).
-    return { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax' as const, secure: ctx.secure, overwrite: true, ...(maxAgeMs ? { maxAge: maxAgeMs } : {}) };
+    // Secure over TLS (X-Forwarded-Proto only from a proxy LATCHKEY_TRUST_PROXY lists), and always when the public address is https (http/public-https.ts).
+    return { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax' as const, secure: ctx.cookies.secure, overwrite: true, ...(maxAgeMs ? { maxAge: maxAgeMs } : {}) };
   }
   const clearCookie = (ctx: Koa.Context, name: string) => ctx.cookies.set(name, '', { ...cookieOptions(ctx), maxAge: 0, expires: new Date(0) });
 

@@ -79,6 +79,8 @@ describe('session cookies', () => {
       expect(cookie.attrs.get('path')).toBe('/portal');
       expect(cookie.attrs.has('secure')).toBe(false);
     }
+    // A plain-http deployment (its public address is http) is not told to browsers as https-only.
+    expect(res.headers.get('strict-transport-security')).toBeNull();
     // The body never carries a token; the database holds the id's hash and sealed tokens only.
     expect(JSON.stringify(res.body)).not.toContain(dev.accessToken.slice(0, 20));
     const row = await db('portal_sessions')
@@ -106,6 +108,25 @@ describe('session cookies', () => {
       expect(session.attrs.get('samesite')).toBe('lax');
     } finally {
       await behindProxy.close();
+    }
+  });
+
+  it('are Secure, and browsers told https only, when the public address is https, behind a proxy the app does not trust too', async () => {
+    // The proxy terminating TLS is not in LATCHKEY_TRUST_PROXY: its X-Forwarded-Proto is not believed, the public address is.
+    const httpsDeployment = await startTestServer({ env: { PUBLIC_BASE_URL: 'https://licenses.example.test' } });
+    try {
+      const dev = await registerDeveloper(client(httpsDeployment.url));
+      const portal = new PortalClient(httpsDeployment.url, 'https://licenses.example.test');
+      const pre = await portal.refresh();
+      expect(pre.setCookies.length).toBeGreaterThan(0);
+      expect(pre.setCookies.every((l) => /;\s*secure/i.test(l))).toBe(true);
+      const res = await portal.signIn(dev.email, dev.password);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(cookieAttributes(res.setCookies.find((l) => l.startsWith('lk_portal='))!).attrs.has('secure')).toBe(true);
+      expect(res.headers.get('strict-transport-security')).toBe('max-age=31536000');
+      expect((await fetch(`${httpsDeployment.url}/portal`)).headers.get('strict-transport-security')).toBe('max-age=31536000');
+    } finally {
+      await httpsDeployment.close();
     }
   });
 
