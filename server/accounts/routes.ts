@@ -58,10 +58,16 @@ export function accountRoutes(accounts: AccountsService, rateLimiter: RateLimite
       auth: 'none',
       rateLimit: 'auth',
       summary: 'Log in; with 2FA on, answers a challenge to complete at /v1/auth/login/verify-2fa',
+      description:
+        `Besides the address's limit, an email takes ${RATE_LIMITS.sign_in.limit} sign-in attempts in ${RATE_LIMITS.sign_in.windowSeconds / 60} minutes, ` +
+        'from any address, successful or not (429): guessing one password from many addresses is held to that too. An IPv6 address counts as its /64.',
       body: s.LoginBody,
       response: s.LoginResult,
       errors: [401],
-      handler: ({ body }) => accounts.login(body.email, body.password),
+      handler: async ({ body, ctx }) => {
+        await rateLimiter.admit(ctx, 'sign_in', rateSubject.email(body.email));
+        return accounts.login(body.email, body.password);
+      },
     }),
     defineRoute({
       method: 'post',

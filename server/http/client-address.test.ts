@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientAddress, normaliseAddress, parseTrustedProxies } from './client-address.js';
+import { clientAddress, normaliseAddress, parseTrustedProxies, rateBlockOf } from './client-address.js';
 
 describe('parseTrustedProxies', () => {
   it('trusts nobody when empty or false, every peer when true', () => {
@@ -65,5 +65,22 @@ describe('normaliseAddress', () => {
     expect(normaliseAddress('::FFFF:127.0.0.1')).toBe('127.0.0.1');
     expect(normaliseAddress('fe80::1%eth0')).toBe('fe80::1');
     expect(normaliseAddress('2001:db8::1')).toBe('2001:db8::1');
+  });
+});
+
+describe('rateBlockOf', () => {
+  it('counts an IPv4 address as itself', () => {
+    expect(rateBlockOf('203.0.113.9')).toBe('203.0.113.9');
+  });
+
+  it('counts every address of one IPv6 /64 as one block, however it is written', () => {
+    const block = '2001:db8:1:2::/64';
+    for (const address of ['2001:db8:1:2::1', '2001:0db8:0001:0002:ffff:ffff:ffff:ffff', '2001:DB8:1:2:a:b:c:d', '2001:db8:1:2::1.2.3.4']) {
+      expect(rateBlockOf(address), address).toBe(block);
+    }
+    expect(rateBlockOf('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64');
+    expect(rateBlockOf('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(rateBlockOf('::1')).toBe('0:0:0:0::/64');
+    expect(rateBlockOf('fe80::1:2:3:4')).toBe('fe80:0:0:0::/64');
   });
 });

@@ -25,6 +25,23 @@ export function normaliseAddress(address: string): string {
   return IPV4_MAPPED.exec(bare)?.[1] ?? bare;
 }
 
+/**
+ * The block an address's per-address rate limits count: an IPv4 address itself, an IPv6 address's
+ * /64. One host is given a whole /64 (SLAAC, privacy addresses), so counting single IPv6 addresses
+ * would let it rotate through 2^64 of them, each with a fresh limit. `address` is normalised.
+ */
+export function rateBlockOf(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const [head = '', tail = ''] = address.split('::');
+  const groups = (part: string) => (part ? part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : []);
+  const [front, back] = [groups(head), groups(tail)];
+  const full = [...front, ...Array<string>(8 - front.length - back.length).fill('0'), ...back];
+  return `${full
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}
+
 /** The words the setting took as a switch (zod's stringbool), still meaning what they meant. */
 const SWITCH_ON = new Set(['true', '1', 'yes', 'on', 'y', 'enabled']);
 const SWITCH_OFF = new Set(['', 'false', '0', 'no', 'off', 'n', 'disabled']);

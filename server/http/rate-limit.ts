@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { Clock } from '../clock.js';
 import { sha256Hex } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
+import { rateBlockOf } from './client-address.js';
 import { createProcessCounters } from './process-counters.js';
 import { createLeasedCounters } from './rate-lease.js';
 import { enforce, fixedWindow, type RateRefusal, type ResponseHeaders, type RateRule } from './rate-window.js';
@@ -47,6 +48,11 @@ export const RATE_LIMITS = {
   portal: { limit: 1200, windowSeconds: 60, counted: 'process' },
   /** Password reset requests per email address (besides the `auth` limit of the requester's address). */
   password_reset: { limit: 5, windowSeconds: 3600, counted: 'database' },
+  /**
+   * Sign-in attempts per email address, successful or not, from any address (besides the `auth`
+   * limit of each): guessing one account's password from many addresses is held to this too.
+   */
+  sign_in: { limit: 20, windowSeconds: 900, counted: 'database' },
 } as const satisfies Record<string, RateRule & { counted: 'database' | 'process'; refusal?: RateRefusal }>;
 
 export type RateLimitClass = keyof typeof RATE_LIMITS;
@@ -54,7 +60,8 @@ export type RateLimitClass = keyof typeof RATE_LIMITS;
 /** Who a request counts against: the developer behind any of their credentials, else the address; or an email address a request names (kept as its hash). */
 export const rateSubject = {
   developer: (developerId: string) => `dev:${developerId}`,
-  address: (ip: string) => `ip:${ip}`,
+  /** An IPv6 client counts as its /64 (rateBlockOf). */
+  address: (ip: string) => `ip:${rateBlockOf(ip)}`,
   email: (email: string) => `email:${sha256Hex(email.trim().toLowerCase())}`,
 };
 

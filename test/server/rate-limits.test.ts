@@ -139,3 +139,45 @@ describe('several server processes', () => {
     expectRateLimited(await me(callFirst));
   });
 });
+
+describe('guessing from many addresses', () => {
+  const SIGN_IN_WINDOW_MS = 15 * 60_000;
+  let proxied: TestServer;
+  let call: Call;
+  beforeAll(async () => {
+    // Behind a proxy the server trusts, each request says its client's address.
+    proxied = await startTestServer({ realRateLimits: true, env: { LATCHKEY_TRUST_PROXY: 'true' } });
+    call = client(proxied.url);
+  });
+  afterAll(() => proxied.close());
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+
+  it('holds one email to 20 sign-in attempts in 15 minutes, whatever addresses they come from; other emails are not slowed', async () => {
+    proxied.clock.enterFreshWindow(SIGN_IN_WINDOW_MS);
+    const victim = await registerDeveloper(call);
+    const attempt = (address: string, email = victim.email, password = 'not the password') => call('POST', '/v1/auth/login', { body: { email, password }, headers: from(address) });
+    // registerDeveloper signed in once: 19 more attempts, each from an address of its own.
+    let host = 0;
+    expect(await repeat(19, () => attempt(`198.51.100.${++host}`))).toEqual(Array(19).fill(401));
+    for (const refused of [await attempt('203.0.113.77'), await attempt('203.0.113.78', victim.email, victim.password)]) {
+      // Even the right password, from a new address: the count is the email's, until its window ends.
+      expectError(refused, 429, 'RATE_LIMITED');
+      expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(SIGN_IN_WINDOW_MS / 1000);
+    }
+    expect((await attempt('203.0.113.79', `someone-else-${randomBytes(4).toString('hex')}@example.com`)).status).toBe(401);
+    // Fifteen minutes on, the email may sign in again.
+    proxied.clock.advance(SIGN_IN_WINDOW_MS);
+    expect((await attempt('203.0.113.80', victim.email, victim.password)).status).toBe(200);
+  });
+
+  it('counts an IPv6 client as its /64: rotating addresses inside it does not reset the limit', async () => {
+    proxied.clock.enterFreshWindow(WINDOW_MS);
+    // Sign-in attempts for emails of no account: counted per address (block), not per account.
+    const badLoginFrom = (address: string) =>
+      call('POST', '/v1/auth/login', { body: { email: `nobody-${randomBytes(4).toString('hex')}@example.com`, password: 'guess' }, headers: from(address) });
+    let host = 0;
+    expect(await repeat(10, () => badLoginFrom(`2001:db8:1:2::${(++host).toString(16)}`))).toEqual(Array(10).fill(401));
+    expectRateLimited(await badLoginFrom('2001:db8:1:2:ffff:ffff:ffff:fffe'));
+    expect((await badLoginFrom('2001:db8:1:3::1')).status).toBe(401);
+  });
+});

@@ -63,7 +63,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Log in; with 2FA on, answers a challenge to complete at /v1/auth/login/verify-2fa */
+    /**
+     * Log in; with 2FA on, answers a challenge to complete at /v1/auth/login/verify-2fa
+     * @description Besides the address's limit, an email takes 20 sign-in attempts in 15 minutes, from any address, successful or not (429): guessing one password from many addresses is held to that too. An IPv6 address counts as its /64.
+     */
     post: operations['login'];
     delete?: never;
     options?: never;
