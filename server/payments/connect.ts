@@ -42,7 +42,15 @@ export function setConnectCookie(ctx: Koa.Context, value: string): void {
 }
 
 export function clearConnectCookie(ctx: Koa.Context): void {
-  ctx.cookies.set(CONNECT_COOKIE, '', { path: CONNECT_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure: ctx.cookies.secure, maxAge: 0, expires: new Date(0), overwrite: true });
+  ctx.cookies.set(CONNECT_COOKIE, '', {
+    path: CONNECT_CALLBACK_PATH,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.cookies.secure,
+    maxAge: 0,
+    expires: new Date(0),
+    overwrite: true,
+  });
 }
 
 const REFUSALS = {
