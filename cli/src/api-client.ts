@@ -28,6 +28,9 @@ export async function reach(url: string, init: RequestInit): Promise<Response> {
   }
 }
 
+/** A status that says the server (or the proxy in front of it) failed for now: worth another try. */
+export const isTransient = (status: number): boolean => status === 408 || status === 429 || status >= 500;
+
 /** The API's error body `{ detail, error_code }` said as `detail (ERROR_CODE)`, with the exit code of its status. */
 export function apiError(status: number, body: unknown): ApiError {
   const { detail, error_code } = (body ?? {}) as { detail?: unknown; error_code?: unknown };
@@ -55,15 +58,16 @@ async function jsonBody(res: Response, url: string): Promise<unknown> {
 export function apiClient(settings: () => Settings): ApiClient {
   async function send(method: string, path: string, headers: Record<string, string>, body: RequestInit['body']): Promise<ApiResponse> {
     const { url: base, apiKey, allowHttp } = settings();
-    assertSecretTransport(base, allowHttp, 'the API key', 'LATCHKEY_ALLOW_HTTP=1 or `latchkey login --allow-http`');
+    assertSecretTransport(base, allowHttp, 'the API key', `set LATCHKEY_ALLOW_HTTP=1, or sign in again with \`latchkey login --url ${base} --allow-http\``);
     const url = `${base}${path}`;
     const res = await reach(url, { method, headers: { 'x-api-key': apiKey, ...headers }, body, redirect: 'manual' });
     if (res.status >= 300 && res.status < 400) {
       const to = res.headers.get('location') ?? 'elsewhere';
       throw new CliError(`${new URL(url).origin} redirects to ${to}: the API key is not sent on. Sign in at the address the API answers at (latchkey login --url)`, EXIT.USAGE);
     }
-    // A proxy's own error page (a 502 while the server restarts) is an HTTP error, not a wrong address.
-    const parsed = res.ok ? await jsonBody(res, url) : await jsonBody(res, url).catch(() => undefined);
+    // A proxy's own error page while the server restarts (5xx, 408, 429) is an HTTP error to retry,
+    // not a wrong address; any other page that is not JSON still says the address may be wrong.
+    const parsed = isTransient(res.status) ? await jsonBody(res, url).catch(() => undefined) : await jsonBody(res, url);
     if (!res.ok) throw apiError(res.status, parsed);
     return { body: parsed, headers: res.headers };
   }

@@ -168,7 +168,13 @@ export function licensesCommand(api: ApiClient, print: (out: string) => void): C
       // The same endpoint as the hosted page: every activation rule (device limit, trials, expiry) applies.
       const { body } = await api.request('POST', '/v1/licenses/offline-activation', request);
       const { license_file, file_expires_at } = body as { license_file: string; file_expires_at: string };
-      writePrivateFile(opts.out, `${license_file}\n`);
+      try {
+        writePrivateFile(opts.out, `${license_file}\n`);
+      } catch (err) {
+        // The activation is recorded now: the license file must not be lost with the write.
+        print(`${license_file}\n`);
+        throw new CliError(`${(err as Error).message}; the activation is recorded, and its license file was printed to stdout instead`);
+      }
       print(opts.json ? renderJson(body) : `Wrote the license file to ${opts.out}; the app must import it before ${file_expires_at}\n`);
     });
 

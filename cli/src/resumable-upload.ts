@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ApiClient } from './api-client.js';
+import { isTransient, type ApiClient } from './api-client.js';
 import { ApiError, CliError, EXIT } from './errors.js';
 
 /** Above this size `builds upload` sends the file through a resumable upload session. */
@@ -29,7 +29,7 @@ async function sha256Of(file: string): Promise<string> {
 function retryable(err: unknown): boolean {
   if (err instanceof ApiError) {
     const { error_code } = (err.body ?? {}) as { error_code?: string };
-    return error_code === 'UPLOAD_OFFSET_MISMATCH' || err.status === 408 || err.status === 429 || err.status >= 500;
+    return error_code === 'UPLOAD_OFFSET_MISMATCH' || isTransient(err.status);
   }
   return err instanceof CliError && err.exitCode === EXIT.UNREACHABLE;
 }

@@ -25,7 +25,7 @@ const developerView = (d: DeveloperRow & { plan_grace_until?: Date | null }) => 
 
 /** Counts a reset request against the email's limit, then sends the link if an account has the address (the API and the hosted page alike). */
 export async function requestPasswordReset(accounts: AccountsService, rateLimiter: RateLimiter, ctx: Koa.Context, email: string): Promise<void> {
-  await rateLimiter.admit(ctx, 'password_reset', rateSubject.email(email));
+  await rateLimiter.admitAlso(ctx, 'password_reset', rateSubject.email(email));
   await accounts.requestPasswordReset(email);
 }
 
@@ -65,7 +65,7 @@ export function accountRoutes(accounts: AccountsService, rateLimiter: RateLimite
       response: s.LoginResult,
       errors: [401],
       handler: async ({ body, ctx }) => {
-        await rateLimiter.admit(ctx, 'sign_in', rateSubject.email(body.email));
+        await rateLimiter.admitAlso(ctx, 'sign_in', rateSubject.email(body.email));
         return accounts.login(body.email, body.password);
       },
     }),

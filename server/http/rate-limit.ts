@@ -68,6 +68,12 @@ export const rateSubject = {
 export interface RateLimiter {
   /** Counts one request of class `cls` by `subject`; sets the RateLimit headers; throws 429 past the limit. */
   admit(response: ResponseHeaders, cls: RateLimitClass, subject: string): Promise<void>;
+  /**
+   * Counts a second limit of the same request (an email address's, besides the requester's): its
+   * RateLimit headers are set only when it refuses. Otherwise the answer keeps describing the
+   * requester's own count, and nobody can watch another subject's count go down.
+   */
+  admitAlso(response: ResponseHeaders, cls: RateLimitClass, subject: string): Promise<void>;
   /** Forgets windows that ended long ago. */
   sweep(): Promise<void>;
 }
@@ -75,7 +81,7 @@ export interface RateLimiter {
 export function createRateLimiter(db: Db, clock: Clock, multiplier: number): RateLimiter {
   const inDatabase = createLeasedCounters(db);
   const inProcess = createProcessCounters();
-  return {
+  const limiter: RateLimiter = {
     async admit(response, cls, subject) {
       const rule = RATE_LIMITS[cls];
       const now = clock.now();
@@ -88,10 +94,20 @@ export function createRateLimiter(db: Db, clock: Clock, multiplier: number): Rat
       const { allowed, remaining } = await inDatabase.take(bucket, window, now.getTime());
       enforce(response, { allowed, remaining, limit: window.limit, resetSeconds: window.resetSeconds }, 'refusal' in rule ? rule.refusal : undefined);
     },
+    async admitAlso(response, cls, subject) {
+      const held = new Map<string, string>();
+      try {
+        await limiter.admit({ set: (name, value) => void held.set(name, value) }, cls, subject);
+      } catch (err) {
+        for (const [name, value] of held) response.set(name, value);
+        throw err;
+      }
+    },
     async sweep() {
       await db.raw(`DELETE FROM rate_limit_hits WHERE window_start < ?`, [new Date(clock.now().getTime() - 86_400_000)]);
     },
   };
+  return limiter;
 }
 
 /**

@@ -3,6 +3,7 @@
  * answers a customer's activation request file with the license file their app imports, under
  * every online activation rule (a full license refuses it and nothing is written).
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -106,5 +107,28 @@ describe('latchkey licenses activate-offline', { timeout: 120_000 }, () => {
       verifyLicenseFile(fs.readFileSync(out, 'utf8'), keys, { appId: t.app.id, device: request.device, deviceKey: request.deviceKey, nowSeconds: Math.floor(Date.now() / 1000) }),
     ).not.toThrow();
     expect(fs.readdirSync(dir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('writes to a pipe as it is (a FIFO, --out /dev/stdout in a shell), and prints the license file when the write fails after the activation', async () => {
+    const license = await createLicense(t.call, t.dev, { app_id: t.app.id, device_limit: 2 });
+    const verifies = (text: string, request: ReturnType<typeof requestFile>) =>
+      verifyLicenseFile(text.trim(), keys, { appId: t.app.id, device: request.device, deviceKey: request.deviceKey, nowSeconds: Math.floor(Date.now() / 1000) });
+
+    const piped = requestFile('piped.json', license.license_key);
+    const fifo = path.join(dir, 'license.pipe');
+    execFileSync('mkfifo', [fifo]);
+    const read = fs.promises.readFile(fifo, 'utf8');
+    const run = await latchkey(['licenses', 'activate-offline', '--request', piped.file, '--out', fifo]);
+    expect(run.code, run.stderr).toBe(0);
+    const received = await read;
+    expect(() => verifies(received, piped)).not.toThrow();
+    expect(fs.statSync(fifo).isFIFO()).toBe(true);
+
+    // /proc passes the folder check (it exists, and root may write there) but takes no new file.
+    const lost = requestFile('lost.json', license.license_key);
+    const failed = await latchkey(['licenses', 'activate-offline', '--request', lost.file, '--out', '/proc/latchkey-test.lic']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/the activation is recorded, and its license file was printed to stdout instead/);
+    expect(() => verifies(failed.stdout, lost)).not.toThrow();
   });
 });

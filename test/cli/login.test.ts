@@ -130,6 +130,18 @@ describe('latchkey login and logout', { timeout: 120_000 }, () => {
     }
   });
 
+  it('says an address answering a page that is not the API (an HTML 404) may be the wrong one', async () => {
+    const site = http.createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>'));
+    const siteUrl = await listenOnLoopback(site);
+    try {
+      const login = await signedIn(freshDir('not-the-api'), ['login', '--url', siteUrl, '--api-key', dev.apiKey]);
+      expect(login.code).toBe(1);
+      expect(login.stderr).toContain(`${siteUrl} answered HTTP 404 with a body that is not JSON: is that the Latchkey API's address?`);
+    } finally {
+      await closeNow(site);
+    }
+  });
+
   it('sends the key over plain http only to this machine, unless the user says the network between is private', async () => {
     // An address the rule does not take for this machine (IPv4-mapped IPv6) that still reaches the test server.
     const port = new URL(server.url).port;
@@ -146,7 +158,9 @@ describe('latchkey login and logout', { timeout: 120_000 }, () => {
     expect(await signedIn(dir, ['apps', 'list'])).toMatchObject({ code: 0 });
     // The saved choice holds for the saved server only; the environment can say so for one run.
     expect(await signedIn(dir, ['apps', 'list'], { LATCHKEY_URL: `http://[::ffff:127.0.0.2]:${port}` })).toMatchObject({ code: 2 });
-    expect(await runLatchkey(remote, dev.apiKey, ['apps', 'list'])).toMatchObject({ code: 2 });
+    const unsaved = await runLatchkey(remote, dev.apiKey, ['apps', 'list']);
+    expect(unsaved.code).toBe(2);
+    expect(unsaved.stderr).toContain(`set LATCHKEY_ALLOW_HTTP=1, or sign in again with \`latchkey login --url ${remote} --allow-http\``);
     expect(await runLatchkey(remote, dev.apiKey, ['apps', 'list'], { LATCHKEY_ALLOW_HTTP: '1' })).toMatchObject({ code: 0 });
   });
 

@@ -158,11 +158,15 @@ describe('guessing from many addresses', () => {
     const attempt = (address: string, email = victim.email, password = 'not the password') => call('POST', '/v1/auth/login', { body: { email, password }, headers: from(address) });
     // registerDeveloper signed in once: 19 more attempts, each from an address of its own.
     let host = 0;
-    expect(await repeat(19, () => attempt(`198.51.100.${++host}`))).toEqual(Array(19).fill(401));
+    expect(await repeat(18, () => attempt(`198.51.100.${++host}`))).toEqual(Array(18).fill(401));
+    // The answer's RateLimit headers are its address's count, not the email's: nobody watches another's count go down.
+    expect(rateLimitHeaders(await attempt('198.51.100.250'))).toMatchObject({ limit: 10, remaining: 9 });
     for (const refused of [await attempt('203.0.113.77'), await attempt('203.0.113.78', victim.email, victim.password)]) {
       // Even the right password, from a new address: the count is the email's, until its window ends.
       expectError(refused, 429, 'RATE_LIMITED');
       expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(SIGN_IN_WINDOW_MS / 1000);
+      // Refused by the email's count: the headers say so.
+      expect(rateLimitHeaders(refused)).toMatchObject({ limit: 20, remaining: 0 });
     }
     expect((await attempt('203.0.113.79', `someone-else-${randomBytes(4).toString('hex')}@example.com`)).status).toBe(401);
     // Fifteen minutes on, the email may sign in again.
