@@ -20,6 +20,13 @@ async function scanned(owner: Owner, data: Buffer | string, name: string) {
   return build;
 }
 
+/** A zip whose end record names disk 1: a split archive, which yauzl refuses to read. */
+async function multiDiskZip(): Promise<Buffer> {
+  const zip = Buffer.from(await zipOf({ 'a.txt': 'hello' }));
+  zip.writeUInt16LE(1, zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06])) + 4);
+  return zip;
+}
+
 describe('the built-in scanners', () => {
   const cases: [string, () => Promise<Buffer | string>, string, 'INFECTED' | 'REJECTED', string][] = [
     [
@@ -104,6 +111,21 @@ describe('the built-in scanners', () => {
       'REJECTED',
       'app.zip: inner.zip: the archive expands past 100 times its size',
     ],
+    [
+      // Big enough that the parser waits on the entry that cannot be written: it must be read anyway.
+      'a tar.gz holding a file and, after it, an entry inside it',
+      async () =>
+        tarGzOf([
+          ['a', 'x'],
+          ['a/b', Buffer.alloc(200_000, 1)],
+          ['c', Buffer.alloc(2_000_000, 2)],
+        ]),
+      'app.tar.gz',
+      'REJECTED',
+      'archive entry "a/b"',
+    ],
+    ['a zip holding a file and an entry inside it', () => zipOf({ a: 'x', 'a/b': 'y' }), 'app.zip', 'REJECTED', 'archive entry "a/b"'],
+    ['a zip that says it spans several disks', async () => multiDiskZip(), 'app.zip', 'REJECTED', 'the zip cannot be read'],
     [
       'a damaged zip inside a zip',
       async () => zipOf({ 'inner.zip': Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(100, 7)]) }),

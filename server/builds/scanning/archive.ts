@@ -77,6 +77,27 @@ class ExpansionGuard {
 /** Reads an entry to its end and keeps nothing: a listing (`dest` null) still counts the bytes a bomb would write. */
 const discard = () => new Writable({ write: (_chunk, _encoding, done) => done() });
 
+/**
+ * Refusals of the filesystem that the archive's own layout causes (a file and a folder of one name,
+ * a name too long): the archive is refused, the job is not retried, and no server path is shown.
+ * Anything else (a full disk) is the server's and stays an error, retried.
+ */
+const LAYOUT_ERRORS = new Set(['EEXIST', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP']);
+
+function layoutRefusal(err: unknown, relative: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code !== undefined && LAYOUT_ERRORS.has(code)
+    ? rejected(`archive entry ${JSON.stringify(relative)} cannot be unpacked (${code}): its name clashes with another entry's`)
+    : err;
+}
+
+/** Makes an entry's folder; `relative` names it in a refusal. */
+async function makeFolder(dest: string, relative: string): Promise<void> {
+  await fs.mkdir(path.join(dest, ...relative.split('/')), { recursive: true }).catch((err: unknown) => {
+    throw layoutRefusal(err, relative);
+  });
+}
+
 /** Writes one entry (or, listing, reads it); `guard` counts its bytes when they are not counted already (zip entries inflate one by one). */
 async function writeEntry(dest: string | null, relative: string, content: Readable, guard?: ExpansionGuard): Promise<void> {
   if (dest === null) {
@@ -84,9 +105,27 @@ async function writeEntry(dest: string | null, relative: string, content: Readab
     return;
   }
   const file = path.join(dest, ...relative.split('/'));
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  const out = createWriteStream(file, { mode: 0o600 });
-  await (guard ? pipeline(content, guard.tap(), out) : pipeline(content, out));
+  try {
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    const out = createWriteStream(file, { mode: 0o600 });
+    await (guard ? pipeline(content, guard.tap(), out) : pipeline(content, out));
+  } catch (err) {
+    content.destroy();
+    throw layoutRefusal(err, relative);
+  }
+}
+
+/** A file that another entry is inside of (`a`, then `a/b`, or a folder `a/`): no filesystem holds both. */
+function checkLayout(contents: Contents): void {
+  const files = new Set(contents.files);
+  for (const entry of [...contents.files, ...contents.folders, ...contents.links.map((link) => link.name)]) {
+    const parents = entry.split('/').slice(0, -1);
+    for (let depth = 1; depth <= parents.length; depth++) {
+      const parent = parents.slice(0, depth).join('/');
+      if (files.has(parent)) throw rejected(`archive entry ${JSON.stringify(entry)} is inside ${JSON.stringify(parent)}, which the archive also holds as a file`);
+    }
+  }
+  for (const folder of contents.folders) if (files.has(folder)) throw rejected(`archive entry ${JSON.stringify(folder)} is both a file and a folder`);
 }
 
 const S_IFMT = 0o170000;
@@ -116,17 +155,20 @@ async function readLinkTarget(content: Readable): Promise<string> {
   return size > MAX_LINK_TARGET_BYTES ? 'x'.repeat(MAX_LINK_TARGET_BYTES + 1) : Buffer.concat(chunks).toString('utf8');
 }
 
-/** yauzl's own complaints about a damaged or deceptive zip, as reasons a developer can act on. */
+/**
+ * yauzl's own complaints about a damaged or deceptive zip, as reasons a developer can act on. Every
+ * error of the zip's reading is the archive's (refused); only the filesystem's (an errno code other
+ * than zlib's `Z_...`) is the server's and stays an error.
+ */
 function zipProblem(err: Error): ScanRefusal | Error {
   if (err instanceof ScanRefusal) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== undefined && !code.startsWith('Z_')) return err;
   if (/too many bytes|not enough bytes|invalid (comp|uncomp)ressed size/i.test(err.message)) {
     return rejected('zip entry sizes do not match their headers: a damaged or deceptive archive');
   }
   if (/encrypted/i.test(err.message)) return rejected('the zip has encrypted entries, which cannot be scanned');
-  if (/unsupported compression method|invalid|end of central directory|corrupt|expected/i.test(err.message)) {
-    return rejected(`the zip cannot be read: ${err.message}`);
-  }
-  return err;
+  return rejected(`the zip cannot be read: ${err.message}`);
 }
 
 async function unpackZip(file: string, dest: string | null, guard: ExpansionGuard, contents: Contents): Promise<void> {
@@ -154,7 +196,7 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
           } else if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) {
             throw rejected(`zip entry ${JSON.stringify(name)} is a special file`);
           } else if (name === '' || type === S_IFDIR || /[\\/]$/.test(entry.fileNameRaw.toString('latin1'))) {
-            if (dest !== null) await fs.mkdir(path.join(dest, name), { recursive: true });
+            if (dest !== null) await makeFolder(dest, name);
             if (name !== '') contents.folders.push(name);
           } else {
             guard.expect(entry.uncompressedSize);
@@ -192,13 +234,19 @@ async function unpackTar(file: string, gzipped: boolean, dest: string | null, gu
       guard.expectEntries(1, 'the tar');
       const name = safeEntryPath(entry.path);
       if (entry.type === 'Directory') {
-        if (dest !== null) track(fs.mkdir(path.join(dest, name), { recursive: true }));
+        if (dest !== null) track(makeFolder(dest, name));
         if (name !== '') contents.folders.push(name);
         entry.resume();
       } else if (TAR_FILE_TYPES.has(entry.type) && name !== '') {
         contents.files.push(name);
-        // The gzip layer is guarded as it inflates, so entries need no guard of their own.
-        track(writeEntry(dest, name, Readable.from(entry)));
+        // The gzip layer is guarded as it inflates, so entries need no guard of their own. An entry
+        // that cannot be written is still read to its end: the parser waits for it before the next.
+        track(
+          writeEntry(dest, name, Readable.from(entry)).catch((err: unknown) => {
+            entry.resume();
+            throw err;
+          }),
+        );
       } else if (entry.type === 'SymbolicLink' && name !== '') {
         contents.links.push({ name, target: entry.linkpath ?? '' });
         entry.resume();
@@ -297,6 +345,7 @@ export class ArtifactUnpacker {
     if (dest !== null) await fs.mkdir(dest, { recursive: true });
     if (kind === 'zip') await unpackZip(file, dest, this.guard, contents);
     else await unpackTar(file, true, dest, this.guard, contents);
+    checkLayout(contents);
     checkLinks(contents.links, [...contents.files, ...contents.folders]);
     return contents;
   }
@@ -351,6 +400,7 @@ export class ArtifactUnpacker {
       }
       files.push(name);
     }
+    checkLayout(contents);
     checkLinks(contents.links, [...contents.files, ...contents.folders]);
     return files;
   }
