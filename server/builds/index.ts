@@ -52,7 +52,7 @@ export function createBuilds(deps: {
     processor: createProcessor({ scanners, nodeRuntimes: config.nodeRuntimes }),
     authority: { serverUrl: config.publicBaseUrl, publicKeys: deps.keyring.jwks },
   });
-  const uploads = createUploadSessions({ db, storage, clock, log, builds: service, maxArtifactBytes: config.maxArtifactBytes });
+  const uploads = createUploadSessions({ db, storage, clock, log, builds: service, quotas: deps.quotas, maxArtifactBytes: config.maxArtifactBytes });
   const routes = [...buildRoutes(service, { storage, maxArtifactBytes: config.maxArtifactBytes }), ...uploadSessionRoutes(uploads)];
   return { service, storage, job, links, uploads, routes };
 }

@@ -184,11 +184,12 @@ export function buildRoutes(builds: BuildsService, deps: { storage: BlobStorage;
         'is set aside, else 422 PACKAGE_REJECTED, so it stays as protected as it says and is not protected again (that would break ' +
         'the signature); then the scan of an upload (422 PACKAGE_REJECTED). It then becomes what customers download, with its own ' +
         '`sha256` and `protected_size_bytes`; status, `protection_level` and `package_format` stay, and `signed_package_at` is set, ' +
-        'which a push of a Windows or macOS build requires (409 reason build_not_signed before).',
+        'which a push of a Windows or macOS build requires (409 reason build_not_signed before). A package larger than the one it replaces ' +
+        "takes the difference from the plan's storage: 403 STORAGE_QUOTA_EXCEEDED past it.",
       params: s.BuildParams,
       body: s.SignedPackageBody,
       response: s.Build,
-      errors: [404, 409, 413, 415, 422],
+      errors: [403, 404, 409, 413, 415, 422],
       multipart: upload('package', 'The signed package', packages),
       precheck: ({ actor, params }) => builds.assertReplaceable(actor.developerId, params.app_id, params.build_id),
       handler: async ({ actor, params, body }) => buildView(await builds.replacePackage(actor.developerId, params.app_id, params.build_id, body.package)),

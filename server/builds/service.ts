@@ -193,13 +193,14 @@ export function createBuildsService(deps: BuildsServiceDeps) {
         if (build.status !== 'READY') throw notReady(build, 'take a signed package');
         const name = safeFileName(file.filename, 'package');
         const { size, sha256 } = await assertAcceptable(build, key, name);
-        replaced = await store.replacePackage(developerId, appId, buildId, {
-          package_key: key,
-          package_name: name,
-          protected_size_bytes: size,
-          sha256,
-          signed_package_at: clock.now(),
-        });
+        replaced = await store.replacePackage(
+          developerId,
+          appId,
+          buildId,
+          { package_key: key, package_name: name, protected_size_bytes: size, sha256, signed_package_at: clock.now() },
+          // The replaced package goes: only growth takes more of the plan's storage.
+          (trx, before) => deps.quotas.assertStorage(trx, developerId, Math.max(0, size - (before.protected_size_bytes ?? 0)), clock.now()),
+        );
         if (!replaced) throw notReady(await get(developerId, appId, buildId), 'take a signed package');
       } catch (err) {
         await storage.remove(key);

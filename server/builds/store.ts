@@ -124,10 +124,13 @@ export function createBuildsStore(db: Db) {
       appId: string,
       id: string,
       fields: Pick<BuildRow, 'package_key' | 'package_name' | 'protected_size_bytes' | 'sha256' | 'signed_package_at'>,
+      /** Runs on the locked row before it changes (the storage quota): throwing leaves it as it was. */
+      beforeChange: (trx: Knex.Transaction, before: BuildRow) => Promise<void>,
     ) =>
       db.transaction(async (trx) => {
         const before = await scoped(trx, developerId, appId).where({ id, status: 'READY' }).forUpdate().first();
         if (!before) return undefined;
+        await beforeChange(trx, before);
         const [after] = await trx<BuildRow>('builds').where({ id }).update(fields).returning('*');
         return { before, after: after! };
       }),

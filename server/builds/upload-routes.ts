@@ -63,12 +63,13 @@ export function uploadSessionRoutes(uploads: UploadSessions): RouteDef[] {
       summary: 'Start a resumable upload of an artifact: its name, size, SHA-256 and the build fields',
       description:
         'Then send the file in chunks with PUT .../uploads/{upload_id}?offset=n (any chunk size, in order), and complete it. ' +
-        "The session belongs to the caller's account and this app, and expires a day after it started (with its chunks). 413 past the configured maximum size.",
+        "The session belongs to the caller's account and this app, and expires a day after it started (with its chunks). 413 past the configured maximum size. " +
+        "Its declared size counts against the plan's storage until it is completed, deleted or expired: 403 STORAGE_QUOTA_EXCEEDED when it would take the account's storage past the plan's.",
       params: AppIdParams,
       body: CreateUploadBody,
       response: UploadSession,
       status: 201,
-      errors: [400, 404, 413],
+      errors: [400, 403, 404, 413],
       handler: async ({ actor, params, body }) => view(await uploads.create(actor.developerId, params.app_id, body)),
     }),
     defineRoute({

@@ -5,6 +5,7 @@ import { newId, randomHex } from '../crypto/secrets.js';
 import type { Db } from '../db/knex.js';
 import { bodyCutOff } from '../http/body.js';
 import { RequestError, assertThat } from '../errors.js';
+import type { TenantQuotaService } from '../quotas/index.js';
 import { BlobNotFoundError, type BlobStorage, type StagedBlob } from '../storage/blob-storage.js';
 import { digestingStream } from '../storage/digest.js';
 import { buildFiles } from './files.js';
@@ -73,7 +74,15 @@ function capped(max: number): Transform {
  * Sessions belong to the developer and app that created them; unfinished ones expire after a day.
  * Only the BlobStorage operations are used (stage, commit, read, removeAll), so an object store works too.
  */
-export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock: Clock; log: Logger; builds: BuildsService; maxArtifactBytes: number }) {
+export function createUploadSessions(deps: {
+  db: Db;
+  storage: BlobStorage;
+  clock: Clock;
+  log: Logger;
+  builds: BuildsService;
+  quotas: Pick<TenantQuotaService, 'assertStorage'>;
+  maxArtifactBytes: number;
+}) {
   const { db, storage, clock, log, builds } = deps;
   const table = () => db<Record<string, unknown>>('upload_sessions');
 
@@ -127,22 +136,26 @@ export function createUploadSessions(deps: { db: Db; storage: BlobStorage; clock
       }
       await sweepExpired();
       const now = clock.now();
-      const [row] = await table()
-        .insert({
-          id: newId('upl'),
-          developer_id: developerId,
-          app_id: appId,
-          filename: input.filename,
-          platform: input.platform,
-          python_version: input.python_version ?? null,
-          version: input.version ?? null,
-          entry: input.entry ?? null,
-          size_bytes: input.size_bytes,
-          sha256: input.sha256.toLowerCase(),
-          created_at: now,
-          expires_at: new Date(now.getTime() + UPLOAD_SESSION_TTL_MS),
-        })
-        .returning('*');
+      // Its chunks take space before a build exists: the declared size counts against the storage quota from now on.
+      const [row] = await db.transaction(async (trx) => {
+        await deps.quotas.assertStorage(trx, developerId, input.size_bytes, now);
+        return trx('upload_sessions')
+          .insert({
+            id: newId('upl'),
+            developer_id: developerId,
+            app_id: appId,
+            filename: input.filename,
+            platform: input.platform,
+            python_version: input.python_version ?? null,
+            version: input.version ?? null,
+            entry: input.entry ?? null,
+            size_bytes: input.size_bytes,
+            sha256: input.sha256.toLowerCase(),
+            created_at: now,
+            expires_at: new Date(now.getTime() + UPLOAD_SESSION_TTL_MS),
+          })
+          .returning('*');
+      });
       return fromDb(row!);
     },
 

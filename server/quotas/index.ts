@@ -39,22 +39,27 @@ export function createTenantQuotas(deps: { db: Db; limits: TenantQuotas }) {
     },
 
     /**
-     * Refuses a build upload of `addedBytes` that would take the tenant's stored builds (artifacts
-     * and protected packages) past its plan's bytes. In `trx` (the upload's), under a lock per
-     * tenant, so two concurrent uploads are counted one after the other.
+     * Refuses `addedBytes` more (a build upload, an upload session's declared size, a signed
+     * package larger than the one it replaces) that would take the tenant's storage past its plan's
+     * bytes. Counted: stored builds (artifacts and protected packages) and the declared sizes of
+     * upload sessions still open, whose chunks take space before any build exists. In `trx`, under
+     * a lock per tenant, so two concurrent requests are counted one after the other.
      */
     async assertStorage(trx: Knex.Transaction, developerId: string, addedBytes: number, now: Date): Promise<void> {
       await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`tenant_storage:${developerId}`]);
       const plan = await planNow(trx, developerId, now);
-      const { used } = (await trx('builds')
-        .where({ developer_id: developerId })
-        .first(trx.raw('coalesce(sum(artifact_size_bytes + coalesce(protected_size_bytes, 0)), 0)::bigint AS used'))) as { used: string };
+      const { rows } = await trx.raw<{ rows: { used: number }[] }>(
+        `SELECT (SELECT coalesce(sum(artifact_size_bytes + coalesce(protected_size_bytes, 0)), 0) FROM builds WHERE developer_id = :developerId)
+              + (SELECT coalesce(sum(size_bytes), 0) FROM upload_sessions WHERE developer_id = :developerId AND expires_at > :now) AS used`,
+        { developerId, now },
+      );
+      const used = Number(rows[0]!.used);
       const limit = limits.storageBytes[plan];
-      if (Number(used) + addedBytes > limit) {
+      if (used + addedBytes > limit) {
         throw new RequestError(
           'STORAGE_QUOTA_EXCEEDED',
-          `Stored builds would take ${Number(used) + addedBytes} bytes, past the ${plan} plan's ${limit} bytes ` +
-            `(${used} stored now, ${addedBytes} in this upload); delete old builds${plan === 'free' ? ' or upgrade to Pro' : ''}`,
+          `Stored builds would take ${used + addedBytes} bytes, past the ${plan} plan's ${limit} bytes ` +
+            `(${used} stored now or held by open upload sessions, ${addedBytes} more in this request); delete old builds or unfinished uploads${plan === 'free' ? ', or upgrade to Pro' : ''}`,
         );
       }
     },

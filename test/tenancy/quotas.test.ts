@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { owner, settled, upload, uploadBuild } from '../builds/support.js';
+import { peFile } from '../support/executables.js';
+import { otherApp, readyBuild } from '../updates/support.js';
 import { tenant, type Tenant } from '../licensing/world.js';
 import { createBatch } from '../redemption/support.js';
 import { expectError } from '../support/assertions.js';
@@ -127,5 +130,53 @@ describe('storage bytes per plan', () => {
     const po = { server, call: pro.call, dev: pro.dev, app: pro.app };
     await uploadBuild(po, artifact('pro one'));
     await uploadBuild(po, artifact('pro two'));
+  });
+
+  it('counts an open upload session at its declared size, so chunks never completed cannot take space past the plan; completing it counts the build once', async () => {
+    const o = await owner(server);
+    const bytes = Buffer.from('session:'.padEnd(2000, 'y'));
+    const startSession = (size = bytes.length) =>
+      o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
+        token: o.dev.accessToken,
+        body: { filename: 'big.bin', size_bytes: size, sha256: createHash('sha256').update(bytes).digest('hex'), platform: 'cross_platform' },
+      });
+    const held = await startSession();
+    expect(held.status).toBe(201);
+    // 2000 of the free plan's 3000 bytes are held: neither a second session nor an upload fits beside it.
+    expectError(await startSession(), 403, 'STORAGE_QUOTA_EXCEEDED');
+    expectError(await upload(o, { file: { data: 'x'.repeat(1500), name: 'tool.bin' }, fields: { platform: 'cross_platform' } }), 403, 'STORAGE_QUOTA_EXCEEDED');
+    expect(await rowsOf('upload_sessions', { developer_id: o.dev.id })).toBe(1);
+
+    // Deleting the session gives its bytes back.
+    expect((await o.call('DELETE', `/v1/apps/${o.app.id}/uploads/${held.body.id}`, { token: o.dev.accessToken })).status).toBe(204);
+    const session = await startSession();
+    expect(session.status).toBe(201);
+    const put = await fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${session.body.id}?offset=0`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(bytes),
+    });
+    expect(put.status).toBe(200);
+    // The build replaces the session's hold rather than adding to it.
+    const completed = await o.call('POST', `/v1/apps/${o.app.id}/uploads/${session.body.id}/complete`, { token: o.dev.accessToken });
+    expect(completed.status, JSON.stringify(completed.body)).toBe(201);
+    expect(await rowsOf('builds', { developer_id: o.dev.id })).toBe(1);
+  });
+
+  it('counts a signed package by what it adds over the package it replaces', async () => {
+    const o = await owner(server);
+    const windows = await otherApp(o, { platforms: ['win-x64'], protection_level: 'none' });
+    const build = await readyBuild(windows, { platform: 'win-x64' });
+    const replace = (program: string) =>
+      upload(windows, {
+        method: 'PUT',
+        path: `/v1/apps/${windows.app.id}/builds/${build.id}/signed-package`,
+        file: { data: new Uint8Array(peFile({ program, signature: 'pkcs7' })), name: 'signed.exe' },
+        fileField: 'package',
+      });
+    const refused = await replace('x'.repeat(3500));
+    expectError(refused, 403, 'STORAGE_QUOTA_EXCEEDED');
+    expect((await windows.call('GET', `/v1/apps/${windows.app.id}/builds/${build.id}`, { token: windows.dev.accessToken })).body.signed_package_at).toBeNull();
+    expect((await replace('a small program')).status).toBe(200);
   });
 });
