@@ -198,8 +198,12 @@ export function createBuildsService(deps: BuildsServiceDeps) {
           appId,
           buildId,
           { package_key: key, package_name: name, protected_size_bytes: size, sha256, signed_package_at: clock.now() },
-          // The replaced package goes: only growth takes more of the plan's storage.
-          (trx, before) => deps.quotas.assertStorage(trx, developerId, Math.max(0, size - (before.protected_size_bytes ?? 0)), clock.now()),
+          // The replaced package goes: only growth takes more of the plan's storage (an account over
+          // its plan after a downgrade may still sign a package no larger than the one it replaces).
+          async (trx, before) => {
+            const growth = size - (before.protected_size_bytes ?? 0);
+            if (growth > 0) await deps.quotas.assertStorage(trx, developerId, growth, clock.now());
+          },
         );
         if (!replaced) throw notReady(await get(developerId, appId, buildId), 'take a signed package');
       } catch (err) {

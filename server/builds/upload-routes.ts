@@ -113,11 +113,12 @@ export function uploadSessionRoutes(uploads: UploadSessions): RouteDef[] {
         'The build is made as POST .../builds makes it. 409 UPLOAD_INCOMPLETE (with `Upload-Offset`) while bytes are missing; 422 UPLOAD_CHECKSUM_MISMATCH ' +
         'when the bytes received do not hash to the declared SHA-256 (the session ends: start again). The session ends exactly when its build is made: ' +
         'after any other failure (a refused build, a lost connection, a server restart) it is still there to complete again, and of two completes at once ' +
-        'one makes the build and the other gets 404 UPLOAD_NOT_FOUND.',
+        "one makes the build and the other gets 404 UPLOAD_NOT_FOUND. The build takes the session's place in the storage quota; 403 STORAGE_QUOTA_EXCEEDED " +
+        'only when the account is over its plan anyway (a downgrade since the session started).',
       params: UploadParams,
       response: s.Build,
       status: 201,
-      errors: [404, 409, 422],
+      errors: [403, 404, 409, 422],
       handler: async ({ actor, params }) => buildView(await uploads.complete(actor.developerId, params.app_id, params.upload_id)),
     }),
     defineRoute({

@@ -122,9 +122,26 @@ describe('the built-in scanners', () => {
         ]),
       'app.tar.gz',
       'REJECTED',
-      'archive entry "a/b"',
+      'archive entry "a/b" is inside "a", which the archive also holds as a file',
     ],
-    ['a zip holding a file and an entry inside it', () => zipOf({ a: 'x', 'a/b': 'y' }), 'app.zip', 'REJECTED', 'archive entry "a/b"'],
+    [
+      'a tar.gz holding an entry inside a folder and then a file of that name',
+      async () =>
+        tarGzOf([
+          ['a/b', 'y'],
+          ['a', 'x'],
+        ]),
+      'app.tar.gz',
+      'REJECTED',
+      'archive entry "a" is a file, and a folder of other entries',
+    ],
+    [
+      'a zip holding a file and an entry inside it',
+      () => zipOf({ a: 'x', 'a/b': 'y' }),
+      'app.zip',
+      'REJECTED',
+      'archive entry "a/b" is inside "a", which the archive also holds as a file',
+    ],
     ['a zip that says it spans several disks', async () => multiDiskZip(), 'app.zip', 'REJECTED', 'the zip cannot be read'],
     [
       'a damaged zip inside a zip',

@@ -115,17 +115,38 @@ async function writeEntry(dest: string | null, relative: string, content: Readab
   }
 }
 
-/** A file that another entry is inside of (`a`, then `a/b`, or a folder `a/`): no filesystem holds both. */
-function checkLayout(contents: Contents): void {
-  const files = new Set(contents.files);
-  for (const entry of [...contents.files, ...contents.folders, ...contents.links.map((link) => link.name)]) {
-    const parents = entry.split('/').slice(0, -1);
-    for (let depth = 1; depth <= parents.length; depth++) {
-      const parent = parents.slice(0, depth).join('/');
-      if (files.has(parent)) throw rejected(`archive entry ${JSON.stringify(entry)} is inside ${JSON.stringify(parent)}, which the archive also holds as a file`);
+/**
+ * Entries as the archive lists them, refused the moment one clashes with another: a file that
+ * another entry is inside of (`a`, then `a/b`, in either order), or a name that is a file and a
+ * folder. No filesystem holds both; refused while reading, before anything is written, and the
+ * same whether listing or unpacking, whatever order the writes finish in.
+ */
+class LayoutGuard {
+  /** Files: names that cannot have anything inside them (entries under a link are checkLinks' to refuse). */
+  private readonly leaves = new Set<string>();
+  /** Folders, listed or implied by an entry inside them. */
+  private readonly folders = new Set<string>();
+
+  leaf(name: string): void {
+    if (this.folders.has(name)) throw rejected(`archive entry ${JSON.stringify(name)} is a file, and a folder of other entries`);
+    this.parents(name);
+    this.leaves.add(name);
+  }
+
+  folder(name: string): void {
+    if (this.leaves.has(name)) throw rejected(`archive entry ${JSON.stringify(name)} is a folder, and a file of the archive`);
+    this.parents(name);
+    this.folders.add(name);
+  }
+
+  private parents(name: string): void {
+    const parts = name.split('/');
+    for (let depth = 1; depth < parts.length; depth++) {
+      const parent = parts.slice(0, depth).join('/');
+      if (this.leaves.has(parent)) throw rejected(`archive entry ${JSON.stringify(name)} is inside ${JSON.stringify(parent)}, which the archive also holds as a file`);
+      this.folders.add(parent);
     }
   }
-  for (const folder of contents.folders) if (files.has(folder)) throw rejected(`archive entry ${JSON.stringify(folder)} is both a file and a folder`);
 }
 
 const S_IFMT = 0o170000;
@@ -182,6 +203,7 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
     zip.close();
     throw err;
   }
+  const layout = new LayoutGuard();
   const openEntry = (entry: yauzl.Entry) => new Promise<Readable>((resolve, reject) => zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream))));
   try {
     await new Promise<void>((resolve, reject) => {
@@ -196,9 +218,11 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
           } else if (type !== 0 && type !== S_IFREG && type !== S_IFDIR) {
             throw rejected(`zip entry ${JSON.stringify(name)} is a special file`);
           } else if (name === '' || type === S_IFDIR || /[\\/]$/.test(entry.fileNameRaw.toString('latin1'))) {
+            if (name !== '') layout.folder(name);
             if (dest !== null) await makeFolder(dest, name);
             if (name !== '') contents.folders.push(name);
           } else {
+            layout.leaf(name);
             guard.expect(entry.uncompressedSize);
             await writeEntry(dest, name, await openEntry(entry), guard);
             contents.files.push(name);
@@ -218,6 +242,7 @@ const TAR_FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
 /** A tar, gzipped or not: the guard counts the bytes as they leave the gzip layer (or the file). */
 async function unpackTar(file: string, gzipped: boolean, dest: string | null, guard: ExpansionGuard, contents: Contents): Promise<void> {
   const parser = new Parser({ strict: true });
+  const layout = new LayoutGuard();
   const writes: Promise<void>[] = [];
   let failure: Error | undefined;
   // Kept, not thrown, until the stream is through: an entry's error must not go unhandled meanwhile.
@@ -234,10 +259,12 @@ async function unpackTar(file: string, gzipped: boolean, dest: string | null, gu
       guard.expectEntries(1, 'the tar');
       const name = safeEntryPath(entry.path);
       if (entry.type === 'Directory') {
+        if (name !== '') layout.folder(name);
         if (dest !== null) track(makeFolder(dest, name));
         if (name !== '') contents.folders.push(name);
         entry.resume();
       } else if (TAR_FILE_TYPES.has(entry.type) && name !== '') {
+        layout.leaf(name);
         contents.files.push(name);
         // The gzip layer is guarded as it inflates, so entries need no guard of their own. An entry
         // that cannot be written is still read to its end: the parser waits for it before the next.
@@ -345,7 +372,6 @@ export class ArtifactUnpacker {
     if (dest !== null) await fs.mkdir(dest, { recursive: true });
     if (kind === 'zip') await unpackZip(file, dest, this.guard, contents);
     else await unpackTar(file, true, dest, this.guard, contents);
-    checkLayout(contents);
     checkLinks(contents.links, [...contents.files, ...contents.folders]);
     return contents;
   }
@@ -400,7 +426,6 @@ export class ArtifactUnpacker {
       }
       files.push(name);
     }
-    checkLayout(contents);
     checkLinks(contents.links, [...contents.files, ...contents.folders]);
     return files;
   }

@@ -579,7 +579,7 @@ export interface paths {
     put?: never;
     /**
      * Finish a resumable upload: the chunks are joined, checked against the declared SHA-256, and become a build (201, QUEUED)
-     * @description The build is made as POST .../builds makes it. 409 UPLOAD_INCOMPLETE (with `Upload-Offset`) while bytes are missing; 422 UPLOAD_CHECKSUM_MISMATCH when the bytes received do not hash to the declared SHA-256 (the session ends: start again). The session ends exactly when its build is made: after any other failure (a refused build, a lost connection, a server restart) it is still there to complete again, and of two completes at once one makes the build and the other gets 404 UPLOAD_NOT_FOUND.
+     * @description The build is made as POST .../builds makes it. 409 UPLOAD_INCOMPLETE (with `Upload-Offset`) while bytes are missing; 422 UPLOAD_CHECKSUM_MISMATCH when the bytes received do not hash to the declared SHA-256 (the session ends: start again). The session ends exactly when its build is made: after any other failure (a refused build, a lost connection, a server restart) it is still there to complete again, and of two completes at once one makes the build and the other gets 404 UPLOAD_NOT_FOUND. The build takes the session's place in the storage quota; 403 STORAGE_QUOTA_EXCEEDED only when the account is over its plan anyway (a downgrade since the session started).
      */
     post: operations['completeUploadSession'];
     delete?: never;
