@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex.js';
+import { DIRECT_PAYMENT_SOURCE } from '../payments/fulfilment.js';
+import { COMMERCE_PLATFORM_SOURCE } from './rules.js';
 
 /** A customer's license with what the delivery page and the entitlement endpoint show of it. */
 export interface EntitledLicense {
@@ -58,12 +60,15 @@ export function createEntitlementStore(db: Db) {
 
     /**
      * The newest live license of an app bought with an address (case-insensitively), and whether it
-     * was sold within `recentMs` (by the database's clock, which stamped the sale).
+     * was sold within `recentMs` (by the database's clock, which stamped the sale). Licenses that
+     * have a secret of their own to be shown by are never found by an address: a processor
+     * checkout's (its session id) and a commerce platform store's (its delivery page's token).
      */
     latestLicenseForEmail: (q: Knex | Knex.Transaction, appId: string, email: string, recentMs: number) =>
       licenses(q)
         .where({ 'licenses.app_id': appId })
         .whereNot({ 'licenses.status': 'REVOKED' })
+        .whereNotIn('licenses.source', [DIRECT_PAYMENT_SOURCE, COMMERCE_PLATFORM_SOURCE])
         .whereRaw('lower(licenses.email) = lower(?)', [email])
         .orderBy('licenses.created_at', 'desc')
         .first<(EntitledLicense & { recent: boolean }) | undefined>([

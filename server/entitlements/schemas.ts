@@ -24,7 +24,11 @@ export const Shop = z
 
 const ProductKey = z.string().trim().min(1).max(200);
 const EventId = z.string().trim().min(1).max(255);
-const OccurredAt = z.iso.datetime({ offset: true }).transform((v) => new Date(v));
+/** Within what PostgreSQL's timestamptz stores (a year 0000, or past 9999 once the offset is applied, would be a 500). */
+const OccurredAt = z.iso
+  .datetime({ offset: true })
+  .transform((v) => new Date(v))
+  .pipe(z.date().min(new Date('1970-01-01T00:00:00Z'), 'must be 1970 or later').max(new Date('9999-12-31T23:59:59Z'), 'must be before the year 10000'));
 
 /**
  * Attribution never affects the decision: an empty string means absent, and a value of the wrong

@@ -132,6 +132,18 @@ describe('GET /download, invalid queries', () => {
     expectError(await call('GET', `/download?${query}`), 400, 'VALIDATION_FAILED');
   });
 
+  it("never shows a processor checkout's license by its buyer's address: only its session id shows it", async () => {
+    const s = await sale();
+    await s.fulfil();
+    const license = await db('licenses').where({ app_id: s.app.id }).first('license_key');
+    const byAddress = await fetch(`${server.url}/download?app_id=${s.app.id}&email=buyer%40example.com`);
+    expect(byAddress.status).toBe(200);
+    const page = await byAddress.text();
+    expect(page).toMatch(/being prepared/);
+    expect(page).not.toContain(license.license_key);
+    expect(await (await fetch(s.url)).text()).toContain(license.license_key);
+  });
+
   it('answers a 404 HTML page for an unknown app', async () => {
     const res = await call('GET', `/download?app_id=app_nope&session_id=${newSessionId()}`);
     expect(res.status).toBe(404);

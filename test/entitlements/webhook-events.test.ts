@@ -249,6 +249,9 @@ describe('POST {webhook_url}: the payload', () => {
     ['no shop', { shop: undefined }],
     ['no event_id', { event_id: undefined }],
     ['an occurred_at that is no timestamp', { occurred_at: 'yesterday' }],
+    // Well-formed, but outside what the database stores: a 400, never a 500 the broker retries for good.
+    ['an occurred_at in the year 0000', { occurred_at: '0000-01-01T00:00:00Z' }],
+    ['an occurred_at past the year 9999 once its offset is applied', { occurred_at: '9999-12-31T23:59:59-23:59' }],
     ['trial as a string', { trial: 'yes' }],
     ['a shop that is no domain', { shop: 'https://evil/<x>' }],
   ])('refuses %s with 400', async (_name, fields) => {
