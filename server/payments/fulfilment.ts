@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { feeDue, type FeeCollection } from '../billing/fee-rule.js';
+import { feeDue, LICENSE_FEE_CENTS, type FeeCollection } from '../billing/fee-rule.js';
 import type { FeeLedger } from '../billing/fees.js';
 import type { Clock } from '../clock.js';
 import type { DownloadLinks } from '../builds/download-link.js';
@@ -67,8 +67,9 @@ export function createFulfilment(deps: {
       deps.log.warn({ developer_id: developer.id, app_id: link.app_id, payment_link_id: link.id }, 'sale through an inactive payment link delivered no license');
       return null;
     }
-    // Route A sets the fixed application fee on one-time prices only (see sales-links.ts).
-    return session.mode === 'payment' ? 'application_fee' : 'usage_report';
+    // Route A sets the fixed application fee on one-time USD prices only (price-rules.ts takesFixedFee):
+    // what the link actually charges decides, so a link made before that rule reports its fee as usage.
+    return session.mode === 'payment' && session.applicationFeeAmount === LICENSE_FEE_CENTS ? 'application_fee' : 'usage_report';
   }
 
   /** What fulfilling the claimed event did; `settled` when the statement that sold the license settled the event too. */

@@ -5,6 +5,13 @@ export const MIN_SUBSCRIPTION_CENTS = 400;
 export const PRICE_CURRENCY = 'usd';
 
 /**
+ * Whether a Route A payment link takes the platform fee itself, as a fixed application fee: a
+ * one-time price in USD. The fee is a USD amount and the processor reads an application fee in the
+ * price's currency; a recurring fee would recur every period. Otherwise the fee is reported as usage.
+ */
+export const takesFixedFee = (price: Pick<ProcessorPrice, 'type' | 'currency'>): boolean => price.type === 'one_time' && price.currency === PRICE_CURRENCY;
+
+/**
  * Why docs/contract.md's price rules refuse a Price, or null when it may back an app. One-time prices need
  * only be active and flat; subscriptions must also be licensed (not metered), in USD, and at least
  * MIN_SUBSCRIPTION_CENTS per period.

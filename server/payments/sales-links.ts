@@ -5,6 +5,7 @@ import { sessionHash } from './fulfilment.js';
 import type { LinksStore, PaymentLinkRow, SalesSetup } from './links-store.js';
 import { askProcessor, requireProcessor } from './service.js';
 import type { PaymentProcessor, ProcessorPrice } from './processor.js';
+import { takesFixedFee } from './price-rules.js';
 
 /** Stripe's shortest checkout session lifetime: Route B's links live no longer. */
 export const PURCHASE_SESSION_MINUTES = 30;
@@ -67,9 +68,8 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
           processor.createPaymentLink(setup.payment_account_id, {
             priceId: setup.price_id,
             appId,
-            // One-time: the processor takes exactly the fee from the sale. Recurring: an application
-            // fee would recur every period, so the fee is reported as usage once instead.
-            applicationFeeCents: price.type === 'one_time' ? LICENSE_FEE_CENTS : null,
+            // The processor takes exactly the fee from the sale, or it is reported as usage once (price-rules.ts).
+            applicationFeeCents: takesFixedFee(price) ? LICENSE_FEE_CENTS : null,
             redirectUrl: downloadRedirectUrl(deps.publicBaseUrl, appId),
           }),
         );

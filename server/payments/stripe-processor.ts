@@ -123,6 +123,7 @@ export function createStripeProcessor(settings: StripeSettings, stripe: Stripe =
         metadata: session.metadata ?? {},
         paymentLinkId: idOf(session.payment_link),
         applicationFeePercent: link?.application_fee_percent ?? null,
+        applicationFeeAmount: link?.application_fee_amount ?? null,
         subscription: subscription && periodEnds.length > 0 ? { id: subscription.id, currentPeriodEnd: new Date(Math.max(...periodEnds) * 1000) } : null,
       };
     },

@@ -11,8 +11,8 @@ const { stripe, server, call } = await startServerWithStripe({ PUBLIC_BASE_URL: 
 const db = server.database.db;
 const { deliver, seller, checkoutCompleted } = checkoutHelpers(call, stripe, server.adminToken);
 
-/** A seller (Pro) whose Price, when `type` is given, is of that kind. */
-async function proSeller(price: { type?: 'one_time' | 'recurring' } = {}) {
+/** A seller (Pro) whose Price, when `type` is given, is of that kind (and currency). */
+async function proSeller(price: { type?: 'one_time' | 'recurring'; currency?: string } = {}) {
   const s = await seller();
   if (price.type) stripe.addPrice(s.account, { id: s.priceId, ...price });
   return s;
@@ -53,6 +53,16 @@ describe('Route A: the app payment link', () => {
     const res = await generate(s);
     expect(res.status).toBe(201);
     expect(stripe.paymentLinks.get(res.body.id)!.params.application_fee_amount).toBeUndefined();
+  });
+
+  it('sets no application fee on a one-time Price in another currency (Stripe would read 400 as yen), and reports the fee as usage', async () => {
+    const s = await proSeller({ type: 'one_time', currency: 'jpy' });
+    const res = await generate(s);
+    expect(res.status).toBe(201);
+    expect(stripe.paymentLinks.get(res.body.id)!.params.application_fee_amount).toBeUndefined();
+    expect(await saleThrough(s, res.body.id)).toBe('fulfilled');
+    const license = await db('licenses').where({ app_id: s.app.id }).first('id');
+    expect(await db('license_fees').where({ license_id: license.id }).first()).toMatchObject({ collected_by: 'usage_report' });
   });
 
   it('regenerating deactivates the old link at Stripe, and its sales no longer mint', async () => {

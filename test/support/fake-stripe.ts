@@ -132,7 +132,15 @@ export async function startFakeStripe() {
       customer_email: null,
       metadata: s.metadata ?? {},
       customer_details: { email: s.email === undefined ? 'buyer@example.com' : s.email },
-      payment_link: s.payment_link ? { id: s.payment_link.id, object: 'payment_link', application_fee_percent: s.payment_link.application_fee_percent } : null,
+      payment_link: s.payment_link
+        ? {
+            id: s.payment_link.id,
+            object: 'payment_link',
+            application_fee_percent: s.payment_link.application_fee_percent,
+            // A link this fake created (Route A) carries the fixed fee it was created with.
+            application_fee_amount: paymentLinkFee(s.payment_link.id),
+          }
+        : null,
       line_items: {
         object: 'list',
         has_more: false,
@@ -149,6 +157,11 @@ export async function startFakeStripe() {
           }
         : null,
     };
+  }
+
+  function paymentLinkFee(id: string): number | null {
+    const fee = paymentLinks.get(id)?.params.application_fee_amount;
+    return fee === undefined ? null : Number(fee);
   }
 
   function paymentLinkObject(link: FakePaymentLink) {
