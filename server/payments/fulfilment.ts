@@ -10,6 +10,7 @@ import { createSoldLicenses, deliveryEmailRequest, linkOffers } from '../deliver
 import { deliveryEmail, type EmailOutbox } from '../email/outbox.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { LinksStore } from './links-store.js';
+import { PRICE_CURRENCY } from './price-rules.js';
 import type { ProcessorCheckoutSession } from './processor.js';
 import type { PaymentsStore, SaleContext } from './store.js';
 import { subscriptionLicenseExpiry } from './subscription-licenses.js';
@@ -67,9 +68,11 @@ export function createFulfilment(deps: {
       deps.log.warn({ developer_id: developer.id, app_id: link.app_id, payment_link_id: link.id }, 'sale through an inactive payment link delivered no license');
       return null;
     }
-    // Route A sets the fixed application fee on one-time USD prices only (price-rules.ts takesFixedFee):
-    // what the link actually charges decides, so a link made before that rule reports its fee as usage.
-    return session.mode === 'payment' && session.applicationFeeAmount === LICENSE_FEE_CENTS ? 'application_fee' : 'usage_report';
+    // Route A sets the fixed application fee on one-time USD prices only (price-rules.ts takesFixedFee).
+    // What the sale actually paid decides: a link made before that rule on another currency's price
+    // took 400 of that currency, which is not the fee, so its fee is reported as usage.
+    const tookTheFee = session.mode === 'payment' && session.applicationFeeAmount === LICENSE_FEE_CENTS && session.currency === PRICE_CURRENCY;
+    return tookTheFee ? 'application_fee' : 'usage_report';
   }
 
   /** What fulfilling the claimed event did; `settled` when the statement that sold the license settled the event too. */

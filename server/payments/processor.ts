@@ -37,8 +37,10 @@ export interface ProcessorCheckoutSession {
   paymentLinkId: string | null;
   /** The percentage fee set on that payment link: the processor took the platform fee itself. */
   applicationFeePercent: number | null;
-  /** The fixed fee set on that payment link (Route A's), in the price's currency; null when none. */
+  /** The fixed fee set on that payment link (Route A's), in the session's currency; null when none. */
   applicationFeeAmount: number | null;
+  /** The three-letter currency the buyer paid in, lowercase (`usd`). */
+  currency: string | null;
   /** The subscription a `subscription` session started, with the end of its paid period; else null. */
   subscription: { id: string; currentPeriodEnd: Date } | null;
 }

@@ -20,10 +20,16 @@ async function proSeller(price: { type?: 'one_time' | 'recurring'; currency?: st
 
 const generate = (s: Awaited<ReturnType<typeof seller>>) => call('POST', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken });
 
-/** A paid session through `linkId`, as Stripe reports it, delivered; answers the webhook outcome. */
-async function saleThrough(s: Awaited<ReturnType<typeof seller>>, linkId: string) {
+/** A paid session through `linkId` (in `currency`, default USD), as Stripe reports it, delivered; answers the webhook outcome. */
+async function saleThrough(s: Awaited<ReturnType<typeof seller>>, linkId: string, currency?: string) {
   const sessionId = newSessionId();
-  stripe.addSession(s.account, { id: sessionId, price_id: s.priceId, metadata: { service_app_id: s.app.id }, payment_link: { id: linkId, application_fee_percent: null } });
+  stripe.addSession(s.account, {
+    id: sessionId,
+    price_id: s.priceId,
+    metadata: { service_app_id: s.app.id },
+    payment_link: { id: linkId, application_fee_percent: null },
+    ...(currency ? { currency } : {}),
+  });
   const res = await deliver(checkoutCompleted(s.account, sessionId));
   expect(res.status).toBe(200);
   return res.body.outcome as string;
@@ -61,6 +67,16 @@ describe('Route A: the app payment link', () => {
     expect(res.status).toBe(201);
     expect(stripe.paymentLinks.get(res.body.id)!.params.application_fee_amount).toBeUndefined();
     expect(await saleThrough(s, res.body.id)).toBe('fulfilled');
+    const license = await db('licenses').where({ app_id: s.app.id }).first('id');
+    expect(await db('license_fees').where({ license_id: license.id }).first()).toMatchObject({ collected_by: 'usage_report' });
+  });
+
+  it('counts a sale through a link carrying the 400 fee in another currency (made before that was refused) as not fee-collected', async () => {
+    const s = await proSeller();
+    const link = (await generate(s)).body;
+    expect(stripe.paymentLinks.get(link.id)!.params.application_fee_amount).toBe('400');
+    // The price was in yen when the link was made: Stripe took 400 yen.
+    expect(await saleThrough(s, link.id, 'jpy')).toBe('fulfilled');
     const license = await db('licenses').where({ app_id: s.app.id }).first('id');
     expect(await db('license_fees').where({ license_id: license.id }).first()).toMatchObject({ collected_by: 'usage_report' });
   });

@@ -217,6 +217,10 @@ describe("POST {webhook_url}: every outcome of docs/contract.md's table", () => 
     expect(emails[0].text_body).toContain(license.license_key);
     expect(license.email).toBe('buyer@shop.example');
     expect(row.subscription_name).toBe('Pro monthly');
+    // The store's license is shown by its delivery page's token, never by the address (the storefront lookup).
+    const byAddress = await (await fetch(`${server.url}/download?app_id=${m.app.id}&email=buyer%40shop.example`)).text();
+    expect(byAddress).toMatch(/being prepared/);
+    expect(byAddress).not.toContain(license.license_key);
   });
 });
 

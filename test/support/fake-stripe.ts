@@ -25,6 +25,8 @@ export interface FakeSession {
   email?: string | null;
   metadata?: Record<string, string>;
   payment_link?: { id: string; application_fee_percent: number | null } | null;
+  /** The session's currency (its price's); default `usd`. */
+  currency?: string;
   livemode?: boolean;
   /** The subscription a `subscription` session started; its period end is in Unix seconds. */
   subscription?: { id: string; current_period_end: number };
@@ -127,6 +129,7 @@ export async function startFakeStripe() {
       object: 'checkout.session',
       livemode: s.livemode ?? true,
       mode: s.mode ?? 'payment',
+      currency: s.currency ?? 'usd',
       status: 'complete',
       payment_status: s.payment_status ?? 'paid',
       customer_email: null,
