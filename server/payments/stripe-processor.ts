@@ -124,7 +124,9 @@ export function createStripeProcessor(settings: StripeSettings, stripe: Stripe =
         paymentLinkId: idOf(session.payment_link),
         applicationFeePercent: link?.application_fee_percent ?? null,
         applicationFeeAmount: link?.application_fee_amount ?? null,
+        paymentLinkApplication: idOf(link?.application ?? null),
         currency: session.currency ?? null,
+        amountTotal: session.amount_total ?? null,
         subscription: subscription && periodEnds.length > 0 ? { id: subscription.id, currentPeriodEnd: new Date(Math.max(...periodEnds) * 1000) } : null,
       };
     },

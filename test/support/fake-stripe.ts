@@ -24,9 +24,12 @@ export interface FakeSession {
   mode?: 'payment' | 'subscription';
   email?: string | null;
   metadata?: Record<string, string>;
-  payment_link?: { id: string; application_fee_percent: number | null } | null;
+  /** `application`: the Connect application that made a link this fake did not (Route C); null, the account itself. */
+  payment_link?: { id: string; application_fee_percent: number | null; application?: string | null } | null;
   /** The session's currency (its price's); default `usd`. */
   currency?: string;
+  /** What the buyer paid, in cents; default 1900. */
+  amount_total?: number;
   livemode?: boolean;
   /** The subscription a `subscription` session started; its period end is in Unix seconds. */
   subscription?: { id: string; current_period_end: number };
@@ -130,6 +133,7 @@ export async function startFakeStripe() {
       livemode: s.livemode ?? true,
       mode: s.mode ?? 'payment',
       currency: s.currency ?? 'usd',
+      amount_total: s.amount_total ?? 1900,
       status: 'complete',
       payment_status: s.payment_status ?? 'paid',
       customer_email: null,
@@ -140,7 +144,8 @@ export async function startFakeStripe() {
             id: s.payment_link.id,
             object: 'payment_link',
             application_fee_percent: s.payment_link.application_fee_percent,
-            // A link this fake created (Route A) carries the fixed fee it was created with.
+            // A link this fake created (Route A) is the platform's, with the fixed fee it was created with.
+            application: paymentLinks.has(s.payment_link.id) ? FAKE_CONNECT_CLIENT_ID : (s.payment_link.application ?? null),
             application_fee_amount: paymentLinkFee(s.payment_link.id),
           }
         : null,
@@ -176,6 +181,7 @@ export async function startFakeStripe() {
       livemode: false,
       url: link.url,
       metadata: nested(link.params, 'metadata'),
+      application: FAKE_CONNECT_CLIENT_ID,
       application_fee_amount: fee === undefined ? null : Number(fee),
       application_fee_percent: null,
       after_completion: { type: 'redirect', redirect: { url: link.params['after_completion[redirect][url]'] } },
