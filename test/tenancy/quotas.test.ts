@@ -4,6 +4,7 @@ import { owner, settled, upload, uploadBuild } from '../builds/support.js';
 import { peFile } from '../support/executables.js';
 import { otherApp, readyBuild } from '../updates/support.js';
 import { tenant, type Tenant } from '../licensing/world.js';
+import { setPlan } from '../support/fixtures.js';
 import { createBatch } from '../redemption/support.js';
 import { expectError } from '../support/assertions.js';
 import type { ApiResponse } from '../support/http.js';
@@ -178,5 +179,46 @@ describe('storage bytes per plan', () => {
     expectError(refused, 403, 'STORAGE_QUOTA_EXCEEDED');
     expect((await windows.call('GET', `/v1/apps/${windows.app.id}/builds/${build.id}`, { token: windows.dev.accessToken })).body.signed_package_at).toBeNull();
     expect((await replace('a small program')).status).toBe(200);
+  });
+
+  it('after a downgrade leaves an account over its plan, a signed package no larger than the one it replaces is taken; a larger one is not', async () => {
+    const pro = await tenant(server);
+    const windows = await otherApp({ server, call: pro.call, dev: pro.dev, app: pro.app }, { platforms: ['win-x64'], protection_level: 'none' });
+    const build = await readyBuild(windows, { platform: 'win-x64' });
+    const replace = (program: string) =>
+      upload(windows, {
+        method: 'PUT',
+        path: `/v1/apps/${windows.app.id}/builds/${build.id}/signed-package`,
+        file: { data: new Uint8Array(peFile({ program, signature: 'pkcs7' })), name: 'signed.exe' },
+        fileField: 'package',
+      });
+    expect((await replace('a'.repeat(3500))).status).toBe(200);
+    await setPlan(pro.call, server.adminToken, pro.dev.id, 'free');
+    // Over the free plan's 3000 bytes now: re-signing in place adds nothing, so it is not refused.
+    expect((await replace('b'.repeat(3500))).status).toBe(200);
+    expectError(await replace('c'.repeat(3600)), 403, 'STORAGE_QUOTA_EXCEEDED');
+  });
+
+  it('completing an upload session is 403 STORAGE_QUOTA_EXCEEDED when a downgrade since it started leaves no room, and the session stays to complete later', async () => {
+    const pro = await tenant(server);
+    const o = { server, call: pro.call, dev: pro.dev, app: pro.app };
+    const bytes = Buffer.from('downgraded:'.padEnd(5000, 'z'));
+    const session = await o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
+      token: o.dev.accessToken,
+      body: { filename: 'big.bin', size_bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), platform: 'cross_platform' },
+    });
+    expect(session.status).toBe(201);
+    const put = await fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${session.body.id}?offset=0`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(bytes),
+    });
+    expect(put.status).toBe(200);
+    await setPlan(o.call, server.adminToken, o.dev.id, 'free');
+    const complete = () => o.call('POST', `/v1/apps/${o.app.id}/uploads/${session.body.id}/complete`, { token: o.dev.accessToken });
+    expectError(await complete(), 403, 'STORAGE_QUOTA_EXCEEDED');
+    expect(await rowsOf('builds', { developer_id: o.dev.id })).toBe(0);
+    await setPlan(o.call, server.adminToken, o.dev.id, 'pro');
+    expect((await complete()).status).toBe(201);
   });
 });
