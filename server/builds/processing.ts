@@ -67,7 +67,7 @@ export interface Inspection {
 export async function inspectArtifact(scanners: Scanner[], artifact: string, artifactName: string, workDir: string, signal: AbortSignal): Promise<Inspection> {
   const unpackedDir = path.join(workDir, 'unpacked');
   const archive = await archiveKindOf(artifact);
-  const unpacker = await ArtifactUnpacker.of(artifact);
+  const unpacker = await ArtifactUnpacker.of(artifact, signal);
   let unpacked: string[] = [];
   const scanned: NestedFile[] = [];
   try {

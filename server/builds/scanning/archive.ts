@@ -98,20 +98,33 @@ async function makeFolder(dest: string, relative: string): Promise<void> {
   });
 }
 
-/** Writes one entry (or, listing, reads it); `guard` counts its bytes when they are not counted already (zip entries inflate one by one). */
-async function writeEntry(dest: string | null, relative: string, content: Readable, guard?: ExpansionGuard): Promise<void> {
+/** Resolves once a file stream let go of its file: none of its writes or its opening is still under way. */
+const released = (out: Writable) => new Promise<void>((resolve) => (out.closed ? resolve() : out.once('close', () => resolve())));
+
+/**
+ * Writes one entry (or, listing, reads it); `guard` counts its bytes when they are not counted
+ * already (zip entries inflate one by one). Stopped by `signal`; settles only once its file is
+ * closed, so nothing is written into the folder after an abort was answered.
+ */
+async function writeEntry(dest: string | null, relative: string, content: Readable, signal: AbortSignal, guard?: ExpansionGuard): Promise<void> {
   if (dest === null) {
-    await (guard ? pipeline(content, guard.tap(), discard()) : pipeline(content, discard()));
+    await (guard ? pipeline(content, guard.tap(), discard(), { signal }) : pipeline(content, discard(), { signal }));
     return;
   }
   const file = path.join(dest, ...relative.split('/'));
+  let out: Writable | undefined;
   try {
     await fs.mkdir(path.dirname(file), { recursive: true });
-    const out = createWriteStream(file, { mode: 0o600 });
-    await (guard ? pipeline(content, guard.tap(), out) : pipeline(content, out));
+    signal.throwIfAborted();
+    out = createWriteStream(file, { mode: 0o600 });
+    await (guard ? pipeline(content, guard.tap(), out, { signal }) : pipeline(content, out, { signal }));
   } catch (err) {
     content.destroy();
-    throw layoutRefusal(err, relative);
+    if (out) {
+      out.destroy();
+      await released(out);
+    }
+    throw signal.aborted ? signal.reason : layoutRefusal(err, relative);
   }
 }
 
@@ -192,7 +205,7 @@ function zipProblem(err: Error): ScanRefusal | Error {
   return rejected(`the zip cannot be read: ${err.message}`);
 }
 
-async function unpackZip(file: string, dest: string | null, guard: ExpansionGuard, contents: Contents): Promise<void> {
+async function unpackZip(file: string, dest: string | null, guard: ExpansionGuard, contents: Contents, signal: AbortSignal): Promise<void> {
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
     // decodeStrings off: yauzl would refuse bad names with an error; we say which entry and why.
     yauzl.open(file, { lazyEntries: true, decodeStrings: false, autoClose: true }, (err, z) => (err ? reject(zipProblem(err)) : resolve(z))),
@@ -205,12 +218,17 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
   }
   const layout = new LayoutGuard();
   const openEntry = (entry: yauzl.Entry) => new Promise<Readable>((resolve, reject) => zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream))));
+  // The entry being written, stopped and waited for when the zip fails while it is: nothing is written after this settles.
+  const stopEntry = new AbortController();
+  const writing = AbortSignal.any([signal, stopEntry.signal]);
+  let current: Promise<void> = Promise.resolve();
   try {
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
       zip.on('end', resolve);
       zip.on('entry', (entry: yauzl.Entry) => {
-        (async () => {
+        current = (async () => {
+          signal.throwIfAborted();
           const name = safeEntryPath(yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, false));
           const type = (entry.externalFileAttributes >>> 16) & S_IFMT;
           if (type === S_IFLNK && name !== '') {
@@ -224,7 +242,7 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
           } else {
             layout.leaf(name);
             guard.expect(entry.uncompressedSize);
-            await writeEntry(dest, name, await openEntry(entry), guard);
+            await writeEntry(dest, name, await openEntry(entry), writing, guard);
             contents.files.push(name);
           }
         })().then(() => zip.readEntry(), reject);
@@ -232,15 +250,23 @@ async function unpackZip(file: string, dest: string | null, guard: ExpansionGuar
       zip.readEntry();
     });
   } catch (err) {
+    stopEntry.abort(err);
+    await current.catch(() => undefined);
     zip.close();
-    throw zipProblem(err as Error);
+    throw signal.aborted ? signal.reason : zipProblem(err as Error);
   }
 }
 
 const TAR_FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
 
-/** A tar, gzipped or not: the guard counts the bytes as they leave the gzip layer (or the file). */
-async function unpackTar(file: string, gzipped: boolean, dest: string | null, guard: ExpansionGuard, contents: Contents): Promise<void> {
+/**
+ * A tar, gzipped or not: the guard counts the bytes as they leave the gzip layer (or the file).
+ * Entries are written while the archive is still read; however reading ends (done, refused, or
+ * `signal`), it settles only once every write has, stopping them first when it did not finish.
+ */
+async function unpackTar(file: string, gzipped: boolean, dest: string | null, guard: ExpansionGuard, contents: Contents, signal: AbortSignal): Promise<void> {
+  const stopWrites = new AbortController();
+  const writing = AbortSignal.any([signal, stopWrites.signal]);
   const parser = new Parser({ strict: true });
   const layout = new LayoutGuard();
   const writes: Promise<void>[] = [];
@@ -269,7 +295,7 @@ async function unpackTar(file: string, gzipped: boolean, dest: string | null, gu
         // The gzip layer is guarded as it inflates, so entries need no guard of their own. An entry
         // that cannot be written is still read to its end: the parser waits for it before the next.
         track(
-          writeEntry(dest, name, Readable.from(entry)).catch((err: unknown) => {
+          writeEntry(dest, name, Readable.from(entry), writing).catch((err: unknown) => {
             entry.resume();
             throw err;
           }),
@@ -286,8 +312,12 @@ async function unpackTar(file: string, gzipped: boolean, dest: string | null, gu
     }
   });
   try {
-    await (gzipped ? pipeline(createReadStream(file), createGunzip(), guard.tap(), parser) : pipeline(createReadStream(file), guard.tap(), parser));
+    await (gzipped ? pipeline(createReadStream(file), createGunzip(), guard.tap(), parser, { signal }) : pipeline(createReadStream(file), guard.tap(), parser, { signal }));
   } catch (err) {
+    // The parser is gone, so the entries being written will never end: stop them, and wait.
+    stopWrites.abort(err);
+    await Promise.all(writes);
+    if (signal.aborted) throw signal.reason;
     if (err instanceof ScanRefusal) throw err;
     throw rejected(`the ${gzipped ? 'tar.gz' : 'tar'} archive cannot be read: ${(err as Error).message}`);
   }
@@ -318,16 +348,22 @@ async function nestedKindOf(file: string): Promise<NestedKind | null> {
 }
 
 /** Whether a gzip holds a tar: its first 262 inflated bytes carry the tar magic. */
-async function gzipHoldsTar(file: string): Promise<boolean> {
+async function gzipHoldsTar(file: string, signal: AbortSignal): Promise<boolean> {
   let head = Buffer.alloc(0);
-  await pipeline(createReadStream(file), createGunzip(), async (chunks: AsyncIterable<Buffer>) => {
-    for await (const chunk of chunks) {
-      head = Buffer.concat([head, chunk]);
-      if (head.length >= 262) return;
-    }
-  }).catch(() => {
+  await pipeline(
+    createReadStream(file),
+    createGunzip(),
+    async (chunks: AsyncIterable<Buffer>) => {
+      for await (const chunk of chunks) {
+        head = Buffer.concat([head, chunk]);
+        if (head.length >= 262) return;
+      }
+    },
+    { signal },
+  ).catch(() => {
     // Stopped once the head was read (an abort), or a damaged gzip, which unpacking it as a file reports.
   });
+  signal.throwIfAborted();
   return head.length >= 262 && head.toString('latin1', 257, 262) === 'ustar';
 }
 
@@ -339,11 +375,18 @@ async function gzipHoldsTar(file: string): Promise<boolean> {
  */
 export class ArtifactUnpacker {
   private nestedCount = 0;
-  private constructor(private readonly guard: ExpansionGuard) {}
+  private constructor(
+    private readonly guard: ExpansionGuard,
+    private readonly signal: AbortSignal,
+  ) {}
 
-  static async of(artifact: string): Promise<ArtifactUnpacker> {
+  /**
+   * `signal` (a job's) stops the unpacking: it then rejects with the signal's reason, once nothing
+   * it started is still writing, so the caller may remove the folder at once.
+   */
+  static async of(artifact: string, signal: AbortSignal = new AbortController().signal): Promise<ArtifactUnpacker> {
     const { size } = await fs.stat(artifact);
-    return new ArtifactUnpacker(new ExpansionGuard(unpackBudget(size)));
+    return new ArtifactUnpacker(new ExpansionGuard(unpackBudget(size)), signal);
   }
 
   /**
@@ -370,8 +413,8 @@ export class ArtifactUnpacker {
   private async read(file: string, kind: ArchiveKind, dest: string | null): Promise<Contents> {
     const contents: Contents = { files: [], folders: [], links: [] };
     if (dest !== null) await fs.mkdir(dest, { recursive: true });
-    if (kind === 'zip') await unpackZip(file, dest, this.guard, contents);
-    else await unpackTar(file, true, dest, this.guard, contents);
+    if (kind === 'zip') await unpackZip(file, dest, this.guard, contents, this.signal);
+    else await unpackTar(file, true, dest, this.guard, contents, this.signal);
     checkLinks(contents.links, [...contents.files, ...contents.folders]);
     return contents;
   }
@@ -411,16 +454,19 @@ export class ArtifactUnpacker {
     const contents: Contents = { files: [], folders: [], links: [] };
     const files = contents.files;
     await fs.mkdir(dest, { recursive: true });
-    if (kind === 'zip') await unpackZip(file, dest, this.guard, contents);
-    else if (kind === 'tar') await unpackTar(file, false, dest, this.guard, contents);
-    else if (await gzipHoldsTar(file)) await unpackTar(file, true, dest, this.guard, contents);
+    if (kind === 'zip') await unpackZip(file, dest, this.guard, contents, this.signal);
+    else if (kind === 'tar') await unpackTar(file, false, dest, this.guard, contents, this.signal);
+    else if (await gzipHoldsTar(file, this.signal)) await unpackTar(file, true, dest, this.guard, contents, this.signal);
     else {
       // A lone gzipped file (`data.json.gz`): its content, named without the suffix.
       const name = path.basename(file).replace(/\.t?gz$/i, '') || 'content';
       this.guard.expectEntries(1, 'a gzip');
+      const out = createWriteStream(path.join(dest, name), { mode: 0o600 });
       try {
-        await pipeline(createReadStream(file), createGunzip(), this.guard.tap(), createWriteStream(path.join(dest, name), { mode: 0o600 }));
+        await pipeline(createReadStream(file), createGunzip(), this.guard.tap(), out, { signal: this.signal });
       } catch (err) {
+        await released(out);
+        if (this.signal.aborted) throw this.signal.reason;
         if (err instanceof ScanRefusal) throw err;
         throw rejected(`the gzip cannot be read: ${(err as Error).message}`);
       }
