@@ -135,6 +135,7 @@ export function createApp(deps: AppDeps) {
   const apps = createAppsService({
     store: createAppsStore(db),
     removeStoredFiles: builds.service.removeAppFiles,
+    retirePaymentLink: payments.retireLinkOf,
     pushGuards,
     checkPriceId: payments.service.checkPriceId,
   });

@@ -93,6 +93,8 @@ export function appRoutes(apps: AppsService) {
       auth: 'developer',
       rateLimit: 'apps',
       summary: 'Delete an app with all its builds and licenses (irreversible)',
+      description:
+        'Its payment link (Route A) is deactivated at the payment processor first, so nobody pays through it for a license that would not be delivered; 503 PAYMENT_PROCESSOR_UNAVAILABLE (the app kept) when the processor cannot be reached.',
       params: s.AppIdParams,
       errors: [404],
       handler: ({ actor, params }) => apps.remove(actor.developerId, params.app_id),

@@ -17,6 +17,8 @@ export function createAppsService(deps: {
   store: AppsStore;
   /** Removes what an app keeps outside the database: its builds' files. */
   removeStoredFiles: (appId: string) => Promise<void>;
+  /** Stops the app's payment link selling at the processor, before the app (and the link's row) goes. */
+  retirePaymentLink: (developerId: string, appId: string) => Promise<void>;
   pushGuards: Pick<PushGuards, 'beforeReleasedOnly'>;
   /** docs/contract.md's price rules, against the developer's connected processor account; throws the refusal. */
   checkPriceId: (developerId: string, priceId: string) => Promise<void>;
@@ -74,6 +76,7 @@ export function createAppsService(deps: {
     },
 
     async remove(developerId: string, appId: string): Promise<void> {
+      await deps.retirePaymentLink(developerId, appId);
       assertThat(await store.remove(developerId, appId), 'APP_NOT_FOUND', 'No such app');
       await deps.removeStoredFiles(appId);
     },

@@ -10,7 +10,7 @@ import { createSoldLicenses, deliveryEmailRequest, linkOffers } from '../deliver
 import { deliveryEmail, type EmailOutbox } from '../email/outbox.js';
 import { newLicenseKey } from '../licenses/license-key.js';
 import type { LinksStore } from './links-store.js';
-import { percentageFeeCovers, PRICE_CURRENCY } from './price-rules.js';
+import { PRICE_CURRENCY } from './price-rules.js';
 import type { ProcessorCheckoutSession } from './processor.js';
 import type { PaymentsStore, SaleContext } from './store.js';
 import { subscriptionLicenseExpiry } from './subscription-licenses.js';
@@ -45,7 +45,7 @@ export function createFulfilment(deps: {
   fees: Pick<FeeLedger, 'recordLicenseFee'>;
   outbox: Pick<EmailOutbox, 'queueDeliveryEmail'>;
   linksStore: LinksStore;
-  /** Our Connect application (`ca_...`): a Route C link's percentage fee counts only when it goes to it. */
+  /** Our Connect application (`ca_...`): the application of every payment link this service made. */
   platformApplication: string | undefined;
   clock: Clock;
   log: Logger;
@@ -55,8 +55,10 @@ export function createFulfilment(deps: {
 
   /**
    * How the session's fee reaches the platform, or null when its Route A link may no longer sell
-   * (docs/contract.md: links stop delivering until regenerated). A link this service did not create is the
-   * developer's own (Route C): its fee is an application fee when its percentage paid it to us (percentageFeeCovers).
+   * (docs/contract.md: links stop delivering until regenerated). Only the Connect platform that makes a link
+   * can set its application fee, and only to itself: a link of ours that is no longer stored (its app was
+   * deleted) sells nothing; any other link is the developer's own (Route C), or another platform's, and pays
+   * us no fee: it is reported as usage.
    */
   async function feeCollection(
     trx: Knex.Transaction,
@@ -65,7 +67,11 @@ export function createFulfilment(deps: {
   ): Promise<FeeCollection | null> {
     if (!session.paymentLinkId) return 'usage_report';
     const link = await deps.linksStore.linkById(trx, session.paymentLinkId);
-    if (!link) return percentageFeeCovers(session, deps.platformApplication) ? 'application_fee' : 'usage_report';
+    if (!link) {
+      if (!deps.platformApplication || session.paymentLinkApplication !== deps.platformApplication) return 'usage_report';
+      deps.log.warn({ developer_id: developer.id, payment_link_id: session.paymentLinkId }, 'sale through a payment link of a deleted app delivered no license');
+      return null;
+    }
     if (link.developer_id !== developer.id || link.deactivated_at || link.connection_generation !== developer.payment_connection_generation) {
       deps.log.warn({ developer_id: developer.id, app_id: link.app_id, payment_link_id: link.id }, 'sale through an inactive payment link delivered no license');
       return null;

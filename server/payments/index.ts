@@ -86,6 +86,7 @@ export function createPayments(deps: {
     service,
     entitlements,
     feeReporter,
+    retireLinkOf: salesLinks.retireLinkOf,
     routes: [...paymentRoutes(service, connect, deps.config.publicBaseUrl, receiveWebhook), ...checkoutEntitlementRoutes(entitlements), ...salesLinkRoutes(salesLinks)],
   };
 }

@@ -1,5 +1,4 @@
-import { FEE_CURRENCY, LICENSE_FEE_CENTS } from '../billing/fee-rule.js';
-import type { ProcessorCheckoutSession, ProcessorPrice } from './processor.js';
+import type { ProcessorPrice } from './processor.js';
 
 /** docs/contract.md Limits: a subscription price is a flat amount of at least 4 USD per period. */
 export const MIN_SUBSCRIPTION_CENTS = 400;
@@ -11,24 +10,6 @@ export const PRICE_CURRENCY = 'usd';
  * price's currency; a recurring fee would recur every period. Otherwise the fee is reported as usage.
  */
 export const takesFixedFee = (price: Pick<ProcessorPrice, 'type' | 'currency'>): boolean => price.type === 'one_time' && price.currency === PRICE_CURRENCY;
-
-/**
- * Whether a sale through a payment link this service did not create (Route C) paid the platform fee
- * as the link's percentage application fee: only when the fee goes to this platform (the link was
- * made by `platformApplication`, our Connect application; a link the account made itself or another
- * platform made pays us nothing) and the percentage of what the buyer paid, in USD, is at least the
- * fee. Computed in whole basis points (Stripe allows two decimals), so no rounding decides it.
- * Otherwise the fee is reported as usage.
- */
-export function percentageFeeCovers(
-  session: Pick<ProcessorCheckoutSession, 'applicationFeePercent' | 'paymentLinkApplication' | 'currency' | 'amountTotal'>,
-  platformApplication: string | undefined,
-): boolean {
-  const { applicationFeePercent: percent, amountTotal } = session;
-  if (!platformApplication || session.paymentLinkApplication !== platformApplication || session.currency !== FEE_CURRENCY) return false;
-  if (percent === null || amountTotal === null) return false;
-  return amountTotal * Math.round(percent * 100) >= LICENSE_FEE_CENTS * 10_000;
-}
 
 /**
  * Why docs/contract.md's price rules refuse a Price, or null when it may back an app. One-time prices need

@@ -35,16 +35,12 @@ export interface ProcessorCheckoutSession {
   metadata: Record<string, string>;
   /** The payment link it came from, when it came from one. */
   paymentLinkId: string | null;
-  /** The percentage fee set on that payment link (subscriptions only), taken by the Connect application that made the link. */
-  applicationFeePercent: number | null;
   /** The Connect application (`ca_...`) that made that payment link, which its application fee goes to; null for a link the account made itself. */
   paymentLinkApplication: string | null;
   /** The fixed fee set on that payment link (Route A's), in the session's currency; null when none. */
   applicationFeeAmount: number | null;
   /** The three-letter currency the buyer paid in, lowercase (`usd`). */
   currency: string | null;
-  /** What the buyer paid, in the currency's smallest unit (a subscription's first invoice); null when unknown. */
-  amountTotal: number | null;
   /** The subscription a `subscription` session started, with the end of its paid period; else null. */
   subscription: { id: string; currentPeriodEnd: Date } | null;
 }

@@ -106,6 +106,18 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
       });
     },
 
+    /**
+     * Before the app is deleted (its link's row goes with it): the link stops selling at the
+     * processor, so no buyer pays through it for a license nobody will deliver. A processor that
+     * cannot be reached refuses the deletion (503), to be tried again.
+     */
+    async retireLinkOf(developerId: string, appId: string): Promise<void> {
+      const link = await store.currentLink(appId);
+      if (!link || link.developer_id !== developerId || !deps.processor) return;
+      const processor = deps.processor;
+      await askProcessor(() => processor.deactivatePaymentLink(link.account_id, link.id));
+    },
+
     /** Route B: a checkout of the license's app Price whose payment converts that license (fulfilment). */
     async createPurchaseLink(developerId: string, licenseId: string) {
       const processor = requireProcessor(deps.processor);

@@ -122,11 +122,9 @@ export function createStripeProcessor(settings: StripeSettings, stripe: Stripe =
         priceIds: (session.line_items?.data ?? []).map((item) => idOf(item.price)).filter((id): id is string => id !== null),
         metadata: session.metadata ?? {},
         paymentLinkId: idOf(session.payment_link),
-        applicationFeePercent: link?.application_fee_percent ?? null,
         applicationFeeAmount: link?.application_fee_amount ?? null,
         paymentLinkApplication: idOf(link?.application ?? null),
         currency: session.currency ?? null,
-        amountTotal: session.amount_total ?? null,
         subscription: subscription && periodEnds.length > 0 ? { id: subscription.id, currentPeriodEnd: new Date(Math.max(...periodEnds) * 1000) } : null,
       };
     },

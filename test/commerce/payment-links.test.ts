@@ -120,6 +120,31 @@ describe('Route A: the app payment link', () => {
     expect(await saleThrough(s, fresh.id)).toBe('fulfilled');
   });
 
+  it('deleting the app deactivates its link at Stripe; a late sale through it mints nothing, even for a new app on the same Price', async () => {
+    const s = await proSeller();
+    const link = (await generate(s)).body;
+    expect((await call('DELETE', `/v1/apps/${s.app.id}`, { token: s.dev.accessToken })).status).toBe(204);
+    expect(stripe.paymentLinks.get(link.id)!.active).toBe(false);
+    // A buyer who opened the link before it went: the Price now backs another app, and the link is no longer stored.
+    const again = { ...s, app: await createApp(call, s.dev, { price_id: s.priceId }) };
+    expect(await saleThrough(again, link.id)).toBe('payment_link_inactive');
+    expect(await db('licenses').where({ app_id: again.app.id })).toEqual([]);
+  });
+
+  it('deleting an app keeps it when Stripe cannot deactivate its link: 503, to be tried again', async () => {
+    const s = await proSeller();
+    const link = (await generate(s)).body;
+    stripe.state.outage = true;
+    try {
+      expectError(await call('DELETE', `/v1/apps/${s.app.id}`, { token: s.dev.accessToken }), 503, 'PAYMENT_PROCESSOR_UNAVAILABLE');
+    } finally {
+      stripe.state.outage = false;
+    }
+    expect(await db('apps').where({ id: s.app.id }).first('id')).toEqual({ id: s.app.id });
+    expect(stripe.paymentLinks.get(link.id)!.active).toBe(true);
+    expect((await call('DELETE', `/v1/apps/${s.app.id}`, { token: s.dev.accessToken })).status).toBe(204);
+  });
+
   it('a link the developer built (Route C) still sells', async () => {
     const s = await proSeller();
     await generate(s);

@@ -28,8 +28,6 @@ export interface FakeSession {
   payment_link?: { id: string; application_fee_percent: number | null; application?: string | null } | null;
   /** The session's currency (its price's); default `usd`. */
   currency?: string;
-  /** What the buyer paid, in cents; default 1900. */
-  amount_total?: number;
   livemode?: boolean;
   /** The subscription a `subscription` session started; its period end is in Unix seconds. */
   subscription?: { id: string; current_period_end: number };
@@ -133,7 +131,6 @@ export async function startFakeStripe() {
       livemode: s.livemode ?? true,
       mode: s.mode ?? 'payment',
       currency: s.currency ?? 'usd',
-      amount_total: s.amount_total ?? 1900,
       status: 'complete',
       payment_status: s.payment_status ?? 'paid',
       customer_email: null,

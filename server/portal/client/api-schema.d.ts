@@ -402,7 +402,10 @@ export interface paths {
      */
     put: operations['updateApp'];
     post?: never;
-    /** Delete an app with all its builds and licenses (irreversible) */
+    /**
+     * Delete an app with all its builds and licenses (irreversible)
+     * @description Its payment link (Route A) is deactivated at the payment processor first, so nobody pays through it for a license that would not be delivered; 503 PAYMENT_PROCESSOR_UNAVAILABLE (the app kept) when the processor cannot be reached.
+     */
     delete: operations['deleteApp'];
     options?: never;
     head?: never;
