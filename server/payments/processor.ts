@@ -97,3 +97,9 @@ export class InvalidSignatureError extends Error {}
 
 /** The processor could not answer (network, outage, its own 5xx): the caller answers 503, and the processor retries. */
 export class ProcessorUnavailableError extends Error {}
+
+/**
+ * The processor refuses this platform any access to the account: it revoked the connection (or was
+ * disconnected here). Callers that can do without the account say so; the others answer it as an outage.
+ */
+export class AccountAccessRevokedError extends ProcessorUnavailableError {}

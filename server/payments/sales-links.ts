@@ -4,7 +4,7 @@ import { LICENSE_FEE_CENTS } from '../billing/fee-rule.js';
 import { sessionHash } from './fulfilment.js';
 import type { LinksStore, PaymentLinkRow, SalesSetup } from './links-store.js';
 import { askProcessor, requireProcessor } from './service.js';
-import type { PaymentProcessor, ProcessorPrice } from './processor.js';
+import { AccountAccessRevokedError, type PaymentProcessor, type ProcessorPrice } from './processor.js';
 import { takesFixedFee } from './price-rules.js';
 
 /** Stripe's shortest checkout session lifetime: Route B's links live no longer. */
@@ -112,10 +112,20 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
      * cannot be reached refuses the deletion (503), to be tried again.
      */
     async retireLinkOf(developerId: string, appId: string): Promise<void> {
-      const link = await store.currentLink(appId);
-      if (!link || link.developer_id !== developerId || !deps.processor) return;
       const processor = deps.processor;
-      await askProcessor(() => processor.deactivatePaymentLink(link.account_id, link.id));
+      if (!processor) return;
+      await store.transaction(async (trx) => {
+        const setup = await store.lockSalesSetup(trx, developerId, appId, clock.now());
+        const link = setup && (await store.currentLink(appId, trx));
+        // A link made on a connection since revoked is out of reach (and delivers nothing of ours any more).
+        if (!link || link.account_id !== setup.payment_account_id || link.connection_generation !== setup.payment_connection_generation) return;
+        await askProcessor(() =>
+          processor.deactivatePaymentLink(link.account_id, link.id).catch((err: unknown) => {
+            // The account revoked this platform's access at the processor: the link is out of reach, and sells nothing of ours.
+            if (!(err instanceof AccountAccessRevokedError)) throw err;
+          }),
+        );
+      });
     },
 
     /** Route B: a checkout of the license's app Price whose payment converts that license (fulfilment). */

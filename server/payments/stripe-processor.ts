@@ -1,5 +1,12 @@
 import Stripe from 'stripe';
-import { InvalidSignatureError, ProcessorUnavailableError, type PaymentProcessor, type ProcessorCheckoutSession, type ProcessorPrice } from './processor.js';
+import {
+  AccountAccessRevokedError,
+  InvalidSignatureError,
+  ProcessorUnavailableError,
+  type PaymentProcessor,
+  type ProcessorCheckoutSession,
+  type ProcessorPrice,
+} from './processor.js';
 
 /** Stripe's default tolerance for the signature timestamp: older deliveries are refused as replays. */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -21,12 +28,16 @@ function isMissing(err: unknown): boolean {
   return err instanceof Stripe.errors.StripeInvalidRequestError && (err.statusCode === 404 || err.code === 'resource_missing');
 }
 
+/** Stripe's answer to a request on an account that no longer grants this platform access (HTTP 403). */
+const isAccessRevoked = (err: unknown) => err instanceof Stripe.errors.StripeError && err.code === 'account_invalid';
+
 /** Missing objects read as null; every other failure is the processor's, never a 500 of ours. */
 async function orNullWhenMissing<T>(request: Promise<T>): Promise<T | null> {
   try {
     return await request;
   } catch (err) {
     if (isMissing(err)) return null;
+    if (isAccessRevoked(err)) throw new AccountAccessRevokedError('Stripe: the account no longer grants this platform access');
     const message = err instanceof Stripe.errors.StripeError ? `${err.type}${err.statusCode ? ` ${err.statusCode}` : ''}` : 'request failed';
     throw new ProcessorUnavailableError(`Stripe: ${message}`);
   }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { RequestError } from '../errors.js';
 import type { FulfilSession } from './fulfilment.js';
-import { InvalidSignatureError, ProcessorUnavailableError, type PaymentProcessor } from './processor.js';
+import { AccountAccessRevokedError, InvalidSignatureError, ProcessorUnavailableError, type PaymentProcessor } from './processor.js';
 import { CheckoutSessionObject, ProcessorEvent } from './schemas.js';
 import type { PaymentsStore } from './store.js';
 import type { ApplyLicenseSubscriptionEvent } from './subscription-licenses.js';
@@ -50,12 +50,15 @@ export function createWebhookHandler(deps: {
     // payment link), outside the transaction: no row lock is held across a network call.
     const checkout = CHECKOUT_EVENTS.has(event.type) && event.account ? { account: event.account, id: parseObject(CheckoutSessionObject, event.data.object).id } : null;
     let session = null;
+    // The account revoked this platform's access: its sales deliver nothing here, like a disconnected one's.
+    let accessRevoked = false;
     if (checkout) {
       try {
         session = await processor.retrieveCheckoutSession(checkout.account, checkout.id);
       } catch (err) {
-        if (err instanceof ProcessorUnavailableError) throw new RequestError('PAYMENT_PROCESSOR_UNAVAILABLE', `${err.message}; deliver the event again later`);
-        throw err;
+        if (err instanceof AccountAccessRevokedError) accessRevoked = true;
+        else if (err instanceof ProcessorUnavailableError) throw new RequestError('PAYMENT_PROCESSOR_UNAVAILABLE', `${err.message}; deliver the event again later`);
+        else throw err;
       }
     }
 
@@ -67,7 +70,7 @@ export function createWebhookHandler(deps: {
       }
       if (!(await store.claimEvent(trx, event, clock.now()))) return DUPLICATE;
       let outcome: string;
-      if (checkout) outcome = 'session_not_found';
+      if (checkout) outcome = accessRevoked ? 'account_not_connected' : 'session_not_found';
       // The developer's own subscription lives on the platform account; a connected account's are its buyers', paying for licenses.
       else if (isSubscriptionEvent(event.type)) {
         const subscriptionEvent = { ...event, type: event.type };

@@ -145,6 +145,20 @@ describe('Route A: the app payment link', () => {
     expect((await call('DELETE', `/v1/apps/${s.app.id}`, { token: s.dev.accessToken })).status).toBe(204);
   });
 
+  it('deleting an app whose account no longer grants access (disconnected here, or revoked at Stripe) deletes it: its link is out of reach', async () => {
+    const disconnected = await proSeller();
+    const first = (await generate(disconnected)).body;
+    expect((await call('DELETE', '/v1/payments/account', { token: disconnected.dev.accessToken })).status).toBe(200);
+    expect((await call('DELETE', `/v1/apps/${disconnected.app.id}`, { token: disconnected.dev.accessToken })).status).toBe(204);
+    expect(stripe.paymentLinks.get(first.id)!.active).toBe(true);
+
+    const revoked = await proSeller();
+    await generate(revoked);
+    stripe.revokeAccess(revoked.account);
+    expect((await call('DELETE', `/v1/apps/${revoked.app.id}`, { token: revoked.dev.accessToken })).status).toBe(204);
+    expect(await db('apps').whereIn('id', [disconnected.app.id, revoked.app.id])).toEqual([]);
+  });
+
   it('a link the developer built (Route C) still sells', async () => {
     const s = await proSeller();
     await generate(s);

@@ -100,6 +100,11 @@ export async function startFakeStripe() {
   /** Connect OAuth errors have their own shape: `error` is a string, `error_description` the words. */
   const oauthError = (res: ServerResponse, status: number, error: string, description: string) => send(res, status, { error, error_description: description });
 
+  function revokeAccess(account: string) {
+    deauthorized.push(account);
+    accounts.delete(account);
+  }
+
   const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` });
     res.end(JSON.stringify(body));
@@ -235,8 +240,7 @@ export async function startFakeStripe() {
       if (params.client_id !== FAKE_CONNECT_CLIENT_ID) return oauthError(res, 401, 'invalid_client', `No such application: '${params.client_id}'`);
       const id = String(params.stripe_user_id);
       if (!accounts.has(id)) return oauthError(res, 401, 'invalid_client', `This application is not connected to stripe account ${id}, or that account does not exist.`);
-      deauthorized.push(id);
-      accounts.delete(id);
+      revokeAccess(id);
       return send(res, 200, { stripe_user_id: id });
     }
     if (path === '/v1/billing/meter_events') {
@@ -272,6 +276,16 @@ export async function startFakeStripe() {
     }
     if (state.outage) return send(res, 500, { error: { type: 'api_error', message: 'An unknown error occurred' } });
     const account = String(req.headers['stripe-account'] ?? '');
+    // As Stripe answers a platform whose access the account revoked (and that has not connected it again).
+    if (account && deauthorized.includes(account) && !accounts.has(account)) {
+      return send(res, 403, {
+        error: {
+          type: 'invalid_request_error',
+          code: 'account_invalid',
+          message: `The provided key does not have access to account '${account}' (or that account does not exist).`,
+        },
+      });
+    }
     if (req.method === 'POST') return routePost(req, res, url.pathname, account, formParams(body));
     let m: RegExpExecArray | null;
     if (req.method === 'GET' && (m = /^\/v1\/accounts\/([^/]+)$/.exec(url.pathname))) {
@@ -313,6 +327,8 @@ export async function startFakeStripe() {
     url,
     state,
     addAccount: (id = `acct_${randomBytes(8).toString('hex')}`) => (accounts.add(id), id),
+    /** The account's owner removes this platform in their Stripe dashboard (or the platform deauthorizes it). */
+    revokeAccess,
     addPrice: (account: string, price: FakePrice) => prices.set(`${account} ${price.id}`, price),
     addSession: (account: string, session: FakeSession) => sessions.set(`${account} ${session.id}`, session),
     paymentLinks,
