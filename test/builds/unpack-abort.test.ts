@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,9 +16,13 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** 40 files of 512 KiB of random bytes: gzip cannot shrink them, so unpacking takes many writes. */
 const entries = Array.from({ length: 40 }, (_, i) => [`app/file-${i}.bin`, randomBytes(512 * 1024)] as [string, Buffer]);
 
+/** 3,000 small files, each in a folder of its own: many entries the tar parser has queued when the abort comes. */
+const folders = Array.from({ length: 3000 }, (_, i) => [`app/d${i}/f.txt`, `file ${i}`] as [string, string]);
+
 const archives = {
-  zip: async () => zipOf(Object.fromEntries(entries)),
-  'tar.gz': async () => tarGzOf(entries),
+  zip: { kind: 'zip', bytes: async () => zipOf(Object.fromEntries(entries)), count: entries.length },
+  'tar.gz': { kind: 'tar.gz', bytes: async () => tarGzOf(entries), count: entries.length },
+  'tar.gz of many folders': { kind: 'tar.gz', bytes: async () => tarGzOf(folders), count: folders.length },
 } as const;
 
 /** Every file under `dir`, relative to it. */
@@ -27,11 +31,24 @@ const filesUnder = (dir: string): string[] =>
     .filter((e) => e.isFile())
     .map((e) => e.name);
 
-describe.each(Object.keys(archives) as (keyof typeof archives)[])('unpacking a %s when the job is stopped', (kind) => {
+/** Files under `dir` this process still holds open (Linux's /proc). */
+const openUnder = (dir: string): string[] =>
+  readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(`${dir}/`) ? [target] : [];
+    } catch {
+      return []; // closed meanwhile
+    }
+  });
+
+describe.each(Object.keys(archives) as (keyof typeof archives)[])('unpacking a %s when the job is stopped', (name) => {
+  const { kind, bytes, count } = archives[name];
+  const label = name.replace(/\W+/g, '-');
   it('rejects with the reason once the first file is being written, writes no more, and leaves a folder that can be removed', async () => {
-    const artifact = path.join(scratch, `artifact-${kind}`);
-    writeFileSync(artifact, await archives[kind]());
-    const dest = path.join(scratch, `unpacked-${kind}`);
+    const artifact = path.join(scratch, `artifact-${label}`);
+    writeFileSync(artifact, await bytes());
+    const dest = path.join(scratch, `unpacked-${label}`);
     const stop = new AbortController();
     const reason = new Error('runner stopping');
     // Stopped as soon as the first file appears: the other 39 are still to come.
@@ -48,7 +65,9 @@ describe.each(Object.keys(archives) as (keyof typeof archives)[])('unpacking a %
     } finally {
       clearInterval(watch);
     }
-    expect(filesUnder(dest).length).toBeLessThan(entries.length);
+    // Settled only once every file it opened is closed again.
+    expect(openUnder(dest)).toEqual([]);
+    expect(filesUnder(dest).length).toBeLessThan(count);
     rmSync(dest, { recursive: true });
     // Nothing the unpack started brings the folder back.
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -56,9 +75,9 @@ describe.each(Object.keys(archives) as (keyof typeof archives)[])('unpacking a %
   });
 
   it('starts nothing with a signal already stopped', async () => {
-    const artifact = path.join(scratch, `artifact-${kind}-early`);
-    writeFileSync(artifact, await archives[kind]());
-    const dest = path.join(scratch, `unpacked-${kind}-early`);
+    const artifact = path.join(scratch, `artifact-${label}-early`);
+    writeFileSync(artifact, await bytes());
+    const dest = path.join(scratch, `unpacked-${label}-early`);
     const reason = new Error('lease lost');
     const unpacker = await ArtifactUnpacker.of(artifact, AbortSignal.abort(reason));
     await expect(unpacker.unpack(artifact, kind, dest)).rejects.toBe(reason);

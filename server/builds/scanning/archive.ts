@@ -114,6 +114,7 @@ async function writeEntry(dest: string | null, relative: string, content: Readab
   const file = path.join(dest, ...relative.split('/'));
   let out: Writable | undefined;
   try {
+    signal.throwIfAborted();
     await fs.mkdir(path.dirname(file), { recursive: true });
     signal.throwIfAborted();
     out = createWriteStream(file, { mode: 0o600 });
@@ -280,6 +281,11 @@ async function unpackTar(file: string, gzipped: boolean, dest: string | null, gu
       ),
     );
   parser.on('entry', (entry: ReadEntry) => {
+    // Entries the parser had queued keep coming once the writes are stopped: none may start another.
+    if (writing.aborted) {
+      entry.resume();
+      return;
+    }
     try {
       if (failure) throw failure;
       guard.expectEntries(1, 'the tar');
