@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { owner, settled, upload, uploadBuild } from '../builds/support.js';
+import { owner, settled, upload, uploadBuild, type Owner } from '../builds/support.js';
 import { peFile } from '../support/executables.js';
 import { otherApp, readyBuild } from '../updates/support.js';
 import { tenant, type Tenant } from '../licensing/world.js';
@@ -113,6 +113,23 @@ describe('delivery emails per hour', () => {
   });
 });
 
+/** Starts a resumable upload of `bytes` to `o`'s app. */
+const startUpload = (o: Owner, bytes: Buffer) =>
+  o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
+    token: o.dev.accessToken,
+    body: { filename: 'big.bin', size_bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), platform: 'cross_platform' },
+  });
+
+/** Sends all of `bytes` as the upload's one chunk; answers the status. */
+const sendAll = async (o: Owner, uploadId: string, bytes: Buffer) =>
+  (
+    await fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${uploadId}?offset=0`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(bytes),
+    })
+  ).status;
+
 describe('storage bytes per plan', () => {
   it("two concurrent uploads that together pass the free plan's bytes: one 201, one 403 STORAGE_QUOTA_EXCEEDED; Pro has more room", async () => {
     const o = await owner(server);
@@ -136,36 +153,26 @@ describe('storage bytes per plan', () => {
   it('counts an open upload session at its declared size, so chunks never completed cannot take space past the plan; completing it counts the build once', async () => {
     const o = await owner(server);
     const bytes = Buffer.from('session:'.padEnd(2000, 'y'));
-    const startSession = (size = bytes.length) =>
-      o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
-        token: o.dev.accessToken,
-        body: { filename: 'big.bin', size_bytes: size, sha256: createHash('sha256').update(bytes).digest('hex'), platform: 'cross_platform' },
-      });
-    const held = await startSession();
+    const held = await startUpload(o, bytes);
     expect(held.status).toBe(201);
     // 2000 of the free plan's 3000 bytes are held: neither a second session nor an upload fits beside it.
-    expectError(await startSession(), 403, 'STORAGE_QUOTA_EXCEEDED');
+    expectError(await startUpload(o, bytes), 403, 'STORAGE_QUOTA_EXCEEDED');
     expectError(await upload(o, { file: { data: 'x'.repeat(1500), name: 'tool.bin' }, fields: { platform: 'cross_platform' } }), 403, 'STORAGE_QUOTA_EXCEEDED');
     expect(await rowsOf('upload_sessions', { developer_id: o.dev.id })).toBe(1);
 
     // Deleting the session gives its bytes back.
     expect((await o.call('DELETE', `/v1/apps/${o.app.id}/uploads/${held.body.id}`, { token: o.dev.accessToken })).status).toBe(204);
-    const session = await startSession();
+    const session = await startUpload(o, bytes);
     expect(session.status).toBe(201);
-    const put = await fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${session.body.id}?offset=0`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
-      body: new Uint8Array(bytes),
-    });
-    expect(put.status).toBe(200);
+    expect(await sendAll(o, session.body.id, bytes)).toBe(200);
     // The build replaces the session's hold rather than adding to it.
     const completed = await o.call('POST', `/v1/apps/${o.app.id}/uploads/${session.body.id}/complete`, { token: o.dev.accessToken });
     expect(completed.status, JSON.stringify(completed.body)).toBe(201);
     expect(await rowsOf('builds', { developer_id: o.dev.id })).toBe(1);
   });
 
-  it('counts a signed package by what it adds over the package it replaces', async () => {
-    const o = await owner(server);
+  /** A READY Windows build of a new app of `o`'s, and how to replace its package with a signed one holding `program`. */
+  async function signableBuild(o: Parameters<typeof otherApp>[0]) {
     const windows = await otherApp(o, { platforms: ['win-x64'], protection_level: 'none' });
     const build = await readyBuild(windows, { platform: 'win-x64' });
     const replace = (program: string) =>
@@ -175,6 +182,11 @@ describe('storage bytes per plan', () => {
         file: { data: new Uint8Array(peFile({ program, signature: 'pkcs7' })), name: 'signed.exe' },
         fileField: 'package',
       });
+    return { windows, build, replace };
+  }
+
+  it('counts a signed package by what it adds over the package it replaces', async () => {
+    const { windows, build, replace } = await signableBuild(await owner(server));
     const refused = await replace('x'.repeat(3500));
     expectError(refused, 403, 'STORAGE_QUOTA_EXCEEDED');
     expect((await windows.call('GET', `/v1/apps/${windows.app.id}/builds/${build.id}`, { token: windows.dev.accessToken })).body.signed_package_at).toBeNull();
@@ -183,15 +195,7 @@ describe('storage bytes per plan', () => {
 
   it('after a downgrade leaves an account over its plan, a signed package no larger than the one it replaces is taken; a larger one is not', async () => {
     const pro = await tenant(server);
-    const windows = await otherApp({ server, call: pro.call, dev: pro.dev, app: pro.app }, { platforms: ['win-x64'], protection_level: 'none' });
-    const build = await readyBuild(windows, { platform: 'win-x64' });
-    const replace = (program: string) =>
-      upload(windows, {
-        method: 'PUT',
-        path: `/v1/apps/${windows.app.id}/builds/${build.id}/signed-package`,
-        file: { data: new Uint8Array(peFile({ program, signature: 'pkcs7' })), name: 'signed.exe' },
-        fileField: 'package',
-      });
+    const { replace } = await signableBuild({ server, call: pro.call, dev: pro.dev, app: pro.app });
     expect((await replace('a'.repeat(3500))).status).toBe(200);
     await setPlan(pro.call, server.adminToken, pro.dev.id, 'free');
     // Over the free plan's 3000 bytes now: re-signing in place adds nothing, so it is not refused.
@@ -203,17 +207,9 @@ describe('storage bytes per plan', () => {
     const pro = await tenant(server);
     const o = { server, call: pro.call, dev: pro.dev, app: pro.app };
     const bytes = Buffer.from('downgraded:'.padEnd(5000, 'z'));
-    const session = await o.call('POST', `/v1/apps/${o.app.id}/uploads`, {
-      token: o.dev.accessToken,
-      body: { filename: 'big.bin', size_bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), platform: 'cross_platform' },
-    });
+    const session = await startUpload(o, bytes);
     expect(session.status).toBe(201);
-    const put = await fetch(`${server.url}/v1/apps/${o.app.id}/uploads/${session.body.id}?offset=0`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${o.dev.accessToken}`, 'content-type': 'application/octet-stream' },
-      body: new Uint8Array(bytes),
-    });
-    expect(put.status).toBe(200);
+    expect(await sendAll(o, session.body.id, bytes)).toBe(200);
     await setPlan(o.call, server.adminToken, o.dev.id, 'free');
     const complete = () => o.call('POST', `/v1/apps/${o.app.id}/uploads/${session.body.id}/complete`, { token: o.dev.accessToken });
     expectError(await complete(), 403, 'STORAGE_QUOTA_EXCEEDED');
