@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GivenInstant } from '../http/timestamp.js';
 
 /** The actions of docs/contract.md's outcome table: one closed list. */
 export const EVENT_ACTIONS = ['granted', 'noop', 'reactivated', 'revoked', 'duplicate', 'stale_skipped', 'unactionable'] as const;
@@ -24,11 +25,8 @@ export const Shop = z
 
 const ProductKey = z.string().trim().min(1).max(200);
 const EventId = z.string().trim().min(1).max(255);
-/** Within what PostgreSQL's timestamptz stores (a year 0000, or past 9999 once the offset is applied, would be a 500). */
-const OccurredAt = z.iso
-  .datetime({ offset: true })
-  .transform((v) => new Date(v))
-  .pipe(z.date().min(new Date('1970-01-01T00:00:00Z'), 'must be 1970 or later').max(new Date('9999-12-31T23:59:59Z'), 'must be before the year 10000'));
+/** Within what PostgreSQL's timestamptz stores and answers show (a year 0000, or past 9999 once the offset is applied, would be a 500). */
+const OccurredAt = GivenInstant.transform((v) => new Date(v)).pipe(z.date().min(new Date('1970-01-01T00:00:00Z'), 'must be 1970 or later'));
 
 /**
  * Attribution never affects the decision: an empty string means absent, and a value of the wrong

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JsonValue } from '../http/json-value.js';
+import { GivenInstant } from '../http/timestamp.js';
 import { PageQuery } from '../http/pagination.js';
 import { DEACTIVATION_SOURCES } from './deactivation-history.js';
 import { Meters } from './meters/schemas.js';
@@ -62,7 +63,7 @@ export const CreateLicenseBody = z
     email: z.email().max(254).nullable().optional(),
     device_limit: z.number().int().min(1).max(10_000).optional().describe("Default: the app's default_device_limit"),
     license_type: z.enum(LICENSE_TYPES).default('perpetual').describe('The free plan may create trial licenses only'),
-    expires_at: z.iso.datetime({ offset: true }).optional().describe('Must be in the future'),
+    expires_at: GivenInstant.optional().describe('Must be in the future'),
     expiry_days: z.number().int().min(1).max(36_500).optional(),
     features: Features.default({}),
     meters: Meters.default({}),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PlatformDownloads } from '../delivery/schemas.js';
 import { PageQuery } from '../http/pagination.js';
+import { GivenInstant } from '../http/timestamp.js';
 import { Meters } from '../licenses/meters/schemas.js';
 import { Features, refineSeatModel, seatFields } from '../licenses/schemas.js';
 import { LICENSE_TYPES, SEAT_MODELS } from '../licenses/rules.js';
@@ -35,7 +36,7 @@ export const CreateBatchBody = z
     meters: Meters.optional().describe(
       "Metered features of every license, as `meters` on POST /v1/licenses; {} for none. Default: the app's sold_meters when each code is redeemed",
     ),
-    codes_expire_at: z.iso.datetime({ offset: true }).optional().describe('Codes not redeemed by then become Expired; must be in the future; default: never'),
+    codes_expire_at: GivenInstant.optional().describe('Codes not redeemed by then become Expired; must be in the future; default: never'),
     ...seatFields,
   })
   .superRefine(refineSeatModel)

@@ -76,6 +76,8 @@ describe('create license', () => {
     ['a malformed email', { email: 'not-an-email' }],
     ['both expiry forms', { expiry_days: 3, expires_at: new Date(Date.now() + 9 * DAY_MS).toISOString() }],
     ['an expiry in the past', { expires_at: '2001-01-01T00:00:00Z' }],
+    // In UTC that is the year 10000, which no answer could show again.
+    ['an expiry past the year 9999 once its offset is applied', { expires_at: '9999-12-31T23:00:00-02:00' }],
     ['zero expiry days', { expiry_days: 0 }],
     ['features that are not an object', { features: ['tier'] }],
     ['features too large', { features: { blob: 'x'.repeat(5000) } }],

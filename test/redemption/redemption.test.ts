@@ -244,6 +244,7 @@ describe('redemption batches', () => {
     ['license_type', { license_type: 'lifetime' }],
     ['license_expiry_days', { license_expiry_days: -1 }],
     ['codes_expire_at', { codes_expire_at: '2001-01-01T00:00:00Z' }],
+    ['codes_expire_at', { codes_expire_at: '9999-12-31T23:00:00-02:00' }],
     ['features', { features: 'pro' }],
   ])('answers 400 naming %s', async (field, change) => {
     const t = await tenant(server);
