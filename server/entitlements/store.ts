@@ -5,7 +5,7 @@ import { chargeFeeCtes, feeRecord } from '../billing/store.js';
 import { hotQuery, type Db } from '../db/knex.js';
 import { deleteLicenseEmails, emailQueuedFor } from '../email/store.js';
 import { deliverableBuildsFromJson, newestDeliverableBuildsJsonSql, type DeliverableBuild, type DeliverableBuildJson } from '../delivery/deliverable-builds.js';
-import { recordDeactivations, type DeactivationSource } from '../licenses/deactivation-history.js';
+import { removeAllDevices, type DeactivationSource } from '../licenses/deactivation-history.js';
 import { mintLicenseSql, mintSoldLicense } from '../licenses/mint.js';
 import { EFFECTIVE_STATUS_SQL, effectiveStatusSqlAt, type LicenseStatus, type LicenseType } from '../licenses/rules.js';
 import type { CurrentWebhook } from './credentials.js';
@@ -348,13 +348,8 @@ export function createEntitlementsStore(db: Db) {
     ) => trx('licenses').where({ id }).update(patch),
 
     /** Deactivates every device of a license, each recorded in its history as `source`'s; the trial starts of its computers are kept. */
-    removeDevices: async (trx: Knex.Transaction, licenseId: string, source: Extract<DeactivationSource, 'store_reset' | 'revoked'>, now: Date) => {
-      await trx('licenses').where({ id: licenseId }).update({ device_count: 0 });
-      const removed: { fingerprint_hash: string }[] = await trx('devices').where({ license_id: licenseId }).delete().returning('fingerprint_hash');
-      const fingerprints = removed.map((d) => d.fingerprint_hash);
-      await recordDeactivations(trx, licenseId, fingerprints, source, now);
-      return fingerprints.length;
-    },
+    removeDevices: (trx: Knex.Transaction, licenseId: string, source: Extract<DeactivationSource, 'store_reset' | 'revoked'>, now: Date) =>
+      removeAllDevices(trx, licenseId, source, now),
 
     /** docs/contract.md: a converted paying trial frees the machine for another trial of the app. */
     freeTrialMachines: (trx: Knex.Transaction, licenseId: string) => trx('trial_starts').where({ license_id: licenseId }).delete(),

@@ -25,6 +25,25 @@ export async function recordDeactivations(q: Knex, licenseId: string, fingerprin
   await q('device_deactivations').insert(fingerprints.map((fingerprint_hash) => ({ license_id: licenseId, fingerprint_hash, source, deactivated_at: now })));
 }
 
+/**
+ * Takes every device off a license the caller has locked (a reset, a revocation), each recorded in
+ * its history as `source`'s; a floating license's seats go with its devices (their next heartbeat
+ * finds them not activated). Answers how many devices there were.
+ */
+export async function removeAllDevices(trx: Knex.Transaction, licenseId: string, source: Exclude<DeactivationSource, 'app'>, now: Date): Promise<number> {
+  await trx('licenses').where({ id: licenseId }).update({ device_count: 0 });
+  await trx('license_leases').where({ license_id: licenseId }).delete();
+  const removed: { fingerprint_hash: string }[] = await trx('devices').where({ license_id: licenseId }).delete().returning('fingerprint_hash');
+  await recordDeactivations(
+    trx,
+    licenseId,
+    removed.map((d) => d.fingerprint_hash),
+    source,
+    now,
+  );
+  return removed.length;
+}
+
 /** The app's own deactivations of the license since `since`, oldest first: what its quota counts. */
 export const appDeactivationsSince = (q: Knex, licenseId: string, since: Date): Promise<Date[]> =>
   q('device_deactivations').where({ license_id: licenseId, source: 'app' }).where('deactivated_at', '>', since).orderBy('deactivated_at').pluck('deactivated_at');

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { effectivePlan, type Plan } from '../accounts/plan.js';
 import type { Db } from '../db/knex.js';
 import type { Page } from '../http/pagination.js';
-import { listDeactivations, recordDeactivations } from './deactivation-history.js';
+import { listDeactivations, removeAllDevices } from './deactivation-history.js';
 import type { Meters } from './meters/schemas.js';
 import { EFFECTIVE_STATUS_SQL, type LicenseStatus, type LicenseType, type SeatModel } from './rules.js';
 import type { ListLicensesFilter, LicenseStatusFilter } from './schemas.js';
@@ -153,18 +153,7 @@ export function createLicensesStore(db: Db) {
       db.transaction(async (trx) => {
         const license = await trx('licenses').where({ id, developer_id: developerId }).forUpdate().first('id');
         if (!license) return undefined;
-        await trx('licenses').where({ id }).update({ device_count: 0 });
-        // A floating license's seats go with its devices: their next heartbeat finds them not activated.
-        await trx('license_leases').where({ license_id: id }).delete();
-        const removed: { fingerprint_hash: string }[] = await trx('devices').where({ license_id: id }).delete().returning('fingerprint_hash');
-        await recordDeactivations(
-          trx,
-          id,
-          removed.map((d) => d.fingerprint_hash),
-          'developer',
-          now,
-        );
-        return removed.length;
+        return removeAllDevices(trx, id, 'developer', now);
       }),
 
     /** The license's deactivation history, newest first (deactivation-history.ts). */

@@ -232,6 +232,22 @@ describe('POST {webhook_url}/reset-devices', () => {
     }
   });
 
+  it("frees a floating license's seats with its computers, and a revocation does too", async () => {
+    const floating = await merchant(server, { sold_seat_model: 'floating', sold_max_concurrent: 1, sold_lease_ttl_minutes: 1440 });
+    const b = brokerOf(floating);
+    const key = (await b.send(b.event())).body.license_key;
+    expect((await activate(key, randomFingerprint())).status).toBe(200);
+    expect((await activate(key, randomFingerprint())).body).toMatchObject({ status_code: 409, error_code: 'NO_SEAT_AVAILABLE' });
+    expect((await reset(b)).body).toMatchObject({ devices_removed: 1 });
+    // The seat went with the computer: another one takes it at once, not when its lease would have ended.
+    expect((await activate(key, randomFingerprint())).status).toBe(200);
+
+    // Revoked by the store and granted again: no seat is still held for a computer the revocation took off.
+    expect((await b.send(b.event({ entitled: false }))).status).toBe(200);
+    expect((await b.send(b.event())).status).toBe(200);
+    expect((await activate(key, randomFingerprint())).status).toBe(200);
+  });
+
   it('never gives a computer a second free trial', async () => {
     const [one, two] = [brokerOf(m), brokerOf(m)];
     const device = randomFingerprint();
