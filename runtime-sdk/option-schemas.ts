@@ -16,8 +16,20 @@ const optionalNumber = (allowZero: boolean) => {
 };
 const [aboveZero, zeroOrMore] = [optionalNumber(false), optionalNumber(true)];
 
-/** A duration or count option: unset, or a finite number above zero (or zero, with `allowZero`). */
+/** A count option: unset, or a finite number above zero (or zero, with `allowZero`). */
 export const positiveNumber = (allowZero = false) => (allowZero ? zeroOrMore : aboveZero);
+
+/** The longest delay Node's timers keep: a longer one fires after 1 ms (a refresh loop, a timeout at once). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const optionalDuration = (allowZero: boolean) => {
+  const wanted = `must be a number of milliseconds ${allowZero ? 'from 0' : 'above 0'} up to ${MAX_TIMER_MS} (about 24.8 days)`;
+  return z.optional(z.number({ error: wanted }).check(z.refine((n) => Number.isFinite(n) && (allowZero ? n >= 0 : n > 0) && n <= MAX_TIMER_MS, wanted)));
+};
+const [durationAboveZero, durationFromZero] = [optionalDuration(false), optionalDuration(true)];
+
+/** A duration option in milliseconds: unset, or above zero (or zero, with `allowZero`) and no longer than a timer can wait. */
+export const duration = (allowZero = false) => (allowZero ? durationFromZero : durationAboveZero);
 
 export const optionalFlag = z.optional(z.boolean({ error: 'must be true or false' }));
 

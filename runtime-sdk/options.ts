@@ -3,7 +3,7 @@ import { systemClock, type Clock } from './clock.js';
 import * as z from 'zod/mini';
 import { importSystemInformation, type Probe, type SystemInformationLoader } from './fingerprint/index.js';
 import type { OptionalModule } from './optional-module.js';
-import { optionalFlag, optionalFunction, parseOptions, positiveNumber } from './option-schemas.js';
+import { duration, optionalFlag, optionalFunction, parseOptions, positiveNumber } from './option-schemas.js';
 import { hostPlatform, type Platform } from './platform.js';
 import { importSodium, type SodiumLoader } from './token-store/secret-memory.js';
 import type { Ed25519PublicJwk } from './protocol.js';
@@ -166,16 +166,16 @@ const LicenseClientOptionsSchema = z
     clock: objectWith<Clock>('now', 'must be a clock: an object with now()'),
     platform: z.optional(z.custom<Platform>((value) => typeof value === 'object' && value !== null, 'must be a platform object')),
     logger: objectWith<LicenseLogger>('warn', 'must be a logger: an object with warn()'),
-    requestTimeoutMs: positiveNumber(),
+    requestTimeoutMs: duration(),
     retryLimit: positiveNumber(true),
-    retryBaseDelayMs: positiveNumber(),
-    refreshIntervalMs: positiveNumber(),
-    offlineBackoffMs: positiveNumber(),
+    retryBaseDelayMs: duration(),
+    refreshIntervalMs: duration(),
+    offlineBackoffMs: duration(),
     refreshOnStart: optionalFlag,
     revalidate: z.optional(revalidate),
-    startupDelayMs: positiveNumber(true),
+    startupDelayMs: duration(true),
     clockToleranceMs: positiveNumber(true),
-    fingerprintTimeoutMs: positiveNumber(),
+    fingerprintTimeoutMs: duration(),
     // Passed through as given (z.array would copy it): the process's one hardware reading is keyed by this array.
     fingerprintProbes: z.optional(z.custom<Probe[]>((value) => Array.isArray(value) && value.every((probe) => typeof probe === 'function'), 'must be an array of probe functions')),
     loadSystemInformation: optionalFunction<() => Promise<unknown>>(),

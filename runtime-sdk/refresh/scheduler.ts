@@ -4,6 +4,7 @@
  * off exponentially, never waiting longer than the normal interval.
  */
 
+import { MAX_TIMER_MS } from '../option-schemas.js';
 import type { RuntimePolicy } from '../protocol.js';
 
 /**
@@ -52,7 +53,8 @@ export class RefreshScheduler {
   schedule(delayMs: number): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.fire(), delayMs);
+    // A jittered delay near the longest interval could pass what a timer keeps, and fire at once.
+    this.timer = setTimeout(() => void this.fire(), Math.min(delayMs, MAX_TIMER_MS));
     this.timer.unref();
   }
 

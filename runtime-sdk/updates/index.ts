@@ -8,7 +8,7 @@
  */
 import * as z from 'zod/mini';
 import type { LicenseClient } from '../license-client.js';
-import { optionalFlag, optionalFunction, parseOptions, positiveNumber } from '../option-schemas.js';
+import { duration, optionalFlag, optionalFunction, parseOptions, positiveNumber } from '../option-schemas.js';
 import { systemCommands, type CommandRunner } from './commands.js';
 import { nodeUpdateFs, type UpdateFs } from './fs.js';
 import type { UpdatePrompt } from './prompt/offer.js';
@@ -84,10 +84,10 @@ const UpdaterOptionsSchema = z.looseObject({
   holdProcess: optionalFlag,
   beforeRestart: optionalFunction<() => Promise<void> | void>(),
   sleep: optionalFunction<(ms: number) => Promise<void>>(),
-  healthyAfterMs: positiveNumber(),
-  downloadIdleTimeoutMs: positiveNumber(),
+  healthyAfterMs: duration(),
+  downloadIdleTimeoutMs: duration(),
   downloadRetries: positiveNumber(true),
-  retryBaseDelayMs: positiveNumber(true),
+  retryBaseDelayMs: duration(true),
 });
 
 export function createUpdater(input: UpdaterOptions): Updater {

@@ -22,6 +22,9 @@ describe('options', () => {
     ['a version the authority would refuse', { appVersion: '1.0 beta' }, 'appVersion'],
     ['a negative timeout', { requestTimeoutMs: -1 }, 'requestTimeoutMs'],
     ['a timeout that is not a number', { refreshIntervalMs: '3600000' }, 'refreshIntervalMs'],
+    // Past 2^31 - 1 ms Node's timers fire after 1 ms: a refresh every millisecond, a request timed out at once.
+    ['an interval longer than a timer can wait', { refreshIntervalMs: 30 * 86_400_000 }, 'refreshIntervalMs'],
+    ['a timeout longer than a timer can wait', { requestTimeoutMs: 2 ** 31 }, 'requestTimeoutMs'],
     ['an empty build id', { buildId: '' }, 'buildId'],
     ['a logger without warn', { logger: { info: () => {} } }, 'logger'],
     ['an unknown memory protection', { memoryProtection: 'sodium' }, 'memoryProtection'],
