@@ -70,6 +70,7 @@ async function postOnce(url: URL, payload: string, options: JsonPostOptions): Pr
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const fail = (code: string, message: string) => reject(new NetworkError(code, `${code}: ${message}`));
+    if (options.signal.aborted) return fail('ABORT_ERR', 'the request was aborted');
     let agent: http.Agent | undefined;
     try {
       agent = agents.agentFor(url, { env: options.env, holdsProcess: false });
@@ -85,9 +86,19 @@ async function postOnce(url: URL, payload: string, options: JsonPostOptions): Pr
     });
     // Nothing here keeps the process alive: a call the app awaits holds it (process-hold.ts).
     request.once('socket', (socket) => socket.unref());
-    const timer = setTimeout(() => request.destroy(new NetworkError('ETIMEDOUT', `no answer within ${options.timeoutMs} ms`)), options.timeoutMs).unref();
+    // The deadline and the abort settle the call themselves: a request still waiting for its socket
+    // (a proxy that took the connection and never answers CONNECT) emits no error when destroyed.
+    const giveUp = (err: NetworkError) => {
+      settle();
+      request.destroy(err);
+      reject(err);
+    };
+    const timer = setTimeout(() => giveUp(new NetworkError('ETIMEDOUT', `no answer within ${options.timeoutMs} ms`)), options.timeoutMs).unref();
+    const onAbort = () => giveUp(new NetworkError('ABORT_ERR', 'ABORT_ERR: the request was aborted'));
+    options.signal.addEventListener('abort', onAbort, { once: true });
     const settle = () => {
       clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
       agent?.destroy();
     };
     request.once('error', (err: NodeJS.ErrnoException) => {

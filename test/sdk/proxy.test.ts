@@ -6,6 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock, type LicenseClient } from '../../runtime-sdk/index.js';
 import { downloadPackage } from '../../runtime-sdk/updates/download.js';
@@ -90,6 +91,19 @@ describe('https through HTTPS_PROXY (CONNECT), an app in its own process', () =>
     expect(refused.output()).not.toContain('wr0ng');
     expect(refused.output()).not.toContain('ana:');
   });
+  it('gives up on a proxy that takes the connection and never answers CONNECT: the call times out and the app exits', async () => {
+    const silent = net.createServer(() => undefined);
+    const port = await new Promise<number>((resolve) => silent.listen(0, '127.0.0.1', () => resolve((silent.address() as net.AddressInfo).port)));
+    try {
+      const app = startNetworkApp({ action: 'activate', options: { ...options(), requestTimeoutMs: 1000 }, key: KEY }, { ...trust(), HTTPS_PROXY: `http://127.0.0.1:${port}` });
+      // It used to wait for the proxy for good, the app held open by the call.
+      expect(await app.exit(20_000)).toMatchObject({ code: 1 });
+      expect(app.output()).toContain('ETIMEDOUT');
+      expect(authority.requests).toEqual([]);
+    } finally {
+      silent.close();
+    }
+  });
 });
 
 describe('http through HTTP_PROXY (absolute URL), the environment through the platform seam', () => {
@@ -153,5 +167,24 @@ describe('update downloads', () => {
 
   it('fail (never slip past the proxy) when the proxy variable is unusable', async () => {
     await expect(download({ HTTP_PROXY: 'socks5://127.0.0.1:1080' })).rejects.toMatchObject({ code: 'DOWNLOAD_FAILED', message: expect.stringContaining('HTTP_PROXY') });
+  });
+
+  it('fail, never wait for good, through a proxy that takes the connection and never answers CONNECT', async () => {
+    const silent = net.createServer(() => undefined);
+    const port = await new Promise<number>((resolve) => silent.listen(0, '127.0.0.1', () => resolve((silent.address() as net.AddressInfo).port)));
+    try {
+      const ref = { url: 'https://updates.example.com/app-2.0.0.bin', sha256: '0'.repeat(64), length: 10 };
+      const attempt = downloadPackage(ref, {
+        cacheDir: tempDir(),
+        idleTimeoutMs: 1_000,
+        retries: 0,
+        retryBaseDelayMs: 1,
+        userAgent: 'test',
+        env: { HTTPS_PROXY: `http://127.0.0.1:${port}` },
+      });
+      await expect(attempt).rejects.toMatchObject({ code: 'DOWNLOAD_FAILED', message: expect.stringContaining('no answer within 1000 ms') });
+    } finally {
+      silent.close();
+    }
   });
 });
