@@ -328,6 +328,19 @@ describe('metered features: consumption', () => {
     expect(await usedOf(lic.license_id, 'export')).toBe(0);
   });
 
+  it("a meter's period changed between two that start at the same instant (a month and its 1st day) counts from 0", async () => {
+    // Noon on the 1st of next month: that month and that day start at the same instant.
+    server.clock.offsetMs = nextMonthStart().getTime() + 12 * 3_600_000 - Date.now();
+    const { lic, token } = await metered({ export: { uses_per_period: 10, period: 'month' } });
+    expect((await consume({ token, feature: 'export', quantity: 10, idempotency_key: newKey() })).status).toBe(200);
+    const set = await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: t.dev.apiKey, body: { meters: { export: { uses_per_period: 10, period: 'day' } } } });
+    expect(set.body.meters).toMatchObject([{ feature: 'export', used: 0, remaining: 10 }]);
+    expect((await consume({ token, feature: 'export', quantity: 10, idempotency_key: newKey() })).body).toMatchObject({ used: 10, remaining: 0 });
+    // Back to the month: its own count, still spent.
+    await t.call('PUT', `/v1/licenses/${lic.license_id}/meters`, { apiKey: t.dev.apiKey, body: { meters: { export: { uses_per_period: 10, period: 'month' } } } });
+    expect(await usedOf(lic.license_id, 'export')).toBe(10);
+  });
+
   it('a lowered limit leaves usage counted: remaining 0, further consumption refused', async () => {
     const { lic, token } = await metered({ export: { uses_per_period: 10, period: 'lifetime' } });
     expect((await consume({ token, feature: 'export', quantity: 6, idempotency_key: newKey() })).status).toBe(200);

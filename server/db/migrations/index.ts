@@ -35,6 +35,7 @@ import { devicePreviousFingerprints } from './033_device_previous_fingerprints.j
 import { soldMeters } from './036_sold_meters.js';
 import { uploadPartKeys } from './037_upload_part_keys.js';
 import { pendingFeeIndex } from './038_pending_fee_index.js';
+import { meterUsagePeriod } from './039_meter_usage_period.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -74,4 +75,5 @@ export const migrations: Migration[] = [
   soldMeters,
   uploadPartKeys,
   pendingFeeIndex,
+  meterUsagePeriod,
 ];

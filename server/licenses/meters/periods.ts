@@ -11,6 +11,8 @@ export type MeterPeriod = (typeof METER_PERIODS)[number];
 const LIFETIME_START = new Date(0);
 
 export interface PeriodBounds {
+  /** Counters are per kind too: a day and a month can start at the same instant. */
+  kind: MeterPeriod;
   start: Date;
   /** Exclusive; null for `lifetime`. */
   end: Date | null;
@@ -23,12 +25,12 @@ export function periodContaining(kind: MeterPeriod, at: Date): PeriodBounds {
   const d = at.getUTCDate();
   switch (kind) {
     case 'day':
-      return { start: new Date(Date.UTC(y, m, d)), end: new Date(Date.UTC(y, m, d + 1)) };
+      return { kind, start: new Date(Date.UTC(y, m, d)), end: new Date(Date.UTC(y, m, d + 1)) };
     case 'month':
-      return { start: new Date(Date.UTC(y, m, 1)), end: new Date(Date.UTC(y, m + 1, 1)) };
+      return { kind, start: new Date(Date.UTC(y, m, 1)), end: new Date(Date.UTC(y, m + 1, 1)) };
     case 'year':
-      return { start: new Date(Date.UTC(y, 0, 1)), end: new Date(Date.UTC(y + 1, 0, 1)) };
+      return { kind, start: new Date(Date.UTC(y, 0, 1)), end: new Date(Date.UTC(y + 1, 0, 1)) };
     case 'lifetime':
-      return { start: LIFETIME_START, end: null };
+      return { kind, start: LIFETIME_START, end: null };
   }
 }

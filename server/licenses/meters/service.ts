@@ -83,7 +83,7 @@ export function createMetersService(deps: {
   const { store, clock, keyring, recordNamedBy } = deps;
 
   async function usageAt(licenseId: string, meters: Meters, now: Date) {
-    const periods = Object.entries(meters).map(([feature, meter]) => ({ feature, start: periodContaining(meter.period, now).start }));
+    const periods = Object.entries(meters).map(([feature, meter]) => ({ feature, period: periodContaining(meter.period, now) }));
     return usageView(licenseId, meters, await store.usedIn(licenseId, periods), now);
   }
 

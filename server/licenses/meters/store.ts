@@ -24,7 +24,15 @@ export interface MeteredLicense {
   meters: Meters;
 }
 
-/** Metered features' counters and ledger (migration 031). */
+/** A counter's row: the license's feature in one period (its kind and start, migration 039). */
+const counterKey = (at: { licenseId: string; feature: string; period: PeriodBounds }) => ({
+  license_id: at.licenseId,
+  feature: at.feature,
+  period: at.period.kind,
+  period_start: at.period.start,
+});
+
+/** Metered features' counters and ledger (migrations 031, 039). */
 export function createMetersStore(db: Db) {
   return {
     transaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => db.transaction(work),
@@ -53,15 +61,15 @@ export function createMetersStore(db: Db) {
         .update({ meters: JSON.stringify(meters), updated_at: now })
         .then((n: number) => n > 0),
 
-    /** Units used of each (feature, period start) given, 0 for those never consumed. */
-    async usedIn(licenseId: string, periods: { feature: string; start: Date }[]): Promise<Map<string, number>> {
+    /** Units used of each feature in the period given, 0 for those never consumed. */
+    async usedIn(licenseId: string, periods: { feature: string; period: PeriodBounds }[]): Promise<Map<string, number>> {
       const used = new Map<string, number>();
       if (periods.length === 0) return used;
       const rows: { feature: string; used: string }[] = await db('meter_usage')
         .where({ license_id: licenseId })
         .whereIn(
-          ['feature', 'period_start'],
-          periods.map((p) => [p.feature, p.start]),
+          ['feature', 'period', 'period_start'],
+          periods.map((p) => [p.feature, p.period.kind, p.period.start]),
         )
         .select('feature', 'used');
       for (const row of rows) used.set(row.feature, Number(row.used));
@@ -76,8 +84,8 @@ export function createMetersStore(db: Db) {
      * Answers the units used after, or undefined (nothing counted) when it would pass the limit.
      */
     async addToCounter(trx: Knex.Transaction, at: { licenseId: string; feature: string; period: PeriodBounds }, quantity: number, meter: Meter): Promise<number | undefined> {
-      const key = { license_id: at.licenseId, feature: at.feature, period_start: at.period.start };
-      await trx('meter_usage').insert(key).onConflict(['license_id', 'feature', 'period_start']).ignore();
+      const key = counterKey(at);
+      await trx('meter_usage').insert(key).onConflict(['license_id', 'feature', 'period', 'period_start']).ignore();
       const rows: { used: string }[] = await trx('meter_usage')
         .where(key)
         .andWhereRaw('used + ? <= ?', [quantity, meter.uses_per_period])
@@ -89,7 +97,7 @@ export function createMetersStore(db: Db) {
     /** Units used in a period, for the answer that refuses a consumption. */
     usedInPeriod: (trx: Knex.Transaction, at: { licenseId: string; feature: string; period: PeriodBounds }) =>
       trx('meter_usage')
-        .where({ license_id: at.licenseId, feature: at.feature, period_start: at.period.start })
+        .where(counterKey(at))
         .first<{ used: string } | undefined>('used')
         .then((r) => Number(r?.used ?? 0)),
 
