@@ -95,7 +95,7 @@ export function activationRoutes(activations: ActivationsService) {
       description:
         'Sent by the runtime engine when its signed integrity check fails or its encrypted app does not open. 401 INVALID_RUNTIME_TOKEN ' +
         'for a token this authority did not sign; otherwise 204, counted when the device is activated on the license and the build is ' +
-        "one of the license's app.",
+        "one of the license's app, at most once per device and clock hour (`last_tamper_report_at` moves with every report heard).",
       body: s.TamperReportBody,
       errors: [401],
       noContent: 'Received',

@@ -13,6 +13,8 @@ import type { ActivateInput, ActivationResult, CheckinInput, DeactivateInput, De
 import type { ActivationsStore, LicenseForRuntime, RuntimeLicense, SeatCheckout } from './store.js';
 
 const DAY_MS = 86_400_000;
+/** A device's tamper reports count once per hour: a modified copy started again and again is one incident, not many. */
+const TAMPER_REPORT_WINDOW_MS = 3_600_000;
 
 /** A device record to take a changed device's new fingerprint `to` (renameDevice), with the components read now. */
 interface PendingRename {
@@ -295,7 +297,9 @@ export function createActivationsService(deps: {
      */
     async reportTamper(input: TamperReportInput): Promise<void> {
       const { licenseId, device } = readRuntimeToken(keyring, input.token);
-      await store.recordTamperReport(licenseId, device, input.build_id, clock.now());
+      const now = clock.now();
+      const windowStart = new Date(now.getTime() - (now.getTime() % TAMPER_REPORT_WINDOW_MS));
+      await store.recordTamperReport({ licenseId, fingerprintHash: device, buildId: input.build_id, now, windowStart });
     },
   };
 }

@@ -393,14 +393,23 @@ export function createActivationsStore(db: Db) {
       return true;
     },
 
-    /** One statement: counted only for a device activated on the license and a build of its app. */
-    recordTamperReport: (licenseId: string, fingerprintHash: string, buildId: string, now: Date) =>
+    /**
+     * One statement: heard only from a device activated on the license about a build of its app, and
+     * counted once per device and window (TAMPER_REPORT_WINDOW_MS): the device's reports are counted in
+     * its bucket of rate_limit_hits, and only the window's first raises `tamper_reports`. Every one
+     * heard moves `last_tamper_report_at`.
+     */
+    recordTamperReport: (at: { licenseId: string; fingerprintHash: string; buildId: string; now: Date; windowStart: Date }) =>
       db.raw(
-        `UPDATE licenses l SET tamper_reports = tamper_reports + 1, last_tamper_report_at = ?
-         WHERE l.id = ?
-           AND EXISTS (SELECT 1 FROM devices d WHERE d.license_id = l.id AND d.fingerprint_hash = ?)
-           AND EXISTS (SELECT 1 FROM builds b WHERE b.id = ? AND b.app_id = l.app_id)`,
-        [now, licenseId, fingerprintHash, buildId],
+        `WITH heard AS (
+           SELECT l.id FROM licenses l
+           WHERE l.id = ?
+             AND EXISTS (SELECT 1 FROM devices d WHERE d.license_id = l.id AND d.fingerprint_hash = ?)
+             AND EXISTS (SELECT 1 FROM builds b WHERE b.id = ? AND b.app_id = l.app_id)
+         ), hit AS (${countHitCte({ bucket: `'tamper_report:' || heard.id || ':' || ?::text`, windowStart: '?::timestamptz', from: 'heard' })})
+         UPDATE licenses l SET tamper_reports = tamper_reports + (hit.hits = 1)::int, last_tamper_report_at = ?
+         FROM hit WHERE l.id = ?`,
+        [at.licenseId, at.fingerprintHash, at.buildId, at.fingerprintHash, at.windowStart, at.now, at.licenseId],
       ),
   };
 }

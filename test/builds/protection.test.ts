@@ -128,7 +128,8 @@ describe('a zip with package.json', () => {
       expect(modified.stderr).toContain('This app has been modified and cannot start.');
     }
     const seen = (await o.call('GET', `/v1/licenses/${license.license_id}`, { token: o.dev.accessToken })).body;
-    expect(seen).toMatchObject({ tamper_reports: 2, last_tamper_report_at: expect.any(String) });
+    // Two starts of the modified copy on one device within the hour: one incident.
+    expect(seen).toMatchObject({ tamper_reports: 1, last_tamper_report_at: expect.any(String) });
 
     // A copy whose integrity document was re-signed with another key is refused the same way.
     const { generateKeyPairSync, sign } = await import('node:crypto');

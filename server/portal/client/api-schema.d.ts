@@ -871,7 +871,7 @@ export interface paths {
     put?: never;
     /**
      * A protected build found modified at start: counted on the license (tamper_reports) the token names
-     * @description Sent by the runtime engine when its signed integrity check fails or its encrypted app does not open. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign; otherwise 204, counted when the device is activated on the license and the build is one of the license's app.
+     * @description Sent by the runtime engine when its signed integrity check fails or its encrypted app does not open. 401 INVALID_RUNTIME_TOKEN for a token this authority did not sign; otherwise 204, counted when the device is activated on the license and the build is one of the license's app, at most once per device and clock hour (`last_tamper_report_at` moves with every report heard).
      */
     post: operations['reportTamper'];
     delete?: never;
