@@ -174,6 +174,9 @@ export function verifyJws<T>(
   return { header: header as JwsHeader, claims: claims as T };
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+
 /** Verifies a runtime token and that it belongs to this app and this device and is within its life. */
 export function verifyRuntimeToken(
   token: string,
@@ -183,6 +186,14 @@ export function verifyRuntimeToken(
   const { claims } = verifyJws<RuntimeTokenClaims>(token, keys, DOCUMENT_TYPES.runtimeToken);
   if (claims.iss !== 'latchkey' || typeof claims.sub !== 'string' || typeof claims.exp !== 'number' || typeof claims.iat !== 'number') {
     throw new ProtocolError('malformed', 'missing required claims');
+  }
+  // What the status and the grace are computed from: a token without them is refused before it is
+  // kept, never left in the cache to fail every start after.
+  if (!isRecord(claims.policy) || !isFiniteNumber(claims.policy.offline_grace_hours) || !isFiniteNumber(claims.policy.device_limit)) {
+    throw new ProtocolError('malformed', 'missing or malformed policy');
+  }
+  if (!isRecord(claims.features) || (claims.license_expires_at !== null && !isFiniteNumber(claims.license_expires_at))) {
+    throw new ProtocolError('malformed', 'malformed features or license_expires_at');
   }
   if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'token was issued for another app');
   if (claims.device !== expect.device) throw new ProtocolError('wrong_device', 'token was issued for another device');

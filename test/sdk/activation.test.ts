@@ -105,6 +105,10 @@ describe('activation', () => {
     ['another app', (c: any) => ({ ...c, app_id: 'app_other' })],
     ['another device', (c: any) => ({ ...c, device: '0'.repeat(64) })],
     ['no life left', (c: any) => ({ ...c, exp: c.iat })],
+    // Signed, but without what the status and the grace are computed from: kept, it failed every start after.
+    ['a token without its policy', ({ policy: _policy, ...c }: any) => c],
+    ['a token whose grace is not a number', (c: any) => ({ ...c, policy: { ...c.policy, offline_grace_hours: '72' } })],
+    ['a token without its features', ({ features: _features, ...c }: any) => c],
   ])('refuses a grant for %s', async (_label, mutate) => {
     authority.mutateClaims = mutate;
     expect((await activationError()).code).toBe('INVALID_SERVER_RESPONSE');
