@@ -189,10 +189,8 @@ export function verifyRuntimeToken(
   }
   // What the status and the grace are computed from: a token without them is refused before it is
   // kept, never left in the cache to fail every start after.
-  if (!isRecord(claims.policy) || !isFiniteNumber(claims.policy.offline_grace_hours) || !isFiniteNumber(claims.policy.device_limit)) {
-    throw new ProtocolError('malformed', 'missing or malformed policy');
-  }
-  if (!isRecord(claims.features) || (claims.license_expires_at !== null && !isFiniteNumber(claims.license_expires_at))) {
+  if (!isRecord(claims.policy) || !isFiniteNumber(claims.policy.offline_grace_hours)) throw new ProtocolError('malformed', 'missing or malformed policy');
+  if (!isRecord(claims.features) || (claims.license_expires_at != null && !isFiniteNumber(claims.license_expires_at))) {
     throw new ProtocolError('malformed', 'malformed features or license_expires_at');
   }
   if (claims.app_id !== expect.appId) throw new ProtocolError('wrong_app', 'token was issued for another app');

@@ -81,7 +81,6 @@ async function postOnce(url: URL, payload: string, options: JsonPostOptions): Pr
     const request = transport.request(url, {
       method: 'POST',
       headers: { ...options.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      signal: options.signal,
       ...(agent ? { agent } : {}),
     });
     // Nothing here keeps the process alive: a call the app awaits holds it (process-hold.ts).

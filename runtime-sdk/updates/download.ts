@@ -219,13 +219,6 @@ async function request(url: string, headers: Record<string, string>, options: Do
       throw err;
     }
     // identity: the signed length and hash are of the bytes as served, never of a decoded body.
-    // Until the answer's head: the socket's idle timeout below cannot fire for a request still waiting
-    // for its socket (a proxy that took the connection and never answers CONNECT).
-    const noAnswer = setTimeout(() => {
-      agent?.destroy();
-      req.destroy(new Error(`no answer within ${options.idleTimeoutMs} ms`));
-      reject(new TransientFailure(`no answer within ${options.idleTimeoutMs} ms`));
-    }, options.idleTimeoutMs);
     const req = client.get(target, { headers: { 'user-agent': options.userAgent, 'accept-encoding': 'identity', ...headers }, ...(agent ? { agent } : {}) }, (res) => {
       clearTimeout(noAnswer);
       // Errors while the caller is still deciding what to do with the answer end up in its pipeline;
@@ -237,6 +230,13 @@ async function request(url: string, headers: Record<string, string>, options: Do
       if (redirects >= MAX_REDIRECTS) return reject(new UpdateError('DOWNLOAD_FAILED', `more than ${MAX_REDIRECTS} redirects`));
       resolve(request(new URL(location, target).href, headers, options, redirects + 1));
     });
+    // Until the answer's head: the socket's idle timeout below cannot fire for a request still waiting
+    // for its socket (a proxy that took the connection and never answers CONNECT).
+    const noAnswer = setTimeout(() => {
+      agent?.destroy();
+      req.destroy(new Error(`no answer within ${options.idleTimeoutMs} ms`));
+      reject(new TransientFailure(`no answer within ${options.idleTimeoutMs} ms`));
+    }, options.idleTimeoutMs);
     // An idle socket (no connection, or no bytes for this long) ends the attempt; the response stream errors too.
     req.setTimeout(options.idleTimeoutMs, () => req.destroy(new Error(`no data for ${options.idleTimeoutMs} ms`)));
     req.on('error', (err) => {

@@ -13,6 +13,7 @@ import { asUpdateError, UpdateError } from '../errors.js';
 import type { UpdateFs } from '../fs.js';
 import type { InstallJournal, UpdaterStateStore } from '../state.js';
 import type { AppTarget } from '../target.js';
+import { MAX_TIMER_MS } from '../../option-schemas.js';
 
 export interface InstallContext {
   fs: UpdateFs;
@@ -160,7 +161,7 @@ export async function renameWithRetry(from: string, to: string, rules: RenameRul
       return await ctx.fs.rename(from, to);
     } catch (err) {
       if (attempt >= RENAME_RETRIES || !rules.retryCodes.includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
-      await ctx.sleep(ctx.retryBaseDelayMs * 2 ** attempt);
+      await ctx.sleep(Math.min(ctx.retryBaseDelayMs * 2 ** attempt, MAX_TIMER_MS));
     }
   }
 }
