@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { newId, randomSecret } from '../crypto/secrets.js';
 import { isUniqueViolation } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
@@ -17,8 +18,8 @@ export function createAppsService(deps: {
   store: AppsStore;
   /** Removes what an app keeps outside the database: its builds' files. */
   removeStoredFiles: (appId: string) => Promise<void>;
-  /** Stops the app's payment link selling at the processor, before the app (and the link's row) goes. */
-  retirePaymentLink: (developerId: string, appId: string) => Promise<void>;
+  /** Stops the app's payment link selling at the processor, in the transaction that deletes the app (and the link's row). */
+  retirePaymentLink: (trx: Knex.Transaction, developerId: string, appId: string) => Promise<void>;
   pushGuards: Pick<PushGuards, 'beforeReleasedOnly'>;
   /** docs/contract.md's price rules, against the developer's connected processor account; throws the refusal. */
   checkPriceId: (developerId: string, priceId: string) => Promise<void>;
@@ -76,8 +77,11 @@ export function createAppsService(deps: {
     },
 
     async remove(developerId: string, appId: string): Promise<void> {
-      await deps.retirePaymentLink(developerId, appId);
-      assertThat(await store.remove(developerId, appId), 'APP_NOT_FOUND', 'No such app');
+      const removed = await store.transaction(async (trx) => {
+        await deps.retirePaymentLink(trx, developerId, appId);
+        return store.remove(developerId, appId, trx);
+      });
+      assertThat(removed, 'APP_NOT_FOUND', 'No such app');
       await deps.removeStoredFiles(appId);
     },
   };

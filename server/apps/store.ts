@@ -79,7 +79,7 @@ export function createAppsStore(db: Db) {
         .then((r: AppRow[]) => r[0]),
 
     /** Builds, licenses and everything under them go with the app (ON DELETE CASCADE). */
-    remove: async (developerId: string, id: string) => (await db('apps').where({ id, developer_id: developerId }).delete()) === 1,
+    remove: async (developerId: string, id: string, q: Knex | Knex.Transaction = db) => (await q('apps').where({ id, developer_id: developerId }).delete()) === 1,
   };
 }
 

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Clock } from '../clock.js';
 import { RequestError } from '../errors.js';
 import { LICENSE_FEE_CENTS } from '../billing/fee-rule.js';
@@ -40,6 +41,19 @@ async function currentPrice(processor: PaymentProcessor, accountId: string, pric
   return price;
 }
 
+/**
+ * Stops `link` selling at the processor. An account that no longer grants this platform access (the
+ * developer disconnected it, or switched to another) cannot be reached: its link is as good as
+ * retired, and sells nothing of ours any more.
+ */
+function retireAtProcessor(processor: PaymentProcessor, link: Pick<PaymentLinkRow, 'account_id' | 'id'>): Promise<void> {
+  return askProcessor(() =>
+    processor.deactivatePaymentLink(link.account_id, link.id).catch((err: unknown) => {
+      if (!(err instanceof AccountAccessRevokedError)) throw err;
+    }),
+  );
+}
+
 /** Routes A (the app's reusable payment link) and B (a single-use checkout for one license). */
 export function createSalesLinks(deps: { store: LinksStore; processor: PaymentProcessor | null; clock: Clock; publicBaseUrl: string }) {
   const { store, clock } = deps;
@@ -61,7 +75,7 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
         const price = await currentPrice(processor, setup.payment_account_id, setup.price_id);
         const previous = await store.currentLink(appId, trx);
         if (previous) {
-          await askProcessor(() => processor.deactivatePaymentLink(previous.account_id, previous.id));
+          await retireAtProcessor(processor, previous);
           await store.deactivateLink(trx, previous.id, clock.now());
         }
         const created = await askProcessor(() =>
@@ -101,31 +115,24 @@ export function createSalesLinks(deps: { store: LinksStore; processor: PaymentPr
         if (!(await store.lockSalesSetup(trx, developerId, appId, clock.now()))) throw appNotFound();
         const link = await store.currentLink(appId, trx);
         if (!link) throw new RequestError('PAYMENT_LINK_NOT_FOUND', 'The app has no payment link');
-        await askProcessor(() => processor.deactivatePaymentLink(link.account_id, link.id));
+        await retireAtProcessor(processor, link);
         await store.deactivateLink(trx, link.id, clock.now());
       });
     },
 
     /**
-     * Before the app is deleted (its link's row goes with it): the link stops selling at the
-     * processor, so no buyer pays through it for a license nobody will deliver. A processor that
+     * Before the app is deleted, in the deleting transaction (`trx`, which then holds the app's row
+     * until the app is gone, so no link can be made in between): its link stops selling at the
+     * processor, so no buyer pays through it for a license nobody would deliver. A processor that
      * cannot be reached refuses the deletion (503), to be tried again.
      */
-    async retireLinkOf(developerId: string, appId: string): Promise<void> {
+    async retireLinkOf(trx: Knex.Transaction, developerId: string, appId: string): Promise<void> {
       const processor = deps.processor;
-      if (!processor) return;
-      await store.transaction(async (trx) => {
-        const setup = await store.lockSalesSetup(trx, developerId, appId, clock.now());
-        const link = setup && (await store.currentLink(appId, trx));
-        // A link made on a connection since revoked is out of reach (and delivers nothing of ours any more).
-        if (!link || link.account_id !== setup.payment_account_id || link.connection_generation !== setup.payment_connection_generation) return;
-        await askProcessor(() =>
-          processor.deactivatePaymentLink(link.account_id, link.id).catch((err: unknown) => {
-            // The account revoked this platform's access at the processor: the link is out of reach, and sells nothing of ours.
-            if (!(err instanceof AccountAccessRevokedError)) throw err;
-          }),
-        );
-      });
+      if (!processor || !(await store.lockSalesSetup(trx, developerId, appId, clock.now()))) return;
+      const link = await store.currentLink(appId, trx);
+      if (!link) return;
+      await retireAtProcessor(processor, link);
+      await store.deactivateLink(trx, link.id, clock.now());
     },
 
     /** Route B: a checkout of the license's app Price whose payment converts that license (fulfilment). */

@@ -159,6 +159,32 @@ describe('Route A: the app payment link', () => {
     expect(await db('apps').whereIn('id', [disconnected.app.id, revoked.app.id])).toEqual([]);
   });
 
+  it('deleting the app while a link is being made leaves no link selling: the deletion holds the app until it is gone', async () => {
+    for (let round = 0; round < 5; round++) {
+      const s = await proSeller();
+      await generate(s);
+      const [deleted, made] = await Promise.all([call('DELETE', `/v1/apps/${s.app.id}`, { token: s.dev.accessToken }), generate(s)]);
+      expect(deleted.status).toBe(204);
+      expect([201, 404]).toContain(made.status);
+      const links = [...stripe.paymentLinks.values()].filter((l) => l.params['metadata[service_app_id]'] === s.app.id);
+      expect(links.filter((l) => l.active)).toEqual([]);
+    }
+  });
+
+  it('after switching to another Stripe account, the link made on the first is retired as out of reach: regenerating and pausing work', async () => {
+    const s = await proSeller();
+    const old = (await generate(s)).body;
+    expect((await call('DELETE', '/v1/payments/account', { token: s.dev.accessToken })).status).toBe(200);
+    const other = await connectAccount(call.baseUrl, stripe, s.dev.accessToken);
+    stripe.addPrice(other, { id: s.priceId });
+    const fresh = await generate(s);
+    expect(fresh.status, JSON.stringify(fresh.body)).toBe(201);
+    expect(stripe.paymentLinks.get(fresh.body.id)!.account).toBe(other);
+    expect(await saleThrough(s, old.id)).toBe('account_not_connected');
+    expect((await call('DELETE', `/v1/apps/${s.app.id}/payment-link`, { token: s.dev.accessToken })).status).toBe(204);
+    expect(stripe.paymentLinks.get(fresh.body.id)!.active).toBe(false);
+  });
+
   it('a link the developer built (Route C) still sells', async () => {
     const s = await proSeller();
     await generate(s);
