@@ -339,7 +339,8 @@ export class LicenseClient {
     }
     if (!this.vault.hasToken && !this.vault.hasLicenseKey) return;
     // A floating license checks its seat out at every start: its token lived only as long as the last lease.
-    const checkOut = refreshOnStart || this.heartbeatMs(this.vault.claims?.policy) !== null;
+    // A clock rollback is asked about too: only the authority's answer ends it (a clock corrected after running ahead).
+    const checkOut = refreshOnStart || this.heartbeatMs(this.vault.claims?.policy) !== null || this.lastStatus.reason === 'clock_rollback';
     if (revalidate === 'background') this.scheduler.schedule(checkOut ? startupDelayMs : refreshIntervalMs);
     else await this.revalidateWithin(revalidate.blockingMs);
   }
@@ -485,7 +486,11 @@ export class LicenseClient {
     const status = this.computeStatus();
     const previous = this.lastStatus;
     this.lastStatus = status;
-    if (status.state !== previous.state || status.reason !== previous.reason) this.events.emit('change', status, previous);
+    if (status.state !== previous.state || status.reason !== previous.reason) {
+      // Only the authority's answer ends a clock rollback: online, it is asked soon, not at the next hourly refresh.
+      if (status.reason === 'clock_rollback' && this.options.revalidate === 'background') this.scheduler.schedule(this.options.startupDelayMs);
+      this.events.emit('change', status, previous);
+    }
     return status;
   }
 

@@ -4,6 +4,7 @@ import { FakeAuthority } from './support/fake-authority.js';
 import { FakeClock, HOUR } from './support/fake-clock.js';
 import { fakeMachine, tempDir } from './support/fake-machine.js';
 import { clientOn } from './support/sdk-client.js';
+import { eventually } from '../support/wait.js';
 
 const KEY = 'LMNP-QRST-UVWX-YZ23';
 const clock = new FakeClock();
@@ -111,22 +112,38 @@ describe('authority verdicts at refresh', () => {
 });
 
 describe('clock tampering', () => {
-  it('a clock set back past the high-water mark is tampered, stays so until one online check', async () => {
+  it('a clock set back past the high-water mark is tampered until the authority answers, which the client asks at once and at each start', async () => {
     const client = await start();
     await client.activate(KEY);
     clock.advance(10 * HOUR);
     expect((await client.check()).state).toBe('grace');
 
+    authority.down = true;
     clock.advance(-6 * HOUR);
     expect(await client.check()).toMatchObject({ state: 'tampered', reason: 'clock_rollback', usable: false, graceEndsAt: null });
     clock.advance(6 * HOUR);
     expect((await client.check()).state).toBe('tampered');
-    authority.down = true;
     expect((await (await start()).check()).state).toBe('tampered');
 
+    // Online again: the next start asks the authority at once (a clock corrected after running ahead
+    // is not locked out until the hourly refresh), and its answer ends it; the app called nothing.
     authority.down = false;
-    expect(await client.refresh()).toMatchObject({ state: 'valid' });
+    const restarted = await start();
+    await eventually('the start-up refresh to end the rollback', async () => (await restarted.check()).state === 'valid');
     expect((await (await start()).check()).state).toBe('valid');
+  });
+
+  it('a rollback seen while running is asked about at once, not at the next hourly refresh', async () => {
+    const client = await start();
+    await client.activate(KEY);
+    clock.advance(10 * HOUR);
+    await client.check();
+    const refreshes = () => authority.requests.filter((r) => r.path === '/v1/licenses/refresh').length;
+    const before = refreshes();
+    clock.advance(-6 * HOUR);
+    expect((await client.check()).reason).toBe('clock_rollback');
+    await eventually('the refresh the rollback asked for', async () => refreshes() > before);
+    await eventually('its answer to end the rollback', async () => (await client.check()).state === 'valid');
   });
 
   it('the time an app ran counts even if it never checked: its exit raises the high-water mark, so setting the clock back after it is caught', async () => {
