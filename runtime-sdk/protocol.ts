@@ -462,4 +462,4 @@ export const FINGERPRINT_PATTERN = /^[0-9a-f]{64}$/;
 
 /** Component-tolerant device matching: the one rule the SDK and the authority both apply (docs/protocol.md, "Fingerprint"). */
 export { COMPONENT_NAMES, type ComponentHashes, type ComponentName } from './fingerprint/components.js';
-export { DEFAULT_MATCH_RULE, deviceMatches, type MatchRule } from './fingerprint/match.js';
+export { DEFAULT_MATCH_RULE, deviceMatches, MACHINE_ID, type MatchRule } from './fingerprint/match.js';

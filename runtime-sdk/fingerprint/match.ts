@@ -13,7 +13,8 @@ export interface MatchRule {
 
 export const DEFAULT_MATCH_RULE: MatchRule = { others: 2 };
 
-const MACHINE_ID: ComponentName = 'os.machine_id';
+/** The component every match needs: the OS's own id of the installation. */
+export const MACHINE_ID: ComponentName = 'os.machine_id';
 
 /**
  * True when `presented` is the device `recorded` describes: the machine id present in both and equal,

@@ -1,4 +1,4 @@
-import { deviceMatches, type ComponentHashes, type MatchRule } from '@latchkey/runtime-sdk/protocol';
+import { deviceMatches, MACHINE_ID, type ComponentHashes, type MatchRule } from '@latchkey/runtime-sdk/protocol';
 import type { Clock } from '../clock.js';
 import { isUniqueViolation, type Db } from '../db/knex.js';
 import { RequestError, assertThat } from '../errors.js';
@@ -137,15 +137,19 @@ export function createActivationsService(deps: {
    * Trials also spend a computer's trial allowance, so they run in a transaction serialised per
    * computer and app: a known device re-activates; a new one needs a trial left, then a slot.
    */
-  function activateTrial(license: LicenseForRuntime, device: string, report: DeviceReport, now: Date): Promise<RuntimeLicense> {
+  function activateTrial(license: LicenseForRuntime, device: string, components: ComponentHashes | undefined, report: DeviceReport, now: Date): Promise<RuntimeLicense> {
+    const machineId = components?.[MACHINE_ID] ?? null;
     return store.transaction(async (trx) => {
-      await store.lockTrialSlot(trx, license.app_id, device);
+      await store.lockTrialSlot(trx, license.app_id, machineId ?? device);
       if (await store.touchDevice(license.id, device, report, now, trx)) return license;
-      const used = await store.countOtherTrials(trx, license.app_id, device, license.id);
+      // This computer's trials: under its fingerprint, or under another its components match (a fingerprint that changed).
+      const starts = await store.trialStartsOf(trx, license.app_id, device, machineId, license.id);
+      const mine = starts.filter((s) => s.fingerprint_hash === device || (components && s.component_hashes && deviceMatches(s.component_hashes, components, matchRule)));
+      const used = new Set(mine.map((s) => s.license_id)).size;
       assertThat(used < license.trials_per_computer, 'TRIAL_ALREADY_USED', 'This computer has already used its free trial of this app');
       const claim = await store.claimDevice(license.id, device, report, now, trx);
       if (!claim.added) await refuseClaim(license, now, trx);
-      await store.recordTrialStart(trx, license.app_id, device, license.id, now);
+      await store.recordTrialStart(trx, license.app_id, device, components, license.id, now);
       return isUnstartedTrial(license) ? store.startTrialClock(trx, license.id, new Date(now.getTime() + NO_COMMITMENT_TRIAL_DAYS * DAY_MS), now) : license;
     });
   }
@@ -184,7 +188,7 @@ export function createActivationsService(deps: {
         await store.recordFloatingDevice(found.id, device, deviceReport, now);
       } else {
         const renamed = rename !== undefined && (await store.renameDevice(rename.licenseId, rename.from, device, rename.components));
-        if (found.license_type === 'trial') license = await activateTrial(found, device, deviceReport, now);
+        if (found.license_type === 'trial') license = await activateTrial(found, device, components, deviceReport, now);
         else if (rename ? !renamed : !found.device_known && !found.device_added) await claimOrRefuse(found, device, deviceReport, now);
       }
       const contentKey = await releaseContentKey({ licenseId: license.id, appId: license.app_id, device, buildId, presentedKey: deviceKey, mayReplaceKey: true });

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ComponentHashes } from '@latchkey/runtime-sdk/protocol';
+import { MACHINE_ID, type ComponentHashes } from '@latchkey/runtime-sdk/protocol';
 import { hotQuery, isUniqueViolation, type Db } from '../db/knex.js';
 import { countHitCte, type LicenseLimitWindow } from '../http/license-limits.js';
 import { effectiveStatusSqlAt } from '../licenses/rules.js';
@@ -305,20 +305,33 @@ export function createActivationsStore(db: Db) {
      * Serialises trial starts of one computer for one app until the transaction ends: two different
      * trial licenses activated at once on the same machine cannot both pass the count.
      */
-    lockTrialSlot: (trx: Knex.Transaction, appId: string, fingerprintHash: string) =>
-      trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`trial:${appId}:${fingerprintHash}`]),
+    /** Serialises the trial starts of one computer of the app: `computer` is its machine id's hash, or its fingerprint without components. */
+    lockTrialSlot: (trx: Knex.Transaction, appId: string, computer: string) => trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`trial:${appId}:${computer}`]),
 
-    /** Trials this computer started for the app under licenses other than this one. */
-    countOtherTrials: (trx: Knex.Transaction, appId: string, fingerprintHash: string, licenseId: string) =>
+    /**
+     * Trial starts of the app under licenses other than this one that may be this computer's: its
+     * fingerprint's, and those sharing its machine id (the caller applies the device-matching rule).
+     */
+    trialStartsOf: (trx: Knex.Transaction, appId: string, fingerprintHash: string, machineIdHash: string | null, licenseId: string) =>
       trx('trial_starts')
-        .where({ app_id: appId, fingerprint_hash: fingerprintHash })
+        .where({ app_id: appId })
         .whereNot({ license_id: licenseId })
-        .count<{ count: string }[]>('* as count')
-        .then((r) => Number(r[0]!.count)),
+        .where((q) => {
+          q.where({ fingerprint_hash: fingerprintHash });
+          if (machineIdHash) q.orWhere({ machine_id_hash: machineIdHash });
+        })
+        .select<{ license_id: string; fingerprint_hash: string; component_hashes: ComponentHashes | null }[]>('license_id', 'fingerprint_hash', 'component_hashes'),
 
-    recordTrialStart: (trx: Knex.Transaction, appId: string, fingerprintHash: string, licenseId: string, now: Date) =>
+    recordTrialStart: (trx: Knex.Transaction, appId: string, fingerprintHash: string, components: ComponentHashes | undefined, licenseId: string, now: Date) =>
       trx('trial_starts')
-        .insert({ app_id: appId, fingerprint_hash: fingerprintHash, license_id: licenseId, started_at: now })
+        .insert({
+          app_id: appId,
+          fingerprint_hash: fingerprintHash,
+          license_id: licenseId,
+          started_at: now,
+          machine_id_hash: components?.[MACHINE_ID] ?? null,
+          component_hashes: components ? JSON.stringify(components) : null,
+        })
         .onConflict(['app_id', 'fingerprint_hash', 'license_id'])
         .ignore(),
 

@@ -83,6 +83,20 @@ describe('no-commitment trials', () => {
     expect((await activate(t, b.license_key, device)).status).toBe(200);
   });
 
+  it('count a computer whose fingerprint changed as the same computer, by its components; another machine gets its own trial', async () => {
+    const t = await trialTenant(1);
+    const machine = { 'os.machine_id': randomFingerprint(), 'system.uuid': randomFingerprint(), 'board.serial': randomFingerprint(), cpu: randomFingerprint() };
+    const withComponents = (licenseKey: string, components: Record<string, string>) =>
+      t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: randomFingerprint(), fingerprint_components: components, build_id: null } });
+    const [first, second, third] = await Promise.all([1, 2, 3].map(() => createLicense(t.call, t.dev, { app_id: t.app.id, license_type: 'trial' })));
+    expect((await withComponents(first!.license_key, machine)).status).toBe(200);
+    // The same computer read with a new fingerprint (run as root, a new disk): its trial is used.
+    const changed = await withComponents(second!.license_key, { ...machine, cpu: randomFingerprint() });
+    expect(changed.body).toMatchObject({ error_code: 'TRIAL_ALREADY_USED', status_code: 403 });
+    // Another machine sharing two serials but not the machine id is another computer.
+    expect((await withComponents(third!.license_key, { ...machine, 'os.machine_id': randomFingerprint() })).status).toBe(200);
+  });
+
   it('honour a higher trials_per_computer, and 0 allows none', async () => {
     const two = await trialTenant(2);
     const device = randomFingerprint();

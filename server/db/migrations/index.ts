@@ -36,6 +36,7 @@ import { soldMeters } from './036_sold_meters.js';
 import { uploadPartKeys } from './037_upload_part_keys.js';
 import { pendingFeeIndex } from './038_pending_fee_index.js';
 import { meterUsagePeriod } from './039_meter_usage_period.js';
+import { trialStartComponents } from './040_trial_start_components.js';
 
 /** Every migration, in the order it applies. Append; never reorder or edit an applied one. */
 export const migrations: Migration[] = [
@@ -76,4 +77,5 @@ export const migrations: Migration[] = [
   uploadPartKeys,
   pendingFeeIndex,
   meterUsagePeriod,
+  trialStartComponents,
 ];
