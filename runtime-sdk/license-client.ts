@@ -488,7 +488,7 @@ export class LicenseClient {
     this.lastStatus = status;
     if (status.state !== previous.state || status.reason !== previous.reason) {
       // Only the authority's answer ends a clock rollback: online, it is asked soon, not at the next hourly refresh.
-      if (status.reason === 'clock_rollback' && this.options.revalidate === 'background') this.scheduler.schedule(this.options.startupDelayMs);
+      if (status.reason === 'clock_rollback') this.scheduler.schedule(this.options.startupDelayMs);
       this.events.emit('change', status, previous);
     }
     return status;

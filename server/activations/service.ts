@@ -140,11 +140,19 @@ export function createActivationsService(deps: {
   function activateTrial(license: LicenseForRuntime, device: string, components: ComponentHashes | undefined, report: DeviceReport, now: Date): Promise<RuntimeLicense> {
     const machineId = components?.[MACHINE_ID] ?? null;
     return store.transaction(async (trx) => {
-      await store.lockTrialSlot(trx, license.app_id, machineId ?? device);
+      // The fingerprint's lock and the machine id's, in one order: a request with components and one
+      // without, of one fingerprint, or two fingerprints of one machine, wait for each other.
+      for (const computer of [device, machineId].filter((key): key is string => key !== null).sort()) await store.lockTrialSlot(trx, license.app_id, computer);
       if (await store.touchDevice(license.id, device, report, now, trx)) return license;
-      // This computer's trials: under its fingerprint, or under another its components match (a fingerprint that changed).
+      // This computer's trials: under its fingerprint, or under another its components match (a
+      // fingerprint that changed). A start recorded with fewer components than the rule asks for
+      // matches by fingerprint only: a machine id alone, which anyone can send, must not spend another computer's trial.
       const starts = await store.trialStartsOf(trx, license.app_id, device, machineId, license.id);
-      const mine = starts.filter((s) => s.fingerprint_hash === device || (components && s.component_hashes && deviceMatches(s.component_hashes, components, matchRule)));
+      const mine = starts.filter(
+        (s) =>
+          s.fingerprint_hash === device ||
+          (components && s.component_hashes && Object.keys(s.component_hashes).length > matchRule.others && deviceMatches(s.component_hashes, components, matchRule)),
+      );
       const used = new Set(mine.map((s) => s.license_id)).size;
       assertThat(used < license.trials_per_computer, 'TRIAL_ALREADY_USED', 'This computer has already used its free trial of this app');
       const claim = await store.claimDevice(license.id, device, report, now, trx);

@@ -97,6 +97,28 @@ describe('no-commitment trials', () => {
     expect((await withComponents(third!.license_key, { ...machine, 'os.machine_id': randomFingerprint() })).status).toBe(200);
   });
 
+  it("never let a machine id sent alone spend another computer's trial", async () => {
+    const t = await trialTenant(1);
+    const victim = { 'os.machine_id': randomFingerprint(), 'system.uuid': randomFingerprint(), 'board.serial': randomFingerprint(), cpu: randomFingerprint() };
+    const [attackers, victims] = await Promise.all([1, 2].map(() => createLicense(t.call, t.dev, { app_id: t.app.id, license_type: 'trial' })));
+    const activateWith = (licenseKey: string, components: Record<string, string>) =>
+      t.call('POST', '/v1/licenses/activate', { body: { license_key: licenseKey, device_fingerprint: randomFingerprint(), fingerprint_components: components, build_id: null } });
+    expect((await activateWith(attackers!.license_key, { 'os.machine_id': victim['os.machine_id'] })).status).toBe(200);
+    expect((await activateWith(victims!.license_key, victim)).status).toBe(200);
+  });
+
+  it('serialise one computer activating two trials at once, with and without its components: one trial starts', async () => {
+    const t = await trialTenant(1);
+    const device = randomFingerprint();
+    const machine = { 'os.machine_id': randomFingerprint(), 'system.uuid': randomFingerprint(), 'board.serial': randomFingerprint() };
+    const [one, two] = await Promise.all([1, 2].map(() => createLicense(t.call, t.dev, { app_id: t.app.id, license_type: 'trial' })));
+    const answers = await Promise.all([
+      t.call('POST', '/v1/licenses/activate', { body: { license_key: one!.license_key, device_fingerprint: device, fingerprint_components: machine, build_id: null } }),
+      activate(t, two!.license_key, device),
+    ]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 403]);
+  });
+
   it('honour a higher trials_per_computer, and 0 allows none', async () => {
     const two = await trialTenant(2);
     const device = randomFingerprint();
